@@ -1,0 +1,23 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules', 'dist', 'data', 'coverage'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read config, not process.env (src/config.ts only).' }] },
+  },
+  {
+    files: ['src/config.ts'],
+    rules: { 'no-restricted-properties': 'off' },
+  },
+);

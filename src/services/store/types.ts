@@ -1,0 +1,98 @@
+import type { Operation, TaskOutputs } from '../media/types.js';
+
+/**
+ * `submitting`: stored, service call not answered yet (the webhook may beat the
+ * response). `queued`: the service accepted it. `finished`/`failed` are final.
+ */
+export type JobState = 'submitting' | 'queued' | 'processing' | 'finished' | 'failed';
+export const TERMINAL_STATES: readonly JobState[] = ['finished', 'failed'];
+
+export interface JobError {
+  /** Stable identifier, e.g. `service_rejected`, `service_auth`, `timed_out`, `restart_during_submit`. */
+  code: string;
+  /** Text meant for the user (the service's `errors[].msg` joined, or our explanation). */
+  message: string;
+  details?: string[];
+}
+
+/** Where the job's live message is, and how to edit it. */
+export interface JobMessageRef {
+  channelId: string;
+  guildId?: string;
+  messageId?: string;
+  /** Interaction webhook (token valid ~15 min from `createdAt`). */
+  interaction?: { applicationId: string; token: string; createdAt: number };
+}
+
+export interface JobRecord {
+  id: string;
+  /** Per-job webhook secret (hex). Never logged. */
+  secret: string;
+  operation: Operation;
+  userId: string;
+  message: JobMessageRef;
+  /** What was submitted, as shown to the user (no secrets, no image bytes). */
+  params: Record<string, string | number | boolean | string[]>;
+  taskId?: string;
+  state: JobState;
+  percentage: number;
+  /** Latest status text from the service (upload). */
+  statusText?: string;
+  result?: TaskOutputs;
+  error?: JobError;
+  createdAt: number;
+  updatedAt: number;
+  submittedAt?: number;
+  finishedAt?: number;
+  /** Last webhook or successful poll. */
+  lastEventAt?: number;
+  /** Bumped on every change. */
+  version: number;
+}
+
+/** A change proposed by a webhook, a poll, a submit response or the bot itself. */
+export interface JobUpdate {
+  state?: JobState;
+  percentage?: number;
+  taskId?: string;
+  statusText?: string;
+  result?: TaskOutputs;
+  error?: JobError;
+  messageId?: string;
+  /** Epoch ms the event was observed. */
+  at: number;
+}
+
+export interface ApplyResult {
+  job: JobRecord;
+  /** False when the update was a duplicate or would have moved the job backwards. */
+  changed: boolean;
+}
+
+/** Durable job state. Every method throws StoreUnavailableError when the backend is down. */
+export interface JobStore {
+  /** Stores a new job and indexes it (user list, unfinished set, task index when taskId is set). */
+  create(job: JobRecord): Promise<void>;
+  get(jobId: string): Promise<JobRecord | undefined>;
+  getByTaskId(taskId: string): Promise<JobRecord | undefined>;
+  /**
+   * Applies an update through the monotonic merge (see ./merge.ts), serialised per
+   * job within the process. Indexes task_id on first sight; drops the job from the
+   * unfinished set when it becomes final. `undefined` when the job is unknown.
+   */
+  apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined>;
+  /** Most recent first, at most `limit` (the per-user list is bounded). */
+  listByUser(userId: string, limit?: number): Promise<JobRecord[]>;
+  /** Every job not yet finished/failed (for polling and restart recovery). */
+  listUnfinished(): Promise<JobRecord[]>;
+  /** Resolves when the backend answers; throws StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Small TTL'd key/value space beside the jobs (training-photo sessions, etc.). */
+export interface KeyValueStore {
+  get<T>(key: string): Promise<T | undefined>;
+  set(key: string, value: unknown, ttlMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // Integration suites start servers on ephemeral ports; files run in parallel forks.
+    pool: 'forks',
+    reporters: ['default'],
+  },
+});
