@@ -1,0 +1,177 @@
+import { existsSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * The only module that reads the environment. Parsed once at start (t3-env
+ * style: an empty string counts as unset); everything else receives `Config`.
+ */
+
+const emptyAsUnset = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+const required = (hint: string) =>
+  z.preprocess(emptyAsUnset, z.string({ error: (iss) => (iss.input === undefined ? `required (${hint})` : 'must be a string') }));
+
+const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
+  z.preprocess((v) => emptyAsUnset(v) ?? fallback, schema);
+
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(emptyAsUnset, schema.optional());
+
+const httpUrl = (what: string) =>
+  z
+    .string()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return u.protocol === 'http:' || u.protocol === 'https:';
+      } catch {
+        return false;
+      }
+    }, `must be an http(s) URL (${what})`)
+    .transform((v) => v.replace(/\/+$/, ''));
+
+const snowflake = (what: string) => z.string().regex(/^\d{1,20}$/, `must be a Discord snowflake, digits only (${what})`);
+
+const path = z
+  .string()
+  .regex(/^\/[\w\-./]*$/, 'must be a path starting with / (e.g. /fetch)')
+  .transform((v) => v.replace(/\/+$/, '') || '/');
+
+const int = (min: number, max: number, what: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, `must be a whole number (${what})`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min} (${what})`).max(max, `must be at most ${max} (${what})`));
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const schema = z.object({
+  DISCORD_TOKEN: required('your bot token from the Developer Portal').pipe(
+    z.string().regex(/^\S+$/, 'must be a bot token without spaces'),
+  ),
+  DISCORD_APPLICATION_ID: required('the application id from the Developer Portal').pipe(
+    snowflake('the application id'),
+  ),
+  DISCORD_GUILD_ID: optional(snowflake('a guild id to register commands to')),
+  DISCORD_API_URL: withDefault(httpUrl('Discord REST base'), 'https://discord.com/api'),
+  MEDIA_API_URL: withDefault(httpUrl('media service base_url'), 'https://api.apiframe.pro'),
+  MEDIA_API_KEY: required('the media service API key').pipe(z.string().regex(/^\S+$/, 'must not contain spaces')),
+  MEDIA_FETCH_PATH: withDefault(path, '/fetch'),
+  MEDIA_PATH_UPSCALE: withDefault(path, '/image-upscale'),
+  MEDIA_PATH_SONG_EXTEND: withDefault(path, '/song-extend'),
+  MEDIA_PATH_VIDEO_EXTEND: withDefault(path, '/video-extend'),
+  MEDIA_PATH_PHOTO_UPLOAD: withDefault(path, '/ai-photo-upload'),
+  MEDIA_PHOTO_FORMAT: withDefault(z.enum(['base64', 'url'], { error: 'must be base64 or url' }), 'base64'),
+  MEDIA_TIMEOUT_MS: withDefault(int(1000, 600_000, 'milliseconds per service request'), '30000'),
+  MEDIA_UPSCALE_TIMEOUT_MS: withDefault(int(1000, 900_000, 'milliseconds for the synchronous upscale'), '180000'),
+  PUBLIC_URL: optional(httpUrl('public base URL of this server, for webhooks')),
+  HOST: withDefault(z.string(), '0.0.0.0'),
+  PORT: withDefault(int(0, 65535, 'a TCP port'), '3000'),
+  REDIS_URL: optional(
+    z.string().regex(/^rediss?:\/\/.+/, 'must be a redis:// or rediss:// URL (unset: embedded SQLite)'),
+  ),
+  DATA_DIR: withDefault(z.string(), './data'),
+  LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'info'),
+  JOB_TTL_DAYS: withDefault(int(1, 365, 'days finished jobs are kept'), '30'),
+  JOB_MAX_DURATION_MINUTES: withDefault(int(1, 7 * 24 * 60, 'minutes before an unfinished job times out'), '120'),
+  POLL_INITIAL_MS: withDefault(int(100, 600_000, 'first poll delay'), '5000'),
+  POLL_MAX_MS: withDefault(int(100, 3_600_000, 'longest poll interval'), '60000'),
+  WEBHOOK_SILENCE_MS: withDefault(int(100, 3_600_000, 'silence before a webhook job is polled'), '60000'),
+  PHOTO_MAX_BYTES: withDefault(int(1024, 100 * 1024 * 1024, 'largest accepted image in bytes'), String(10 * 1024 * 1024)),
+  TRAINING_SESSION_TTL_HOURS: withDefault(int(1, 24 * 7, 'hours a photo session is kept'), '24'),
+});
+
+type Env = z.output<typeof schema>;
+
+export interface Config {
+  discord: {
+    token: string;
+    applicationId: string;
+    guildId?: string;
+    apiUrl: string;
+  };
+  media: {
+    baseUrl: string;
+    apiKey: string;
+    paths: { fetch: string; upscale: string; songExtend: string; videoExtend: string; photoUpload: string };
+    photoFormat: 'base64' | 'url';
+    timeoutMs: number;
+    upscaleTimeoutMs: number;
+  };
+  publicUrl?: string;
+  http: { host: string; port: number };
+  store: { redisUrl?: string; dataDir: string; jobTtlMs: number };
+  jobs: { maxDurationMs: number; pollInitialMs: number; pollMaxMs: number; webhookSilenceMs: number };
+  photos: { maxBytes: number; sessionTtlMs: number };
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+/** Thrown with one human line per problem; main prints them and exits 1. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const opt = <K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } =>
+  (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+
+function toConfig(e: Env): Config {
+  return {
+    discord: {
+      token: e.DISCORD_TOKEN,
+      applicationId: e.DISCORD_APPLICATION_ID,
+      ...opt('guildId', e.DISCORD_GUILD_ID),
+      apiUrl: e.DISCORD_API_URL,
+    },
+    media: {
+      baseUrl: e.MEDIA_API_URL,
+      apiKey: e.MEDIA_API_KEY,
+      paths: {
+        fetch: e.MEDIA_FETCH_PATH,
+        upscale: e.MEDIA_PATH_UPSCALE,
+        songExtend: e.MEDIA_PATH_SONG_EXTEND,
+        videoExtend: e.MEDIA_PATH_VIDEO_EXTEND,
+        photoUpload: e.MEDIA_PATH_PHOTO_UPLOAD,
+      },
+      photoFormat: e.MEDIA_PHOTO_FORMAT,
+      timeoutMs: e.MEDIA_TIMEOUT_MS,
+      upscaleTimeoutMs: e.MEDIA_UPSCALE_TIMEOUT_MS,
+    },
+    ...opt('publicUrl', e.PUBLIC_URL),
+    http: { host: e.HOST, port: e.PORT },
+    store: { ...opt('redisUrl', e.REDIS_URL), dataDir: e.DATA_DIR, jobTtlMs: e.JOB_TTL_DAYS * 86_400_000 },
+    jobs: {
+      maxDurationMs: e.JOB_MAX_DURATION_MINUTES * 60_000,
+      pollInitialMs: e.POLL_INITIAL_MS,
+      pollMaxMs: e.POLL_MAX_MS,
+      webhookSilenceMs: e.WEBHOOK_SILENCE_MS,
+    },
+    photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+/** Parses an environment (default: process.env); throws ConfigError listing every problem. */
+export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`);
+    throw new ConfigError(problems);
+  }
+  return toConfig(parsed.data);
+}
+
+/** Loads `./.env` into process.env when present (real env wins), like `node --env-file-if-exists`. */
+export function loadDotEnv(file = '.env'): void {
+  if (!existsSync(file)) return;
+  const before = { ...process.env };
+  process.loadEnvFile(file);
+  Object.assign(process.env, before);
+}
+
+/** Values that must never be printed; the logger redacts them wherever they appear. */
+export function secretsOf(config: Config): string[] {
+  return [config.discord.token, config.media.apiKey];
+}
