@@ -38,6 +38,11 @@ export interface JobRecord {
   percentage: number;
   /** Latest status text from the service (upload). */
   statusText?: string;
+  /**
+   * `at` of the update that set `statusText`; lets "latest text wins" compare
+   * event times instead of arrival order (see ./merge.ts).
+   */
+  statusAt?: number;
   result?: TaskOutputs;
   error?: JobError;
   createdAt: number;

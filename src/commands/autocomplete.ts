@@ -1,0 +1,90 @@
+import type { ApplicationCommandOptionChoiceData } from 'discord.js';
+import type { Operation, Song } from '../services/media/types.js';
+import type { JobRecord } from '../services/store/types.js';
+import type { BotContext } from './types.js';
+
+const MAX_CHOICES = 25;
+/** Discord gives an autocomplete 3 s; the service lookup must fit well inside. */
+const LOOKUP_BUDGET_MS = 1500;
+
+const OP_LABEL: Record<Operation, string> = {
+  upscale: 'Upscale',
+  song: 'Song',
+  video: 'Video',
+  upload: 'Training photos',
+};
+
+function ago(ms: number): string {
+  const m = Math.round(ms / 60_000);
+  if (m < 60) return `${m} min ago`;
+  const h = Math.round(m / 60);
+  return h < 48 ? `${h} h ago` : `${Math.round(h / 24)} days ago`;
+}
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The user's finished tasks of one operation, newest first, filtered by what they typed. */
+export async function taskChoices(
+  ctx: BotContext,
+  userId: string,
+  op: Operation,
+  query: string,
+): Promise<ApplicationCommandOptionChoiceData<string>[]> {
+  let jobs: JobRecord[];
+  try {
+    jobs = await ctx.store.listByUser(userId, 50);
+  } catch {
+    return [];
+  }
+  const q = query.trim().toLowerCase();
+  const now = ctx.now();
+  return jobs
+    .filter((j) => j.operation === op && j.state === 'finished' && j.taskId)
+    .filter((j) => q === '' || (j.taskId ?? '').toLowerCase().includes(q) || JSON.stringify(j.params).toLowerCase().includes(q))
+    .slice(0, MAX_CHOICES)
+    .map((j) => {
+      const hint = typeof j.params.prompt === 'string' ? ` · ${j.params.prompt}` : '';
+      return {
+        name: clip(`${OP_LABEL[op]} · ${ago(now - (j.finishedAt ?? j.createdAt))}${hint} · ${j.taskId}`, 100),
+        value: j.taskId ?? '',
+      };
+    });
+}
+
+/** The two songs of a song task: from the bot's own jobs, else read from the service. */
+export async function songChoices(
+  ctx: BotContext,
+  taskId: string,
+  query: string,
+): Promise<ApplicationCommandOptionChoiceData<string>[]> {
+  const id = taskId.trim();
+  if (!id) return [];
+  let songs: Song[] | undefined;
+  try {
+    const job = await ctx.store.getByTaskId(id);
+    if (job?.result?.kind === 'song') songs = job.result.songs;
+  } catch {
+    // Store down: the service may still know the task.
+  }
+  if (!songs) {
+    try {
+      const result = await Promise.race([
+        ctx.media.fetchTask('song', id),
+        new Promise<undefined>((resolve) => {
+          setTimeout(() => resolve(undefined), LOOKUP_BUDGET_MS).unref();
+        }),
+      ]);
+      if (result?.outputs?.kind === 'song') songs = result.outputs.songs;
+    } catch {
+      songs = undefined;
+    }
+  }
+  const q = query.trim().toLowerCase();
+  return (songs ?? [])
+    .map((s, n) => ({
+      name: clip(`Song ${n + 1} · ${s.lyrics ? `${s.lyrics.split('\n')[0]} · ` : ''}${s.songId}`, 100),
+      value: s.songId,
+    }))
+    .filter((c) => q === '' || c.name.toLowerCase().includes(q))
+    .slice(0, MAX_CHOICES);
+}

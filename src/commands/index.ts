@@ -1,0 +1,15 @@
+import type { Command, ComponentHandler } from './types.js';
+import { upscale } from './upscale.js';
+import { extendSong } from './extend-song.js';
+import { extendVideo } from './extend-video.js';
+import { trainingPhotos, trainingComponents } from './training-photos.js';
+import { tasks } from './tasks.js';
+import { extendVideoModal, nextStepButtons } from './next-steps.js';
+
+/** The one registry of slash commands: what is here is what gets registered. */
+export const commands: readonly Command[] = [upscale, extendSong, extendVideo, trainingPhotos, tasks];
+
+/** Buttons and modals, matched by custom_id prefix. */
+export const components: readonly ComponentHandler[] = [nextStepButtons, extendVideoModal, trainingComponents];
+
+export const commandData = () => commands.map((c) => c.data);

@@ -1,0 +1,52 @@
+import type {
+  AutocompleteInteraction,
+  ButtonInteraction,
+  ChatInputCommandInteraction,
+  ModalSubmitInteraction,
+  RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { JobService } from '../services/jobs/job-service.js';
+import type { MediaClient } from '../services/media/client.js';
+import type { JobStore, KeyValueStore } from '../services/store/types.js';
+import type { TrainingSessions } from '../services/training/sessions.js';
+
+/** Everything a command needs, passed in (no singletons), so tests can swap parts. */
+export interface BotContext {
+  config: Config;
+  logger: Logger;
+  jobs: JobService;
+  media: MediaClient;
+  store: JobStore;
+  kv: KeyValueStore;
+  training: TrainingSessions;
+  now: () => number;
+}
+
+export interface Command {
+  data: RESTPostAPIChatInputApplicationCommandsJSONBody;
+  execute(interaction: ChatInputCommandInteraction, ctx: BotContext): Promise<void>;
+  autocomplete?(interaction: AutocompleteInteraction, ctx: BotContext): Promise<void>;
+}
+
+/** A component or modal handler, matched by custom_id prefix. */
+export interface ComponentHandler {
+  prefix: string;
+  button?(interaction: ButtonInteraction, ctx: BotContext): Promise<void>;
+  modal?(interaction: ModalSubmitInteraction, ctx: BotContext): Promise<void>;
+}
+
+/**
+ * An error meant for the user (Sapphire style): `id` identifies the kind for logs
+ * and tests, `message` is what the user reads, shown ephemerally.
+ */
+export class UserError extends Error {
+  constructor(
+    readonly id: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UserError';
+  }
+}

@@ -1,0 +1,58 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of the bot (prom-client), one registry per app so tests stay isolated. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const m = {
+    registry,
+    jobs: new Counter({
+      name: 'mediabot_jobs_total',
+      help: 'Jobs that reached a state, by operation and state',
+      labelNames: ['operation', 'state'] as const,
+      registers: [registry],
+    }),
+    webhooks: new Counter({
+      name: 'mediabot_webhooks_total',
+      help: 'Webhook deliveries by HTTP response status',
+      labelNames: ['status'] as const,
+      registers: [registry],
+    }),
+    polls: new Counter({
+      name: 'mediabot_polls_total',
+      help: 'Fetch-endpoint polls by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    discordRequests: new Counter({
+      name: 'mediabot_discord_requests_total',
+      help: 'Discord REST responses by route and status (429s included)',
+      labelNames: ['route', 'status'] as const,
+      registers: [registry],
+    }),
+    editsSent: new Counter({
+      name: 'mediabot_discord_edits_total',
+      help: 'Message edits by route (interaction webhook or channel) and outcome',
+      labelNames: ['route', 'outcome'] as const,
+      registers: [registry],
+    }),
+    editQueueDepth: new Gauge({
+      name: 'mediabot_edit_queue_depth',
+      help: 'Message states waiting to be sent to Discord',
+      registers: [registry],
+    }),
+    webhookToEdit: new Histogram({
+      name: 'mediabot_webhook_to_edit_seconds',
+      help: 'Time from an accepted webhook to the Discord edit showing it',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    storeErrors: new Counter({
+      name: 'mediabot_store_errors_total',
+      help: 'Store operations that failed (backend down or timed out)',
+      registers: [registry],
+    }),
+  };
+  return m;
+}
+export type Metrics = ReturnType<typeof createMetrics>;

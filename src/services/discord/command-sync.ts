@@ -1,0 +1,91 @@
+import { Routes, type REST, type RESTPostAPIApplicationCommandsJSONBody } from 'discord.js';
+import type { Logger } from 'pino';
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Defaults Discord fills in on its side: dropped before comparing, so they never cause a false difference. */
+const DEFAULTS: Record<string, Json> = {
+  type: 1,
+  required: false,
+  autocomplete: false,
+  nsfw: false,
+  dm_permission: true,
+  default_member_permissions: null,
+  default_permission: true,
+  name_localizations: null,
+  description_localizations: null,
+};
+/** Server-assigned fields that are not part of what we declare. */
+const SERVER_FIELDS = new Set(['id', 'application_id', 'guild_id', 'version', 'name_localized', 'description_localized']);
+/** contexts/integration_types are compared only when the code sets them (Discord reports its defaults otherwise). */
+const OPTIONAL_WHEN_UNSET = ['contexts', 'integration_types', 'dm_permission'];
+
+/**
+ * Canonical JSON of a command list, for comparing what Discord holds with the
+ * code. discord.js `ApplicationCommand#equals` reports false differences
+ * (discord.js #10596, #10920), which would re-register on every restart.
+ */
+export function normalizeCommands(commands: readonly unknown[], declared?: readonly unknown[]): string {
+  const declaredKeys = new Set<string>();
+  for (const c of declared ?? commands) {
+    if (c && typeof c === 'object') for (const k of Object.keys(c)) declaredKeys.add(k);
+  }
+  const list = commands.map((c) => {
+    const n = normalize(c as Json) as Record<string, Json>;
+    for (const k of OPTIONAL_WHEN_UNSET) if (!declaredKeys.has(k)) delete n[k];
+    return n;
+  });
+  list.sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  return JSON.stringify(list);
+}
+
+function normalize(v: Json): Json {
+  if (Array.isArray(v)) return v.map(normalize);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, Json> = {};
+  for (const key of Object.keys(v).sort()) {
+    const value = v[key];
+    if (value === undefined || SERVER_FIELDS.has(key)) continue;
+    if (key in DEFAULTS && JSON.stringify(DEFAULTS[key]) === JSON.stringify(value)) continue;
+    if (Array.isArray(value) && value.length === 0 && (key === 'options' || key === 'choices' || key === 'channel_types')) continue;
+    if (key === 'contexts' || key === 'integration_types') {
+      out[key] = Array.isArray(value) ? [...value].sort() : value;
+      continue;
+    }
+    out[key] = normalize(value);
+  }
+  return out;
+}
+
+export interface SyncResult {
+  action: 'unchanged' | 'overwritten';
+  scope: 'guild' | 'global';
+  count: number;
+}
+
+/**
+ * Reads the commands Discord holds (guild when guildId is set, else global) and
+ * overwrites them in one bulk PUT only when they differ: a restart costs one GET.
+ */
+export async function syncCommands(opts: {
+  rest: REST;
+  applicationId: string;
+  guildId?: string | undefined;
+  commands: readonly RESTPostAPIApplicationCommandsJSONBody[];
+  logger: Logger;
+}): Promise<SyncResult> {
+  const route = opts.guildId
+    ? Routes.applicationGuildCommands(opts.applicationId, opts.guildId)
+    : Routes.applicationCommands(opts.applicationId);
+  const scope = opts.guildId ? 'guild' : 'global';
+  const current = (await opts.rest.get(route)) as unknown[];
+  const want = normalizeCommands(opts.commands);
+  const have = normalizeCommands(Array.isArray(current) ? current : [], opts.commands);
+  if (want === have) {
+    opts.logger.info({ scope, count: opts.commands.length }, 'slash commands up to date');
+    return { action: 'unchanged', scope, count: opts.commands.length };
+  }
+  await opts.rest.put(route, { body: opts.commands });
+  opts.logger.info({ scope, count: opts.commands.length }, 'slash commands registered');
+  return { action: 'overwritten', scope, count: opts.commands.length };
+}

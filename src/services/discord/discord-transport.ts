@@ -1,0 +1,66 @@
+import { REST } from '@discordjs/rest';
+import { Routes } from 'discord-api-types/v10';
+import type { MessagePayload } from './render.js';
+
+export type { MessagePayload };
+
+/**
+ * The two ways the bot edits a job's live message. Errors are the ones
+ * @discordjs/rest throws (DiscordAPIError, HTTPError, RateLimitError, network
+ * errors); the edit queue classifies them.
+ */
+export interface DiscordTransport {
+  /** PATCH /webhooks/{app}/{token}/messages/@original — no bot token, budgeted per interaction. */
+  editInteractionOriginal(applicationId: string, token: string, body: MessagePayload): Promise<void>;
+  /** PATCH /channels/{c}/messages/{m} — bot token, one budget per channel. */
+  editChannelMessage(channelId: string, messageId: string, body: MessagePayload): Promise<void>;
+}
+
+/**
+ * Interaction-webhook edits go through their own REST instance on purpose.
+ *
+ * In @discordjs/rest 2.x every request handled by a SequentialHandler (all
+ * routes except `/interactions/:id/:token/callback`, which uses the
+ * BurstHandler) decrements the instance-wide `globalRemaining` counter — also
+ * requests sent with `auth: false`. Discord itself does not count interaction
+ * endpoints against the bot's global 50/s limit, so sharing the bot's REST
+ * would make a storm of channel edits (or anything else the bot does) delay
+ * interaction edits that Discord would have accepted at once.
+ * `interactionRest` therefore has its global limiter off and carries no bot
+ * token (interaction webhooks never need one, so it is never sent to them).
+ */
+export function createRestTransport(deps: { botRest: REST; interactionRest: REST }): DiscordTransport {
+  return {
+    async editInteractionOriginal(applicationId, token, body) {
+      await deps.interactionRest.patch(Routes.webhookMessage(applicationId, token, '@original'), {
+        body,
+        auth: false,
+      });
+    },
+    async editChannelMessage(channelId, messageId, body) {
+      await deps.botRest.patch(Routes.channelMessage(channelId, messageId), { body });
+    },
+  };
+}
+
+/**
+ * REST instance for interaction-webhook edits (see createRestTransport).
+ * - `globalRequestsPerSecond: Infinity`: the local global limiter never blocks
+ *   (a real global 429 from Discord, flagged X-RateLimit-Global, is still honoured).
+ * - `rejectOnRateLimit: () => true`: a 429 (or a locally known exhausted bucket)
+ *   is thrown as RateLimitError instead of sleeping inside REST with a stale
+ *   payload; the edit queue waits `retryAfter` and then sends the latest state.
+ * - `retries: 0`: 5xx/timeouts come straight back so the queue backs off with
+ *   jitter and retries the latest state rather than the old one.
+ * Per-interaction buckets still work: the route's major parameter is
+ * `{applicationId}/{token}` when applicationId is a snowflake.
+ */
+export function createInteractionRest(opts: { api: string; timeoutMs?: number }): REST {
+  return new REST({
+    api: opts.api,
+    globalRequestsPerSecond: Number.POSITIVE_INFINITY,
+    rejectOnRateLimit: () => true,
+    retries: 0,
+    ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+  });
+}

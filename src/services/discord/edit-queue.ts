@@ -1,0 +1,616 @@
+import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
+import type { Logger } from 'pino';
+import type { JobMessageRef } from '../store/types.js';
+import type { DiscordTransport, MessagePayload } from './discord-transport.js';
+
+/**
+ * Coalesced, rate-budgeted edits of the one live message per job.
+ *
+ * - Per message (key = jobId): at most one edit in flight; the newest pushed
+ *   state replaces the queued one, so intermediate progress may be skipped;
+ *   once a final state is pushed nothing replaces it and it is retried.
+ * - Route: interaction webhook while its token is fresh (budgeted per
+ *   interaction → only a per-message minimum interval), else the channel
+ *   message edit with the bot token (one sliding-window budget per channel,
+ *   counted here so we never pile requests into @discordjs/rest's queue, where
+ *   they would go out later with stale content).
+ * - One wake-up timer for the whole queue; every push / completion / timer
+ *   runs `pump()`, which scans the waiting messages and sends what the budgets
+ *   allow. A bot has at most a few hundred live jobs, so a scan is cheap and
+ *   keeps the logic in one place.
+ */
+
+export type EditRoute = 'interaction' | 'channel';
+export type EditOutcome =
+  'ok' | 'rate_limited' | 'gone' | 'token_invalid' | 'old_message' | 'invalid' | 'error';
+
+export interface EditRequest {
+  jobId: string;
+  ref: JobMessageRef;
+  /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
+  messageCreatedAt: number;
+  payload: MessagePayload;
+  final: boolean;
+}
+
+export interface EditQueueOptions {
+  /** Interaction tokens live 15 min; stop using them a bit earlier. */
+  interactionFreshMs: number;
+  /** Minimum gap between two edits of one message on the interaction route. */
+  interactionMinIntervalMs: number;
+  /** Channel route budget: `channelLimit` edits per `channelWindowMs` per channel (sliding window). */
+  channelLimit: number;
+  channelWindowMs: number;
+  /** Channel route: messages older than this only get their final state (Discord error 30046). */
+  oldMessageMs: number;
+  /** Failed attempts (5xx, network, 30046) tolerated per state before giving up. */
+  finalRetryLimit: number;
+  baseBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = {
+  interactionFreshMs: 14 * 60_000,
+  interactionMinIntervalMs: 1000,
+  channelLimit: 5,
+  channelWindowMs: 5000,
+  oldMessageMs: 3_600_000,
+  finalRetryLimit: 8,
+  baseBackoffMs: 1000,
+  maxBackoffMs: 60_000,
+};
+
+export interface EditQueueDeps {
+  transport: DiscordTransport;
+  logger: Logger;
+  /** Clock (epoch ms). Timers are the global ones, so vitest fake timers drive both. */
+  now?: () => number;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+  /** The message is gone (deleted, no access): the caller may stop tracking the job's message. */
+  onMessageGone?: (jobId: string, reason: string) => void;
+  /** A state reached Discord; `pushedAt` lets the caller measure latency. */
+  onDelivered?: (jobId: string, info: { final: boolean; route: EditRoute; pushedAt: number }) => void;
+  metrics?: {
+    editsSent: (route: EditRoute, outcome: EditOutcome) => void;
+    queueDepth?: (n: number) => void;
+  };
+  options?: Partial<EditQueueOptions>;
+}
+
+/** Discord error codes meaning the message can never be edited again. */
+const GONE_CODES: ReadonlyMap<number, string> = new Map([
+  [10008, 'unknown_message'],
+  [10003, 'unknown_channel'],
+  [50001, 'missing_access'],
+  [50013, 'missing_permissions'],
+]);
+/** Interaction token expired/invalid → use the channel route instead. */
+const INVALID_WEBHOOK_TOKEN = 50027;
+const UNKNOWN_WEBHOOK = 10015;
+const OLD_MESSAGE_EDIT_LIMIT = 30046;
+/** Forget jobs that ended (final delivered / message gone) after this long; late duplicate pushes are ignored meanwhile. */
+const ENDED_TTL_MS = 6 * 3_600_000;
+/** Forget idle, never-finished slots (abandoned jobs) after this long. */
+const IDLE_TTL_MS = 6 * 3_600_000;
+
+interface QueuedState {
+  payload: MessagePayload;
+  final: boolean;
+  pushedAt: number;
+  /** Failed attempts of this state (5xx, network, 30046); not 429s, which are not failures. */
+  attempts: number;
+}
+
+type Target =
+  | { route: 'interaction'; applicationId: string; token: string }
+  | { route: 'channel'; channelId: string; messageId: string };
+
+interface Slot {
+  jobId: string;
+  ref: JobMessageRef;
+  messageCreatedAt: number;
+  /** Latest state not yet sent (the in-flight one is held by its request). */
+  pending: QueuedState | undefined;
+  /** When `pending` went from empty to set: "oldest waiting" order on a channel. */
+  waitingSince: number;
+  inFlight: boolean;
+  /** A final was pushed: later pushes are ignored. */
+  finalSeen: boolean;
+  lastSentAt: number;
+  /** Backoff / retry_after for this message. */
+  notBefore: number;
+  /** Consecutive failures of this message, drives the backoff exponent. */
+  failures: number;
+  /** Discord rejected the interaction token: channel route from now on. */
+  interactionDead: boolean;
+  touchedAt: number;
+}
+
+interface ChannelBudget {
+  /** Dispatch times within the current window, oldest first. */
+  sent: number[];
+  /** Set by a 429 on this channel. */
+  blockedUntil: number;
+}
+
+type Failure =
+  | { kind: 'rate_limited'; retryAfterMs: number; global: boolean }
+  | { kind: 'gone'; reason: string }
+  | { kind: 'token_invalid' }
+  | { kind: 'old_message' }
+  | { kind: 'invalid'; code: number | string; message: string }
+  | { kind: 'transient'; message: string };
+
+export class EditQueue {
+  private readonly opts: EditQueueOptions;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private readonly slots = new Map<string, Slot>();
+  private readonly channels = new Map<string, ChannelBudget>();
+  /** jobId → ended at. Insertion order is chronological, so pruning stops at the first live entry. */
+  private readonly ended = new Map<string, number>();
+  /** A global 429 on the bot REST pauses every channel edit. */
+  private botBlockedUntil = 0;
+  private wakeTimer: ReturnType<typeof setTimeout> | undefined;
+  private wakeAt = Number.POSITIVE_INFINITY;
+  private pumpQueued = false;
+  private closed = false;
+  private readonly drainWaiters = new Set<{ done: (ok: boolean) => void }>();
+
+  constructor(private readonly deps: EditQueueDeps) {
+    this.opts = { ...DEFAULT_EDIT_QUEUE_OPTIONS, ...deps.options };
+    this.now = deps.now ?? Date.now;
+    this.random = deps.random ?? Math.random;
+  }
+
+  push(req: EditRequest): void {
+    if (this.closed) return;
+    const t = this.now();
+    this.pruneEnded(t);
+    // After a final (or once the message is gone) nothing may overwrite the message.
+    if (this.ended.has(req.jobId)) return;
+    let slot = this.slots.get(req.jobId);
+    if (!slot) {
+      slot = {
+        jobId: req.jobId,
+        ref: req.ref,
+        messageCreatedAt: req.messageCreatedAt,
+        pending: undefined,
+        waitingSince: t,
+        inFlight: false,
+        finalSeen: false,
+        lastSentAt: Number.NEGATIVE_INFINITY,
+        notBefore: 0,
+        failures: 0,
+        interactionDead: false,
+        touchedAt: t,
+      };
+      this.slots.set(req.jobId, slot);
+    }
+    if (slot.finalSeen) return;
+    // The latest ref wins: the messageId may only be known after the first edit.
+    slot.ref = req.ref;
+    slot.messageCreatedAt = req.messageCreatedAt;
+    slot.touchedAt = t;
+    if (!slot.pending) slot.waitingSince = t;
+    slot.pending = { payload: req.payload, final: req.final, pushedAt: t, attempts: 0 };
+    if (req.final) slot.finalSeen = true;
+    this.schedulePump();
+  }
+
+  /** States queued and not yet sent (in-flight ones not included). */
+  depth(): number {
+    let n = 0;
+    for (const slot of this.slots.values()) if (slot.pending) n++;
+    return n;
+  }
+
+  inFlight(): number {
+    let n = 0;
+    for (const slot of this.slots.values()) if (slot.inFlight) n++;
+    return n;
+  }
+
+  /** Resolves true once nothing is queued or in flight, false after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<boolean> {
+    if (this.idle()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        done: (ok: boolean) => {
+          clearTimeout(timer);
+          this.drainWaiters.delete(waiter);
+          resolve(ok);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(false), timeoutMs);
+      this.drainWaiters.add(waiter);
+    });
+  }
+
+  /** Stops the timer and drops everything queued; in-flight requests finish but are not retried. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.wakeTimer !== undefined) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    const droppedFinals: string[] = [];
+    for (const slot of this.slots.values()) {
+      if (slot.pending?.final) droppedFinals.push(slot.jobId);
+      slot.pending = undefined;
+    }
+    if (droppedFinals.length > 0) {
+      this.deps.logger.warn({ jobIds: droppedFinals }, 'edit queue closed with final states not delivered');
+    }
+    this.reportDepth();
+    this.checkDrain();
+  }
+
+  // ---- scheduling ----
+
+  /** Coalesce a burst of pushes into one pump (a microtask later). */
+  private schedulePump(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    void Promise.resolve().then(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    const t = this.now();
+    let wake = Number.POSITIVE_INFINITY;
+    const waitingByChannel = new Map<string, { slot: Slot; state: QueuedState; target: Target }[]>();
+
+    for (const slot of this.slots.values()) {
+      const state = slot.pending;
+      if (!state) {
+        if (!slot.inFlight && t - slot.touchedAt > IDLE_TTL_MS) this.slots.delete(slot.jobId);
+        continue;
+      }
+      if (slot.inFlight) continue;
+      const target = this.targetFor(slot, t);
+      if (!target) {
+        this.dropUnroutable(slot, state);
+        continue;
+      }
+      if (target.route === 'channel' && !state.final && t - slot.messageCreatedAt >= this.opts.oldMessageMs) {
+        // Discord allows only a few edits of messages older than 1 h: keep them for the final.
+        slot.pending = undefined;
+        this.deps.logger.debug({ jobId: slot.jobId }, 'progress edit dropped: message older than 1 h');
+        continue;
+      }
+      let readyAt = slot.notBefore;
+      if (target.route === 'interaction') {
+        readyAt = Math.max(readyAt, slot.lastSentAt + this.opts.interactionMinIntervalMs);
+      }
+      if (readyAt > t) {
+        wake = Math.min(wake, readyAt);
+        continue;
+      }
+      if (target.route === 'interaction') {
+        this.send(slot, state, target, t);
+      } else {
+        const list = waitingByChannel.get(target.channelId) ?? [];
+        list.push({ slot, state, target });
+        waitingByChannel.set(target.channelId, list);
+      }
+    }
+
+    for (const [channelId, waiting] of waitingByChannel) {
+      const budget = this.channelBudget(channelId, t);
+      const blockedUntil = Math.max(budget.blockedUntil, this.botBlockedUntil);
+      if (blockedUntil > t) {
+        wake = Math.min(wake, blockedUntil);
+        continue;
+      }
+      // Finals first (the user is waiting for the result), then the message waiting longest.
+      waiting.sort(
+        (a, b) => Number(b.state.final) - Number(a.state.final) || a.slot.waitingSince - b.slot.waitingSince,
+      );
+      let sent = 0;
+      for (const w of waiting) {
+        if (budget.sent.length >= this.opts.channelLimit) break;
+        budget.sent.push(t);
+        this.send(w.slot, w.state, w.target, t);
+        sent++;
+      }
+      if (sent < waiting.length) {
+        wake = Math.min(wake, (budget.sent[0] ?? t) + this.opts.channelWindowMs);
+      }
+    }
+
+    for (const [channelId, budget] of this.channels) {
+      this.pruneWindow(budget, t);
+      if (budget.sent.length === 0 && budget.blockedUntil <= t) this.channels.delete(channelId);
+    }
+    this.armWake(wake, t);
+    this.reportDepth();
+    this.checkDrain();
+  }
+
+  private targetFor(slot: Slot, t: number): Target | undefined {
+    const i = slot.ref.interaction;
+    if (i && !slot.interactionDead && t - i.createdAt < this.opts.interactionFreshMs) {
+      return { route: 'interaction', applicationId: i.applicationId, token: i.token };
+    }
+    if (slot.ref.messageId) {
+      return { route: 'channel', channelId: slot.ref.channelId, messageId: slot.ref.messageId };
+    }
+    return undefined;
+  }
+
+  private dropUnroutable(slot: Slot, state: QueuedState): void {
+    slot.pending = undefined;
+    if (state.final) {
+      this.deps.logger.error(
+        { jobId: slot.jobId, channelId: slot.ref.channelId },
+        'final edit not delivered: interaction token expired and no message id known',
+      );
+      this.endSlot(slot);
+    } else {
+      this.deps.logger.debug({ jobId: slot.jobId }, 'progress edit dropped: no usable route yet');
+    }
+  }
+
+  private channelBudget(channelId: string, t: number): ChannelBudget {
+    let budget = this.channels.get(channelId);
+    if (!budget) {
+      budget = { sent: [], blockedUntil: 0 };
+      this.channels.set(channelId, budget);
+    }
+    this.pruneWindow(budget, t);
+    return budget;
+  }
+
+  private pruneWindow(budget: ChannelBudget, t: number): void {
+    while (budget.sent[0] !== undefined && budget.sent[0] <= t - this.opts.channelWindowMs)
+      budget.sent.shift();
+  }
+
+  private armWake(at: number, t: number): void {
+    if (!Number.isFinite(at)) return;
+    if (this.wakeTimer !== undefined) {
+      if (this.wakeAt <= at) return; // an earlier wake-up is already armed; it will re-plan
+      clearTimeout(this.wakeTimer);
+    }
+    this.wakeAt = at;
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = undefined;
+        this.wakeAt = Number.POSITIVE_INFINITY;
+        this.pump();
+      },
+      Math.max(0, at - t),
+    );
+  }
+
+  // ---- sending ----
+
+  private send(slot: Slot, state: QueuedState, target: Target, t: number): void {
+    slot.pending = undefined;
+    slot.inFlight = true;
+    slot.lastSentAt = t;
+    void this.deliver(slot, state, target);
+  }
+
+  /** Never rejects: every outcome is handled here. */
+  private async deliver(slot: Slot, state: QueuedState, target: Target): Promise<void> {
+    let error: unknown;
+    let ok = false;
+    try {
+      if (target.route === 'interaction') {
+        await this.deps.transport.editInteractionOriginal(target.applicationId, target.token, state.payload);
+      } else {
+        await this.deps.transport.editChannelMessage(target.channelId, target.messageId, state.payload);
+      }
+      ok = true;
+    } catch (err) {
+      error = err;
+    }
+    slot.inFlight = false;
+    slot.touchedAt = this.now();
+    try {
+      if (ok) this.onSuccess(slot, state, target.route);
+      else this.onFailure(slot, state, target.route, error);
+    } catch (err) {
+      this.deps.logger.error({ err, jobId: slot.jobId }, 'edit queue: outcome handling failed');
+    }
+    if (this.closed) this.checkDrain();
+    else this.schedulePump();
+  }
+
+  private onSuccess(slot: Slot, state: QueuedState, route: EditRoute): void {
+    slot.failures = 0;
+    this.deps.metrics?.editsSent(route, 'ok');
+    this.safeCall(() =>
+      this.deps.onDelivered?.(slot.jobId, { final: state.final, route, pushedAt: state.pushedAt }),
+    );
+    if (state.final) this.endSlot(slot);
+  }
+
+  private onFailure(slot: Slot, state: QueuedState, route: EditRoute, err: unknown): void {
+    const failure = classify(err, route);
+    const t = this.now();
+    const log = this.deps.logger;
+    const outcome: EditOutcome =
+      failure.kind === 'transient'
+        ? 'error'
+        : failure.kind === 'rate_limited'
+          ? 'rate_limited'
+          : failure.kind;
+    this.deps.metrics?.editsSent(route, outcome);
+    if (this.closed) {
+      if (state.final)
+        log.warn({ jobId: slot.jobId, err }, 'final edit failed while the edit queue is closed');
+      return;
+    }
+
+    switch (failure.kind) {
+      case 'gone': {
+        log.info({ jobId: slot.jobId, route, reason: failure.reason }, 'job message gone: edits stopped');
+        slot.pending = undefined;
+        this.endSlot(slot);
+        this.safeCall(() => this.deps.onMessageGone?.(slot.jobId, failure.reason));
+        return;
+      }
+      case 'token_invalid': {
+        // Discord refused the interaction token: resend at once through the channel route.
+        log.info({ jobId: slot.jobId }, 'interaction token rejected: switching to channel edits');
+        slot.interactionDead = true;
+        this.requeue(slot, state);
+        return;
+      }
+      case 'rate_limited': {
+        const until = t + failure.retryAfterMs;
+        log.warn(
+          { jobId: slot.jobId, route, retryAfterMs: failure.retryAfterMs, global: failure.global },
+          'edit rate limited',
+        );
+        if (route === 'channel') {
+          // The channel edit bucket is per channel, so every message in it waits.
+          if (failure.global) this.botBlockedUntil = Math.max(this.botBlockedUntil, until);
+          else this.channelBudget(slot.ref.channelId, t).blockedUntil = until;
+        } else {
+          slot.notBefore = Math.max(slot.notBefore, until);
+        }
+        this.requeue(slot, state);
+        return;
+      }
+      case 'old_message': {
+        if (!state.final) {
+          log.debug({ jobId: slot.jobId }, 'progress edit dropped: old-message edit limit (30046)');
+          return;
+        }
+        this.retryLater(slot, state, 'old-message edit limit (30046)');
+        return;
+      }
+      case 'invalid': {
+        // Resending the same body would fail the same way: drop it, never loop.
+        log.error(
+          {
+            jobId: slot.jobId,
+            route,
+            code: failure.code,
+            discordMessage: failure.message,
+            final: state.final,
+          },
+          'Discord rejected the edit; state dropped',
+        );
+        if (state.final) this.endSlot(slot);
+        return;
+      }
+      case 'transient': {
+        this.retryLater(slot, state, failure.message);
+        return;
+      }
+    }
+  }
+
+  /** Exponential backoff with jitter; the newest state is what gets retried. */
+  private retryLater(slot: Slot, state: QueuedState, reason: string): void {
+    state.attempts++;
+    slot.failures++;
+    if (state.attempts > this.opts.finalRetryLimit) {
+      if (state.final) {
+        this.deps.logger.error(
+          { jobId: slot.jobId, attempts: state.attempts, reason },
+          'final edit not delivered: giving up after retries',
+        );
+        this.endSlot(slot);
+      } else {
+        this.deps.logger.debug({ jobId: slot.jobId, reason }, 'progress edit dropped after retries');
+      }
+      return;
+    }
+    const ceiling = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** (slot.failures - 1));
+    const delay = ceiling / 2 + (this.random() * ceiling) / 2;
+    slot.notBefore = Math.max(slot.notBefore, this.now() + delay);
+    this.deps.logger.warn(
+      { jobId: slot.jobId, attempt: state.attempts, delayMs: Math.round(delay), reason },
+      'edit failed, retrying',
+    );
+    this.requeue(slot, state);
+  }
+
+  /** Put a failed state back unless a newer one was pushed meanwhile (the newer one wins). */
+  private requeue(slot: Slot, state: QueuedState): void {
+    if (slot.pending) return;
+    slot.pending = state;
+    slot.waitingSince = state.pushedAt;
+  }
+
+  /** The job's message is done with: forget it, ignore later pushes for a while. */
+  private endSlot(slot: Slot): void {
+    this.slots.delete(slot.jobId);
+    this.ended.delete(slot.jobId);
+    this.ended.set(slot.jobId, this.now());
+  }
+
+  private pruneEnded(t: number): void {
+    for (const [jobId, at] of this.ended) {
+      if (t - at < ENDED_TTL_MS) break;
+      this.ended.delete(jobId);
+    }
+  }
+
+  private idle(): boolean {
+    return this.depth() === 0 && this.inFlight() === 0;
+  }
+
+  private checkDrain(): void {
+    if (this.drainWaiters.size === 0 || !this.idle()) return;
+    for (const waiter of [...this.drainWaiters]) waiter.done(true);
+  }
+
+  private reportDepth(): void {
+    this.deps.metrics?.queueDepth?.(this.depth());
+  }
+
+  /** Callbacks belong to the caller; their exceptions must not break the queue. */
+  private safeCall(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.deps.logger.error({ err }, 'edit queue callback threw');
+    }
+  }
+}
+
+/** Maps what @discordjs/rest (or the network) threw to what the queue does about it. */
+function classify(err: unknown, route: EditRoute): Failure {
+  if (err instanceof RateLimitError) {
+    // Thrown when the REST is configured with rejectOnRateLimit; retryAfter is in ms.
+    return { kind: 'rate_limited', retryAfterMs: Math.max(0, err.retryAfter), global: err.global };
+  }
+  if (err instanceof DiscordAPIError) {
+    const code = typeof err.code === 'number' ? err.code : Number.NaN;
+    if (err.status === 429) {
+      // Only reachable with a transport that does not sleep on 429 itself; body retry_after is seconds.
+      const raw: unknown = err.rawError;
+      const seconds =
+        typeof raw === 'object' && raw !== null && 'retry_after' in raw && typeof raw.retry_after === 'number'
+          ? raw.retry_after
+          : 1;
+      const global = typeof raw === 'object' && raw !== null && 'global' in raw && raw.global === true;
+      return { kind: 'rate_limited', retryAfterMs: seconds * 1000, global };
+    }
+    const gone = GONE_CODES.get(code);
+    if (gone) return { kind: 'gone', reason: `${gone} (${code})` };
+    if (
+      route === 'interaction' &&
+      (code === INVALID_WEBHOOK_TOKEN || code === UNKNOWN_WEBHOOK || err.status === 401)
+    ) {
+      return { kind: 'token_invalid' };
+    }
+    if (code === OLD_MESSAGE_EDIT_LIMIT) return { kind: 'old_message' };
+    if (err.status >= 500) return { kind: 'transient', message: err.message };
+    // 50035 invalid form body and any other 4xx: the request itself is wrong.
+    return { kind: 'invalid', code: err.code, message: err.message };
+  }
+  if (err instanceof HTTPError) return { kind: 'transient', message: `HTTP ${err.status}` };
+  // Network errors, timeouts (AbortError), anything else.
+  return { kind: 'transient', message: err instanceof Error ? err.message : String(err) };
+}

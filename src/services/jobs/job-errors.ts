@@ -1,0 +1,46 @@
+import {
+  MediaAuthError,
+  MediaRequestInvalidError,
+  MediaRequestRejectedError,
+  MediaServiceError,
+  MediaUnavailableError,
+} from '../media/errors.js';
+import type { TaskResult } from '../media/types.js';
+import type { JobError } from '../store/types.js';
+
+/** Stable job error codes (rendered with advice in render.ts). */
+export type JobErrorCode =
+  | 'invalid_request'
+  | 'service_rejected'
+  | 'service_auth'
+  | 'service_error'
+  | 'service_unavailable'
+  | 'service_failed'
+  | 'timed_out'
+  | 'restart_during_submit'
+  | 'internal';
+
+export function jobError(code: JobErrorCode, message: string, details?: string[]): JobError {
+  return details && details.length > 0 ? { code, message, details } : { code, message };
+}
+
+/** What a failed submission means for the user. */
+export function jobErrorFromMedia(err: unknown): JobError {
+  if (err instanceof MediaRequestInvalidError) return jobError('invalid_request', err.userMessage, err.problems);
+  if (err instanceof MediaRequestRejectedError)
+    return jobError('service_rejected', err.messages.join('\n') || err.userMessage, err.messages);
+  if (err instanceof MediaAuthError) return jobError('service_auth', err.userMessage);
+  if (err instanceof MediaUnavailableError) return jobError('service_unavailable', err.userMessage);
+  if (err instanceof MediaServiceError) return jobError('service_error', err.userMessage);
+  return jobError('internal', 'Something went wrong on our side. The error was logged.');
+}
+
+/** The failure a service result reports (`errors[].msg`, or a generic line when it says nothing). */
+export function jobErrorFromResult(result: TaskResult): JobError {
+  const msgs = result.errors ?? [];
+  return jobError(
+    'service_failed',
+    msgs.length > 0 ? msgs.join('\n') : 'The media service reported that the task failed, without a reason.',
+    msgs,
+  );
+}

@@ -1,0 +1,330 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Submitted } from '../media/client.js';
+import { MediaAuthError, MediaRequestRejectedError } from '../media/errors.js';
+import type { Operation, TaskResult, WebhookTarget } from '../media/types.js';
+import type { JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
+import type { MessagePayload } from '../discord/render.js';
+import type { Metrics } from '../../metrics.js';
+import { jobError, jobErrorFromMedia, jobErrorFromResult } from './job-errors.js';
+
+export interface EditSink {
+  push(req: {
+    jobId: string;
+    ref: JobMessageRef;
+    messageCreatedAt: number;
+    payload: MessagePayload;
+    final: boolean;
+  }): void;
+}
+
+export interface TaskFetcher {
+  fetchTask(operation: Operation, taskId: string): Promise<TaskResult>;
+}
+
+export interface JobServiceOptions {
+  /** Set: webhooks requested at `{publicUrl}/webhooks/media/{jobId}`. Unset: polling only. */
+  publicUrl?: string;
+  maxDurationMs: number;
+  pollInitialMs: number;
+  pollMaxMs: number;
+  webhookSilenceMs: number;
+  /** Consecutive "task not found" answers before a polled job is failed. */
+  notFoundLimit?: number;
+}
+
+export interface JobServiceDeps {
+  store: JobStore;
+  media: TaskFetcher;
+  edits: EditSink;
+  render: (job: JobRecord, now: number) => MessagePayload;
+  logger: Logger;
+  metrics?: Metrics;
+  options: JobServiceOptions;
+  now?: () => number;
+}
+
+export interface NewJob {
+  operation: Operation;
+  userId: string;
+  message: JobMessageRef;
+  params: JobRecord['params'];
+}
+
+type SubmitCall = (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
+
+/**
+ * The life of a job: stored before the service call, submitted once, then moved
+ * forward by webhooks and polls through the store's monotonic merge; every change
+ * is rendered and handed to the edit queue. Webhooks and polls may race: the merge
+ * makes that harmless.
+ */
+export class JobService {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly pollAttempts = new Map<string, number>();
+  private readonly notFound = new Map<string, number>();
+  private stopped = false;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: JobServiceDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  get pollingOnly(): boolean {
+    return this.deps.options.publicUrl === undefined;
+  }
+
+  /** Stores a new job in `submitting` state. Throws StoreUnavailableError when the store is down. */
+  async create(input: NewJob): Promise<JobRecord> {
+    const now = this.now();
+    const job: JobRecord = {
+      id: randomUUID(),
+      secret: randomBytes(24).toString('hex'),
+      operation: input.operation,
+      userId: input.userId,
+      message: input.message,
+      params: input.params,
+      state: 'submitting',
+      percentage: 0,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+    await this.deps.store.create(job);
+    this.deps.metrics?.jobs.inc({ operation: job.operation, state: 'submitting' });
+    return job;
+  }
+
+  webhookFor(job: JobRecord): WebhookTarget | undefined {
+    const base = this.deps.options.publicUrl;
+    return base ? { url: `${base}/webhooks/media/${job.id}`, secret: job.secret } : undefined;
+  }
+
+  /** Records the message id of the job's public reply. */
+  async attachMessage(jobId: string, messageId: string): Promise<JobRecord | undefined> {
+    const r = await this.deps.store.apply(jobId, { messageId, at: this.now() });
+    return r?.job;
+  }
+
+  /**
+   * Calls the service exactly once and records the outcome. Never throws for a
+   * service failure: that becomes the job's failed state (and message).
+   */
+  async submit(job: JobRecord, call: SubmitCall): Promise<JobRecord | undefined> {
+    const log = this.deps.logger.child({ jobId: job.id, operation: job.operation });
+    let outcome: Submitted | TaskResult;
+    try {
+      outcome = await call(this.webhookFor(job));
+    } catch (err) {
+      log.warn({ err }, 'submission failed');
+      return this.update(job.id, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
+    }
+    if ('raw' in outcome) {
+      // Synchronous operation (upscale): the response is the result.
+      return this.applyResult(job.id, outcome, 'submit');
+    }
+    log.info({ taskId: outcome.taskId }, 'submitted');
+    const updated = await this.update(job.id, {
+      state: 'queued',
+      taskId: outcome.taskId,
+      at: this.now(),
+    });
+    if (updated && !isFinal(updated)) {
+      this.schedulePoll(updated, this.pollingOnly ? this.deps.options.pollInitialMs : this.deps.options.webhookSilenceMs);
+    }
+    return updated;
+  }
+
+  /** Merges a service result (webhook, poll or synchronous answer) into the job. */
+  async applyResult(
+    jobId: string,
+    result: TaskResult,
+    source: 'webhook' | 'poll' | 'submit',
+  ): Promise<JobRecord | undefined> {
+    const update: JobUpdate = { state: result.state, at: this.now() };
+    if (result.taskId !== undefined) update.taskId = result.taskId;
+    if (result.percentage !== undefined) update.percentage = result.percentage;
+    if (result.message !== undefined) update.statusText = result.message;
+    if (result.state === 'finished' && result.outputs) update.result = result.outputs;
+    if (result.state === 'failed') update.error = jobErrorFromResult(result);
+    const job = await this.update(jobId, update, source);
+    if (job && !isFinal(job) && source === 'webhook' && !this.pollingOnly) {
+      // A webhook arrived: the next poll only if the webhook goes silent again.
+      this.schedulePoll(job, this.deps.options.webhookSilenceMs);
+    }
+    return job;
+  }
+
+  /** Applies an update; when it changed the job, renders it and queues the edit. */
+  async update(jobId: string, update: JobUpdate, source = 'bot'): Promise<JobRecord | undefined> {
+    const prev = this.deps.store.apply(jobId, update);
+    const r = await prev;
+    if (!r) return undefined;
+    const { job, changed } = r;
+    if (changed) {
+      if (update.state !== undefined && update.state === job.state) {
+        this.deps.metrics?.jobs.inc({ operation: job.operation, state: job.state });
+      }
+      this.deps.logger.debug(
+        { jobId, taskId: job.taskId, operation: job.operation, state: job.state, pct: job.percentage, source },
+        'job updated',
+      );
+      this.show(job);
+      if (isFinal(job)) this.cancelPoll(jobId);
+    }
+    return job;
+  }
+
+  /** Queues the job's current state for its Discord message. */
+  show(job: JobRecord): void {
+    if (!job.message.messageId && !job.message.interaction) return;
+    this.deps.edits.push({
+      jobId: job.id,
+      ref: job.message,
+      messageCreatedAt: job.createdAt,
+      payload: this.deps.render(job, this.now()),
+      final: isFinal(job),
+    });
+  }
+
+  /**
+   * Restart recovery: every unfinished job is re-rendered and polled again; a job
+   * whose submission was in flight when the process died is failed, never resubmitted.
+   */
+  async recover(): Promise<{ resumed: number; failed: number }> {
+    const jobs = await this.deps.store.listUnfinished();
+    let resumed = 0;
+    let failed = 0;
+    for (const [i, job] of jobs.entries()) {
+      const log = this.deps.logger.child({ jobId: job.id, taskId: job.taskId, operation: job.operation });
+      if (!job.taskId) {
+        failed++;
+        log.warn('job was being submitted when the bot stopped; marking it failed');
+        await this.update(job.id, {
+          state: 'failed',
+          error: jobError(
+            'restart_during_submit',
+            'The bot restarted while submitting this job, so it is not known whether the service received it. Check /tasks before retrying.',
+          ),
+          at: this.now(),
+        });
+        continue;
+      }
+      resumed++;
+      this.show(job);
+      // Spread the first polls so a restart with many jobs does not burst the service.
+      this.schedulePoll(job, Math.min(this.deps.options.pollInitialMs, 1000) + i * 50);
+    }
+    this.deps.logger.info({ resumed, failed }, 'recovered unfinished jobs');
+    return { resumed, failed };
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  pendingPolls(): number {
+    return this.timers.size;
+  }
+
+  // ------------------------------------------------------------ polling
+
+  private schedulePoll(job: JobRecord, delayMs: number): void {
+    if (this.stopped || !job.taskId || isFinal(job)) return;
+    this.cancelPoll(job.id);
+    const timer = setTimeout(() => {
+      this.timers.delete(job.id);
+      void this.poll(job.id).catch((err: unknown) =>
+        this.deps.logger.error({ err, jobId: job.id }, 'poll crashed; will retry'),
+      );
+    }, Math.max(0, delayMs));
+    timer.unref();
+    this.timers.set(job.id, timer);
+  }
+
+  private cancelPoll(jobId: string): void {
+    const t = this.timers.get(jobId);
+    if (t) clearTimeout(t);
+    this.timers.delete(jobId);
+    if (this.stopped) return;
+  }
+
+  private nextDelay(jobId: string): number {
+    const n = (this.pollAttempts.get(jobId) ?? 0) + 1;
+    this.pollAttempts.set(jobId, n);
+    const base = Math.min(this.deps.options.pollMaxMs, this.deps.options.pollInitialMs * 2 ** Math.min(n, 16));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  private async poll(jobId: string): Promise<void> {
+    if (this.stopped) return;
+    let job: JobRecord | undefined;
+    try {
+      job = await this.deps.store.get(jobId);
+    } catch (err) {
+      this.deps.logger.warn({ err, jobId }, 'store unavailable while polling; will retry');
+      const t = setTimeout(() => void this.poll(jobId).catch(() => undefined), this.deps.options.pollInitialMs);
+      t.unref();
+      this.timers.set(jobId, t);
+      return;
+    }
+    if (!job || isFinal(job) || !job.taskId) {
+      this.forget(jobId);
+      return;
+    }
+    const log = this.deps.logger.child({ jobId, taskId: job.taskId, operation: job.operation });
+    if (this.now() - job.createdAt > this.deps.options.maxDurationMs) {
+      log.warn('job exceeded its maximum duration');
+      await this.update(jobId, {
+        state: 'failed',
+        error: jobError(
+          'timed_out',
+          `No result after ${Math.round(this.deps.options.maxDurationMs / 60_000)} minutes. The service may still finish it: check /tasks id:${job.taskId}.`,
+        ),
+        at: this.now(),
+      });
+      this.forget(jobId);
+      return;
+    }
+    try {
+      const result = await this.deps.media.fetchTask(job.operation, job.taskId);
+      this.deps.metrics?.polls.inc({ outcome: result.state });
+      this.notFound.delete(jobId);
+      const updated = await this.applyResult(jobId, result, 'poll');
+      if (updated && !isFinal(updated)) this.schedulePoll(updated, this.nextDelay(jobId));
+      else this.forget(jobId);
+    } catch (err) {
+      this.deps.metrics?.polls.inc({ outcome: 'error' });
+      if (err instanceof MediaAuthError) {
+        log.error('the media service rejected the API key while polling; failing the job');
+        await this.update(jobId, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
+        this.forget(jobId);
+        return;
+      }
+      if (err instanceof MediaRequestRejectedError) {
+        const n = (this.notFound.get(jobId) ?? 0) + 1;
+        this.notFound.set(jobId, n);
+        if (n >= (this.deps.options.notFoundLimit ?? 3)) {
+          log.warn({ msgs: err.messages }, 'the service keeps rejecting the fetch; failing the job');
+          await this.update(jobId, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
+          this.forget(jobId);
+          return;
+        }
+      }
+      log.warn({ err }, 'poll failed; backing off');
+      this.schedulePoll(job, this.nextDelay(jobId));
+    }
+  }
+
+  private forget(jobId: string): void {
+    this.cancelPoll(jobId);
+    this.pollAttempts.delete(jobId);
+    this.notFound.delete(jobId);
+  }
+}
+
+export function isFinal(job: Pick<JobRecord, 'state'>): boolean {
+  return job.state === 'finished' || job.state === 'failed';
+}

@@ -1,0 +1,237 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import KeyvRedis, { createClient } from '@keyv/redis';
+import KeyvSqlite from '@keyv/sqlite';
+import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
+import type { Logger } from 'pino';
+import { describeError } from './errors.js';
+
+/**
+ * The raw key/value backend under the job store: Keyv over @keyv/redis or
+ * @keyv/sqlite. Methods here are NOT bounded by a timeout and throw the
+ * driver's own errors; ./keyv-store.ts adds timeouts, locking, validation and
+ * StoreUnavailableError.
+ */
+
+/** Returned by `get` for a value that is not valid JSON (kept apart from "absent"). */
+export const CORRUPT: unique symbol = Symbol('store.corrupt');
+
+export type BackendKind = 'redis' | 'sqlite';
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** `undefined` when absent or expired, CORRUPT when unparseable, else the stored JSON value. */
+  get(key: string): Promise<unknown>;
+  /** `ttlMs` undefined: no expiry. */
+  set(key: string, value: unknown, ttlMs: number | undefined): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** One real round trip to the backend. */
+  ping(): Promise<void>;
+  /** True when a command can be sent right now (Redis: connected and ready). */
+  readonly ready: boolean;
+  /** Stores a raw string under `key`, bypassing serialisation (tests: simulate corruption). */
+  writeRaw(key: string, raw: string): Promise<void>;
+  /** Deletes every key of this namespace (tests, maintenance). */
+  clearNamespace(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface BackendOptions {
+  /** `redis://` / `rediss://` URL; absent: SQLite at `${dataDir}/bot.sqlite`. */
+  redisUrl?: string | undefined;
+  dataDir: string;
+  namespace: string;
+  /** Connect timeout (Redis), per-command timeout (Redis), busy timeout (SQLite). */
+  opTimeoutMs: number;
+  logger: Logger;
+  /** Backend error events (Keyv `error`, client errors). Defaults to logging at warn. */
+  onError?: (source: string, error: unknown) => void;
+  /** SQLite only: how often expired rows are swept (Redis expires keys itself). Default 1 h; 0 disables. */
+  sweepIntervalMs?: number;
+}
+
+// Plain JSON, so expired SQLite rows can be swept with json_extract().
+const serialize: Serialize = (data) => JSON.stringify(data);
+const deserialize: Deserialize = <Value>(data: string): DeserializedData<Value> | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+      return parsed as DeserializedData<Value>;
+    }
+  } catch {
+    // fall through: not JSON
+  }
+  return { value: CORRUPT as unknown as Value };
+};
+
+export async function openBackend(opts: BackendOptions): Promise<Backend> {
+  const onError = opts.onError ?? ((source, error) => opts.logger.warn({ source, error: describeError(error) }, 'store backend error'));
+  return opts.redisUrl === undefined
+    ? openSqlite(opts, onError)
+    : openRedis(opts.redisUrl, opts, onError);
+}
+
+function redisReconnectDelay(retries: number): number {
+  // Exponential backoff capped at 2 s, with jitter; never gives up (the store must
+  // come back by itself when Redis does).
+  return Math.min(100 * 2 ** Math.min(retries, 10), 2_000) + Math.floor(Math.random() * 100);
+}
+
+async function openRedis(
+  url: string,
+  opts: BackendOptions,
+  onError: (source: string, error: unknown) => void,
+): Promise<Backend> {
+  const { namespace, opTimeoutMs, logger } = opts;
+  const client = createClient({
+    url,
+    // While disconnected, reject commands at once instead of queueing them until
+    // the connection comes back (which could be never).
+    disableOfflineQueue: true,
+    // Commands still waiting to be written after this long are rejected.
+    commandOptions: { timeout: opTimeoutMs },
+    socket: { connectTimeout: opTimeoutMs, reconnectStrategy: redisReconnectDelay },
+  });
+  // throwOnErrors: command failures reach us as exceptions (the default would turn
+  // them into `undefined` reads and silent lost writes). The adapter re-emits every
+  // client 'error' event; Keyv re-emits the adapter's; we listen on Keyv, so no
+  // 'error' event is ever unhandled.
+  const adapter = new KeyvRedis(client, { namespace, throwOnConnectError: true, throwOnErrors: true });
+  const keyv = new Keyv({
+    store: adapter,
+    namespace,
+    useKeyPrefix: false, // the adapter prefixes `${namespace}::` itself
+    throwOnErrors: true,
+    serialize,
+    deserialize,
+  });
+  keyv.on('error', (error: unknown) => onError('redis', error));
+
+  let wasReady = false;
+  client.on('ready', () => {
+    if (wasReady) logger.info('store: redis connection restored');
+    wasReady = true;
+  });
+
+  // Connect in the background (the client retries forever); wait up to opTimeoutMs
+  // so the first commands find a ready connection when Redis is up.
+  const connecting = client.connect().then(
+    () => true,
+    (error: unknown) => {
+      onError('redis', error);
+      return false;
+    },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const connected = await Promise.race([
+    connecting,
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), opTimeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!connected) logger.warn('store: redis not reachable yet; commands fail until it is (retrying)');
+
+  const prefixed = (key: string): string => `${namespace}::${key}`;
+  return {
+    kind: 'redis',
+    get ready() {
+      return client.isReady;
+    },
+    async get(key) {
+      return keyv.get<unknown>(key);
+    },
+    async set(key, value, ttlMs) {
+      await keyv.set(key, value, ttlMs);
+    },
+    async delete(key) {
+      await keyv.delete(key);
+    },
+    async ping() {
+      await client.ping();
+    },
+    async writeRaw(key, raw) {
+      await client.set(prefixed(key), raw);
+    },
+    async clearNamespace() {
+      for await (const keys of client.scanIterator({ MATCH: `${namespace}::*`, COUNT: 500 })) {
+        if (keys.length > 0) await client.unlink(keys);
+      }
+    },
+    async close() {
+      // Every store call has settled or timed out by now: drop the connection (this
+      // also stops a reconnect loop). Acknowledged writes are already in Redis.
+      if (client.isOpen) client.destroy();
+    },
+  };
+}
+
+async function openSqlite(opts: BackendOptions, onError: (source: string, error: unknown) => void): Promise<Backend> {
+  const { namespace, opTimeoutMs } = opts;
+  const dir = path.resolve(opts.dataDir);
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, 'bot.sqlite');
+  const adapter = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: opTimeoutMs });
+  // Keyv prefixes `${namespace}:` (SQLite has no native TTL: Keyv stores `expires`
+  // in the value and drops expired rows when read; sweep() removes the rest).
+  const keyv = new Keyv({ store: adapter, namespace, throwOnErrors: true, serialize, deserialize });
+  keyv.on('error', (error: unknown) => onError('sqlite', error));
+  const table = adapter.opts.table ?? 'keyv';
+  const prefix = `${namespace}:`;
+
+  // First query right away, so a failed open is handled (and thrown) here.
+  await adapter.query('PRAGMA journal_mode=WAL');
+  await adapter.query('PRAGMA synchronous=NORMAL');
+
+  const sweep = async (): Promise<void> => {
+    await adapter.query(
+      `DELETE FROM ${table} WHERE substr(key, 1, ?) = ? AND json_valid(value) AND json_extract(value, '$.expires') < ?`,
+      prefix.length,
+      prefix,
+      Date.now(),
+    );
+  };
+  const runSweep = (): void => {
+    sweep().catch((error: unknown) => onError('sqlite-sweep', error));
+  };
+  runSweep();
+  const interval = opts.sweepIntervalMs ?? 3_600_000;
+  const sweeper = interval > 0 ? setInterval(runSweep, interval) : undefined;
+  sweeper?.unref();
+
+  let closed = false;
+  return {
+    kind: 'sqlite',
+    get ready() {
+      return !closed;
+    },
+    async get(key) {
+      return keyv.get<unknown>(key);
+    },
+    async set(key, value, ttlMs) {
+      await keyv.set(key, value, ttlMs);
+    },
+    async delete(key) {
+      await keyv.delete(key);
+    },
+    async ping() {
+      await adapter.query('SELECT 1');
+    },
+    async writeRaw(key, raw) {
+      await adapter.query(
+        `INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+        prefix + key,
+        raw,
+      );
+    },
+    async clearNamespace() {
+      await adapter.query(`DELETE FROM ${table} WHERE substr(key, 1, ?) = ?`, prefix.length, prefix);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(sweeper);
+      await adapter.disconnect();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+export type {
+  ApplyResult,
+  JobError,
+  JobMessageRef,
+  JobRecord,
+  JobState,
+  JobStore,
+  JobUpdate,
+  KeyValueStore,
+} from './types.js';
+export { TERMINAL_STATES } from './types.js';
+export { StoreUnavailableError, isStoreUnavailableError } from './errors.js';
+export { mergeJob, isTerminalState, stateRank, normalizePercentage } from './merge.js';
+export { createStores, type StoreOptions, type Stores } from './keyv-store.js';
+export { jobRecordSchema } from './schema.js';

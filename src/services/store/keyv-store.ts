@@ -1,0 +1,454 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { CORRUPT, openBackend, type Backend, type BackendKind } from './backend.js';
+import { describeError, StoreUnavailableError } from './errors.js';
+import { isTerminalState, mergeJob } from './merge.js';
+import { KeyedMutex } from './mutex.js';
+import { jobRecordSchema } from './schema.js';
+import type { ApplyResult, JobRecord, JobStore, JobUpdate, KeyValueStore } from './types.js';
+
+/**
+ * Job store and small KV space on Keyv (Redis when a URL is given, else SQLite).
+ *
+ * Key layout (inside the namespace; Redis: `${ns}::key`, SQLite: `${ns}:key`):
+ *   job:{jobId}     JobRecord (JSON)      TTL unfinishedTtlMs while unfinished (from the
+ *                                         last write), jobTtlMs once finished/failed
+ *   task:{taskId}   jobId                 same TTL as its job
+ *   user:{userId}   jobId[] newest first  bounded to userListLimit, TTL jobTtlMs + unfinishedTtlMs
+ *   unfinished      jobId[]               jobs not yet final, TTL unfinishedTtlMs (refreshed on write)
+ *   kv:{key}        any JSON              caller's TTL
+ *
+ * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
+ * on failure. Read-modify-writes of one key are serialised by an in-process keyed
+ * mutex (so a single bot process never loses an update; several processes sharing
+ * one Redis are not coordinated).
+ */
+
+export interface StoreOptions {
+  /** `redis://` / `rediss://`; absent: SQLite at `${dataDir}/bot.sqlite`. */
+  redisUrl?: string | undefined;
+  dataDir: string;
+  /** Finished/failed jobs and their task index. Default 30 days. */
+  jobTtlMs?: number;
+  /** Jobs not yet final (counted from their last write). Default 7 days. */
+  unfinishedTtlMs?: number;
+  /** Jobs remembered per user. Default 50. */
+  userListLimit?: number;
+  /** Bound on every backend call. Default 2000. */
+  opTimeoutMs?: number;
+  /** Bound on waiting for a per-key lock. Default 5 × opTimeoutMs. */
+  lockWaitMs?: number;
+  /** Key namespace. Default `mjb`. */
+  namespace?: string;
+  logger: Logger;
+}
+
+export interface Stores {
+  jobs: JobStore;
+  kv: KeyValueStore;
+  backend: BackendKind;
+  /** Closes the backend connection (idempotent; `jobs.close()` does the same). */
+  close(): Promise<void>;
+}
+
+const DAY_MS = 86_400_000;
+const UNFINISHED_KEY = 'unfinished';
+const idListSchema = z.array(z.string());
+const jobKey = (jobId: string): string => `job:${jobId}`;
+const taskKey = (taskId: string): string => `task:${taskId}`;
+const userKey = (userId: string): string => `user:${userId}`;
+const kvKey = (key: string): string => `kv:${key}`;
+
+export async function createStores(opts: StoreOptions): Promise<Stores> {
+  const opTimeoutMs = positive(opts.opTimeoutMs, 2_000, 'opTimeoutMs');
+  const config: CoreConfig = {
+    jobTtlMs: positive(opts.jobTtlMs, 30 * DAY_MS, 'jobTtlMs'),
+    unfinishedTtlMs: positive(opts.unfinishedTtlMs, 7 * DAY_MS, 'unfinishedTtlMs'),
+    userListLimit: positive(opts.userListLimit, 50, 'userListLimit'),
+    opTimeoutMs,
+    lockWaitMs: positive(opts.lockWaitMs, 5 * opTimeoutMs, 'lockWaitMs'),
+  };
+  const logger = opts.logger.child({ component: 'store' });
+  const reporter = new ErrorReporter(logger);
+  let backend: Backend;
+  try {
+    backend = await openBackend({
+      redisUrl: opts.redisUrl,
+      dataDir: opts.dataDir,
+      namespace: opts.namespace ?? 'mjb',
+      opTimeoutMs,
+      logger,
+      onError: (source, error) => reporter.report(source, error),
+    });
+  } catch (error) {
+    throw new StoreUnavailableError(`store could not be opened: ${describeError(error).message}`, { cause: error });
+  }
+  const core = new StoreCore(backend, config, logger, reporter);
+  logger.info({ backend: backend.kind }, 'store opened');
+  return {
+    jobs: new KeyvJobStore(core),
+    kv: new KeyvKeyValueStore(core),
+    backend: backend.kind,
+    close: () => core.close(),
+  };
+}
+
+interface CoreConfig {
+  jobTtlMs: number;
+  unfinishedTtlMs: number;
+  userListLimit: number;
+  opTimeoutMs: number;
+  lockWaitMs: number;
+}
+
+/** Timeouts, locks, validation and error mapping shared by both stores. */
+class StoreCore {
+  readonly #locks = new KeyedMutex();
+  readonly #inflight = new Set<Promise<unknown>>();
+  #closing: Promise<void> | undefined;
+
+  constructor(
+    readonly backend: Backend,
+    readonly config: CoreConfig,
+    readonly logger: Logger,
+    readonly reporter: ErrorReporter,
+  ) {}
+
+  /**
+   * Runs one backend call, bounded by opTimeoutMs. Any failure (driver error,
+   * timeout, closed store) becomes StoreUnavailableError; `secrets` are scrubbed
+   * from the message and cause.
+   */
+  async call<T>(op: string, fn: () => Promise<T>, secrets: readonly string[] = []): Promise<T> {
+    if (this.#closing) throw new StoreUnavailableError(`store ${op} failed: store closed`);
+    const work = new Promise<T>((resolve, reject) => {
+      fn().then(resolve, reject);
+    });
+    this.#inflight.add(work);
+    const forget = (): void => {
+      this.#inflight.delete(work);
+    };
+    work.then(forget, forget);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new OpTimeoutError(this.config.opTimeoutMs)), this.config.opTimeoutMs);
+    });
+    try {
+      // A late rejection of `work` after the timeout is handled by race() itself.
+      return await Promise.race([work, timeout]);
+    } catch (error) {
+      const { message } = describeError(error, secrets);
+      this.reporter.report(`op:${op}`, error, secrets);
+      const cause = secrets.some((s) => s !== '' && rawMessage(error).includes(s)) ? new Error(message) : error;
+      throw new StoreUnavailableError(`store ${op} failed: ${message}`, { cause });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    return this.#locks.run(
+      key,
+      fn,
+      this.config.lockWaitMs,
+      () => new StoreUnavailableError(`store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`),
+    );
+  }
+
+  async get(op: string, key: string): Promise<unknown> {
+    return this.call(op, () => this.backend.get(key));
+  }
+
+  async set(op: string, key: string, value: unknown, ttlMs: number | undefined, secrets?: readonly string[]) {
+    await this.call(op, () => this.backend.set(key, value, ttlMs), secrets);
+  }
+
+  async delete(op: string, key: string): Promise<void> {
+    await this.call(op, () => this.backend.delete(key));
+  }
+
+  corrupt(key: string, detail: string): void {
+    this.reporter.report('read', new Error(`corrupt record at ${key} ignored (${detail})`), [], 'store: corrupt record ignored');
+  }
+
+  async readJob(jobId: string): Promise<JobRecord | undefined> {
+    const key = jobKey(jobId);
+    const raw = await this.get('get', key);
+    if (raw === undefined || raw === null) return undefined;
+    if (raw === CORRUPT) {
+      this.corrupt(key, 'not JSON');
+      return undefined;
+    }
+    const parsed = jobRecordSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.corrupt(key, summarizeIssues(parsed.error));
+      return undefined;
+    }
+    if (parsed.data.id !== jobId) {
+      this.corrupt(key, 'id mismatch');
+      return undefined;
+    }
+    return parsed.data;
+  }
+
+  async readIdList(key: string): Promise<string[]> {
+    const raw = await this.get('get', key);
+    if (raw === undefined || raw === null) return [];
+    const parsed = idListSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.corrupt(key, raw === CORRUPT ? 'not JSON' : summarizeIssues(parsed.error));
+      return [];
+    }
+    return parsed.data;
+  }
+
+  /** Read-modify-write of an id list under its key's lock; an empty list deletes the key. */
+  async updateIdList(key: string, ttlMs: number, mutate: (ids: string[]) => string[]): Promise<void> {
+    await this.withLock(key, async () => {
+      const ids = await this.readIdList(key);
+      const next = mutate(ids);
+      if (sameList(ids, next)) return;
+      if (next.length === 0) await this.delete('delete', key);
+      else await this.set('set', key, next, ttlMs);
+    });
+  }
+
+  jobTtl(job: JobRecord): number {
+    return isTerminalState(job.state) ? this.config.jobTtlMs : this.config.unfinishedTtlMs;
+  }
+
+  async ping(): Promise<void> {
+    await this.call('ping', () => this.backend.ping());
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      // Let calls already running finish (they are bounded), then drop the connection.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inflight]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, this.config.opTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      try {
+        await this.backend.close();
+      } catch (error) {
+        this.reporter.report('close', error);
+      }
+      this.logger.info('store closed');
+    })();
+    return this.#closing;
+  }
+}
+
+class KeyvJobStore implements JobStore {
+  constructor(private readonly core: StoreCore) {}
+
+  async create(job: JobRecord): Promise<void> {
+    const record = validateForWrite(job, 'create');
+    const { core } = this;
+    const secrets = jobSecrets(record);
+    const { userListLimit, jobTtlMs, unfinishedTtlMs } = core.config;
+    await core.withLock(jobKey(record.id), async () => {
+      // The record goes first: an id found in an index always has its record
+      // written already (listUnfinished relies on it to prune safely).
+      await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
+      try {
+        if (record.taskId !== undefined) {
+          await core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record));
+        }
+        await core.updateIdList(userKey(record.userId), jobTtlMs + unfinishedTtlMs, (ids) =>
+          [record.id, ...ids.filter((id) => id !== record.id)].slice(0, userListLimit),
+        );
+        if (!isTerminalState(record.state)) {
+          await core.updateIdList(UNFINISHED_KEY, unfinishedTtlMs, (ids) =>
+            ids.includes(record.id) ? ids : [...ids, record.id],
+          );
+        }
+      } catch (error) {
+        // Half-indexed: undo the record (best effort) so the caller's retry starts clean.
+        await core.delete('create-undo', jobKey(record.id)).catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  get(jobId: string): Promise<JobRecord | undefined> {
+    return this.core.readJob(jobId);
+  }
+
+  async getByTaskId(taskId: string): Promise<JobRecord | undefined> {
+    const { core } = this;
+    const key = taskKey(taskId);
+    const jobId = await core.get('get', key);
+    if (jobId === undefined || jobId === null) return undefined;
+    if (typeof jobId !== 'string') {
+      core.corrupt(key, 'not a job id');
+      return undefined;
+    }
+    const job = await core.readJob(jobId);
+    return job?.taskId === taskId ? job : undefined;
+  }
+
+  async apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined> {
+    const { core } = this;
+    return core.withLock(jobKey(jobId), async () => {
+      const current = await core.readJob(jobId);
+      if (current === undefined) return undefined;
+      const { job: next, changed } = mergeJob(current, update);
+      if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
+        core.logger.warn({ jobId, taskId: current.taskId, ignoredTaskId: update.taskId }, 'store: conflicting taskId ignored');
+      }
+      if (next === current) return { job: current, changed: false };
+      const record = validateForWrite(next, 'apply');
+      const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
+      // Task index before the record: if the record write fails, a retry sees the
+      // taskId as new again and rewrites the index.
+      if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
+        await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+      }
+      await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
+      if (becameFinal) {
+        // The record is final and stored: a failure here must not make the caller
+        // retry (the retry would be a no-op and hide the change). listUnfinished
+        // prunes final jobs it finds anyway.
+        try {
+          await core.updateIdList(UNFINISHED_KEY, core.config.unfinishedTtlMs, (ids) => ids.filter((id) => id !== jobId));
+        } catch (error) {
+          core.logger.warn(
+            { jobId, error: describeError(error) },
+            'store: could not drop a final job from the unfinished set',
+          );
+        }
+      }
+      return { job: record, changed };
+    });
+  }
+
+  async listByUser(userId: string, limit?: number): Promise<JobRecord[]> {
+    const { core } = this;
+    const max = Math.max(0, Math.floor(limit ?? core.config.userListLimit));
+    const ids = (await core.readIdList(userKey(userId))).slice(0, max);
+    const jobs = await Promise.all(ids.map((id) => core.readJob(id)));
+    return jobs.filter((job): job is JobRecord => job !== undefined && job.userId === userId);
+  }
+
+  async listUnfinished(): Promise<JobRecord[]> {
+    const { core } = this;
+    return core.withLock(UNFINISHED_KEY, async () => {
+      const ids = await core.readIdList(UNFINISHED_KEY);
+      const jobs = await Promise.all(ids.map((id) => core.readJob(id)));
+      const live = jobs.filter((job): job is JobRecord => job !== undefined && !isTerminalState(job.state));
+      if (live.length !== ids.length) {
+        // Expired, corrupt or final jobs: prune them (we hold the list's lock).
+        const keep = live.map((job) => job.id);
+        if (keep.length === 0) await core.delete('delete', UNFINISHED_KEY);
+        else await core.set('set', UNFINISHED_KEY, keep, core.config.unfinishedTtlMs);
+      }
+      return live;
+    });
+  }
+
+  ping(): Promise<void> {
+    return this.core.ping();
+  }
+
+  close(): Promise<void> {
+    return this.core.close();
+  }
+}
+
+class KeyvKeyValueStore implements KeyValueStore {
+  constructor(private readonly core: StoreCore) {}
+
+  async get<T>(key: string): Promise<T | undefined> {
+    const raw = await this.core.get('kv-get', kvKey(key));
+    if (raw === CORRUPT) {
+      this.core.corrupt(kvKey(key), 'not JSON');
+      return undefined;
+    }
+    return raw === null ? undefined : (raw as T | undefined);
+  }
+
+  async set(key: string, value: unknown, ttlMs: number): Promise<void> {
+    if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
+    if (value === undefined) throw new TypeError('kv value must not be undefined (use delete)');
+    await this.core.set('kv-set', kvKey(key), value, ttlMs);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.core.delete('kv-delete', kvKey(key));
+  }
+}
+
+/**
+ * Logs backend errors at warn without flooding: each distinct error (name and
+ * message, whichever call or event it came from) is logged once, then at most
+ * once per window with a count of the repeats skipped meanwhile. A down Redis
+ * thus costs a handful of lines per window, not one per call.
+ */
+class ErrorReporter {
+  readonly #seen = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly windowMs = 30_000,
+  ) {}
+
+  report(source: string, error: unknown, secrets: readonly string[] = [], msg = 'store backend error'): void {
+    const err = describeError(error, secrets);
+    const key = `${err.name}|${err.message}`;
+    const now = Date.now();
+    const entry = this.#seen.get(key);
+    if (entry !== undefined && now - entry.at < this.windowMs) {
+      entry.suppressed += 1;
+      return;
+    }
+    if (this.#seen.size >= 200) this.#seen.clear();
+    this.#seen.set(key, { at: now, suppressed: 0 });
+    this.logger.warn({ source, error: err, suppressed: entry?.suppressed ?? 0 }, msg);
+  }
+}
+
+class OpTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms}ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+function rawMessage(error: unknown): string {
+  if (error instanceof Error) return `${error.message} ${rawMessage(error.cause ?? '')}`;
+  return typeof error === 'string' ? error : '';
+}
+
+function jobSecrets(job: JobRecord): string[] {
+  const token = job.message.interaction?.token;
+  return token === undefined ? [job.secret] : [job.secret, token];
+}
+
+function validateForWrite(job: JobRecord, op: string): JobRecord {
+  const parsed = jobRecordSchema.safeParse(job);
+  if (!parsed.success) throw new TypeError(`store ${op}: invalid job record (${summarizeIssues(parsed.error)})`);
+  return parsed.data;
+}
+
+/** Paths and codes only: zod messages could quote values. */
+function summarizeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.code}`)
+    .join(', ');
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((value, i) => value === b[i]);
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number`);
+  return value;
+}

@@ -1,0 +1,114 @@
+import type { JobRecord, JobState, JobUpdate } from './types.js';
+
+/**
+ * Monotonic merge of a job update into a job record.
+ *
+ * Rules (each one is a max/first-wins over a total order, so the final record
+ * does not depend on the order updates arrive in, as long as event times are
+ * plausible, i.e. the terminal update is not older than the events before it):
+ *
+ * - state only moves up: submitting(0) < queued(1) < processing(2) < finished|failed(3).
+ *   A terminal job never changes again; the first terminal state wins.
+ * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
+ * - taskId and message.messageId are set once; a later different value is ignored.
+ * - statusText: from an update whose state rank is >= the current one (or that has
+ *   no state), latest event time wins (`statusAt`; ties broken by text order).
+ * - result only with `finished`, error only with `failed`, finishedAt = that update's `at`.
+ * - lastEventAt = max of `at`s; updatedAt = max(updatedAt, at) and version + 1 when
+ *   anything but lastEventAt changed.
+ *
+ * Returns the same object when nothing at all changed. When only lastEventAt moved,
+ * a new object comes back with `changed: false` (worth persisting, not worth a
+ * Discord edit or a version bump).
+ */
+export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; changed: boolean } {
+  const at = update.at;
+  if (!Number.isFinite(at)) throw new TypeError(`JobUpdate.at must be a finite number, got ${String(at)}`);
+  if (isTerminalState(job.state)) return { job, changed: false };
+
+  const currentRank = stateRank(job.state);
+  const updateRank = update.state === undefined ? undefined : stateRank(update.state);
+  const next: JobRecord = { ...job, message: { ...job.message } };
+
+  if (update.state !== undefined && updateRank !== undefined && updateRank > currentRank) {
+    next.state = update.state;
+  }
+
+  const incoming = normalizePercentage(update.percentage);
+  next.percentage = next.state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
+
+  if (job.taskId === undefined && update.taskId !== undefined && update.taskId !== '') {
+    next.taskId = update.taskId;
+  }
+
+  if (
+    update.statusText !== undefined &&
+    (updateRank === undefined || updateRank >= currentRank) &&
+    isLaterStatus(at, update.statusText, job)
+  ) {
+    next.statusText = update.statusText;
+    next.statusAt = at;
+  }
+
+  if (isTerminalState(next.state)) {
+    next.finishedAt = at;
+    if (next.state === 'finished' && update.result !== undefined) next.result = update.result;
+    if (next.state === 'failed' && update.error !== undefined) next.error = update.error;
+  }
+
+  if (job.message.messageId === undefined && update.messageId !== undefined && update.messageId !== '') {
+    next.message.messageId = update.messageId;
+  }
+
+  const lastEventAt = Math.max(job.lastEventAt ?? Number.NEGATIVE_INFINITY, at);
+  const changed =
+    next.state !== job.state ||
+    next.percentage !== job.percentage ||
+    next.taskId !== job.taskId ||
+    next.statusText !== job.statusText ||
+    next.statusAt !== job.statusAt ||
+    next.result !== job.result ||
+    next.error !== job.error ||
+    next.finishedAt !== job.finishedAt ||
+    next.message.messageId !== job.message.messageId;
+
+  if (!changed) {
+    return lastEventAt === job.lastEventAt ? { job, changed: false } : { job: { ...job, lastEventAt }, changed: false };
+  }
+  next.lastEventAt = lastEventAt;
+  next.updatedAt = Math.max(job.updatedAt, at);
+  next.version = job.version + 1;
+  return { job: next, changed: true };
+}
+
+const RANK: Readonly<Record<JobState, number>> = {
+  submitting: 0,
+  queued: 1,
+  processing: 2,
+  finished: 3,
+  failed: 3,
+};
+
+export function stateRank(state: JobState): number {
+  return RANK[state];
+}
+
+export function isTerminalState(state: JobState): boolean {
+  return RANK[state] === 3;
+}
+
+/** Integer 0..100, or undefined for a missing or non-finite value. */
+export function normalizePercentage(value: number | undefined): number | undefined {
+  if (value === undefined || !Number.isFinite(value)) return undefined;
+  return clampPercentage(value);
+}
+
+function clampPercentage(value: number): number {
+  return Math.min(100, Math.max(0, Math.round(value)));
+}
+
+function isLaterStatus(at: number, text: string, job: JobRecord): boolean {
+  if (job.statusAt === undefined) return text !== job.statusText || job.statusText === undefined;
+  if (at !== job.statusAt) return at > job.statusAt;
+  return job.statusText === undefined || text > job.statusText;
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { OPERATIONS, type TaskOutputs } from '../media/types.js';
+import type { JobError, JobMessageRef, JobRecord, JobState } from './types.js';
+
+/**
+ * Shape check for records read back from the backend. Optional fields use
+ * `exactOptional()` so the output type matches the interfaces under
+ * `exactOptionalPropertyTypes` (present-with-undefined is rejected, which JSON
+ * never produces anyway).
+ */
+
+const songSchema = z.object({
+  songId: z.string(),
+  audioUrl: z.string().exactOptional(),
+  imageUrl: z.string().exactOptional(),
+  videoUrl: z.string().exactOptional(),
+  lyrics: z.string().exactOptional(),
+});
+
+export const taskOutputsSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('upscale'),
+    imageUrls: z.array(z.string()),
+    seed: z.number().exactOptional(),
+  }),
+  z.object({
+    kind: z.literal('song'),
+    songs: z.array(songSchema),
+    videoUrl: z.string().exactOptional(),
+  }),
+  z.object({ kind: z.literal('video'), videoUrl: z.string() }),
+  z.object({
+    kind: z.literal('upload'),
+    message: z.string().exactOptional(),
+    expiresAt: z.string().exactOptional(),
+  }),
+]);
+
+export const jobStateSchema = z.enum(['submitting', 'queued', 'processing', 'finished', 'failed']);
+
+export const jobErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.array(z.string()).exactOptional(),
+});
+
+export const jobMessageRefSchema = z.object({
+  channelId: z.string(),
+  guildId: z.string().exactOptional(),
+  messageId: z.string().exactOptional(),
+  interaction: z
+    .object({ applicationId: z.string(), token: z.string(), createdAt: z.number() })
+    .exactOptional(),
+});
+
+const epochMs = z.number().finite();
+
+export const jobRecordSchema = z.object({
+  id: z.string().min(1),
+  secret: z.string(),
+  operation: z.enum(OPERATIONS),
+  userId: z.string(),
+  message: jobMessageRefSchema,
+  params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
+  taskId: z.string().exactOptional(),
+  state: jobStateSchema,
+  percentage: z.number().int().min(0).max(100),
+  statusText: z.string().exactOptional(),
+  statusAt: epochMs.exactOptional(),
+  result: taskOutputsSchema.exactOptional(),
+  error: jobErrorSchema.exactOptional(),
+  createdAt: epochMs,
+  updatedAt: epochMs,
+  submittedAt: epochMs.exactOptional(),
+  finishedAt: epochMs.exactOptional(),
+  lastEventAt: epochMs.exactOptional(),
+  version: z.number().int().min(0),
+});
+
+// Compile-time guard: the schemas and the interfaces must describe the same shapes.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaMatchesTypes: [
+  Same<z.output<typeof jobRecordSchema>, JobRecord>,
+  Same<z.output<typeof taskOutputsSchema>, TaskOutputs>,
+  Same<z.output<typeof jobErrorSchema>, JobError>,
+  Same<z.output<typeof jobMessageRefSchema>, JobMessageRef>,
+  Same<z.output<typeof jobStateSchema>, JobState>,
+] = [true, true, true, true, true];
+void schemaMatchesTypes;

@@ -1,0 +1,252 @@
+import { createHash } from 'node:crypto';
+import { Agent, interceptors, request, errors as undiciErrors, type Dispatcher } from 'undici';
+import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } from './image-sniff.js';
+
+/**
+ * Streaming downloads of training photos: only http(s), with timeouts and a
+ * byte cap enforced while reading, hashed on the fly. Nothing here holds more
+ * than the chunk in flight (plus the first SNIFF_BYTES for the magic bytes).
+ */
+
+export type DownloadErrorKind = 'invalid_url' | 'http' | 'network' | 'timeout' | 'too_large' | 'not_image' | 'mismatch';
+
+/** A photo could not be fetched or is not acceptable; `message` is meant for the user. */
+export class DownloadError extends Error {
+  constructor(
+    readonly kind: DownloadErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DownloadError';
+  }
+}
+
+export interface DownloadResponse {
+  /** Content-Length when the server sent a valid one. */
+  contentLength?: number;
+  contentType?: string;
+  body: AsyncIterable<Uint8Array>;
+  /** Stops the transfer and frees the connection; safe to call at any time, more than once. */
+  abort(): void;
+}
+
+export interface DownloadRequestOptions {
+  /** Time allowed until the response headers arrive. */
+  headersTimeoutMs: number;
+  /** Longest silence allowed between two body chunks. */
+  bodyTimeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** Opens a GET on `url`; throws DownloadError for a non-2xx answer or a transport failure. */
+export type Downloader = (url: string, opts: DownloadRequestOptions) => Promise<DownloadResponse>;
+
+export interface DownloadLimits {
+  maxBytes: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  /** Whole-download deadline (add-time validation); none when unset. */
+  totalTimeoutMs?: number;
+}
+
+export const DEFAULT_DOWNLOAD_LIMITS: Omit<DownloadLimits, 'maxBytes'> = {
+  headersTimeoutMs: 15_000,
+  bodyTimeoutMs: 15_000,
+  totalTimeoutMs: 60_000,
+};
+
+export function parseHttpUrl(url: string): URL {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new DownloadError('invalid_url', 'its link is not a valid URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new DownloadError('invalid_url', `its link is not http(s) (${u.protocol.replace(/:$/, '')})`);
+  }
+  return u;
+}
+
+function toDownloadError(err: unknown, signal?: AbortSignal): DownloadError {
+  if (err instanceof DownloadError) return err;
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError ||
+    (signal?.aborted === true && signal.reason instanceof Error && signal.reason.name === 'TimeoutError')
+  ) {
+    return new DownloadError('timeout', 'the download timed out', { cause: err });
+  }
+  const detail = err instanceof Error ? err.message : String(err);
+  return new DownloadError('network', `the download failed (${detail})`, { cause: err });
+}
+
+/**
+ * Downloader on undici `request`: follows up to `maxRedirections` redirects
+ * (http(s) only), connect timeout, per-request header/body timeouts.
+ */
+export function createHttpDownloader(
+  opts: { dispatcher?: Dispatcher; connectTimeoutMs?: number; maxRedirections?: number } = {},
+): Downloader {
+  const dispatcher =
+    opts.dispatcher ??
+    new Agent({ connect: { timeout: opts.connectTimeoutMs ?? 10_000 }, connections: 8 }).compose(
+      interceptors.redirect({ maxRedirections: opts.maxRedirections ?? 3 }),
+    );
+  return async (url, o) => {
+    const u = parseHttpUrl(url);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(u, {
+        method: 'GET',
+        dispatcher,
+        headers: { accept: 'image/*' },
+        headersTimeout: o.headersTimeoutMs,
+        bodyTimeout: o.bodyTimeoutMs,
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+    } catch (err) {
+      throw toDownloadError(err, o.signal);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      res.body.destroy();
+      throw new DownloadError('http', `the download failed (HTTP ${res.statusCode})`);
+    }
+    const lengthHeader = res.headers['content-length'];
+    const length = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+    const typeHeader = res.headers['content-type'];
+    const body = res.body;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      try {
+        for await (const chunk of body as AsyncIterable<Buffer>) yield chunk;
+      } catch (err) {
+        throw toDownloadError(err, o.signal);
+      }
+    }
+    return {
+      ...(length !== undefined ? { contentLength: length } : {}),
+      ...(typeof typeHeader === 'string' ? { contentType: typeHeader } : {}),
+      body: chunks(),
+      abort: () => {
+        if (!body.destroyed) body.destroy();
+      },
+    };
+  };
+}
+
+export function tooLargeMessage(size: number | undefined, maxBytes: number): string {
+  return size === undefined
+    ? `it is over the ${formatBytes(maxBytes)} limit`
+    : `it is ${formatBytes(size)}, over the ${formatBytes(maxBytes)} limit`;
+}
+
+export function formatBytes(n: number): string {
+  const MiB = 1024 * 1024;
+  if (n >= MiB) return `${(n / MiB).toFixed(n % MiB === 0 ? 0 : 1)} MiB`;
+  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
+  return `${n} B`;
+}
+
+/**
+ * The body's chunks, refusing (before reading) a declared length over the cap
+ * and (while reading) any byte past it. The transfer is aborted whenever the
+ * consumer stops early or an error is thrown.
+ */
+export async function* cappedBody(res: DownloadResponse, maxBytes: number): AsyncGenerator<Uint8Array> {
+  let complete = false;
+  try {
+    if (res.contentLength !== undefined && res.contentLength > maxBytes) {
+      throw new DownloadError('too_large', tooLargeMessage(res.contentLength, maxBytes));
+    }
+    let total = 0;
+    for await (const chunk of res.body) {
+      total += chunk.byteLength;
+      if (total > maxBytes) throw new DownloadError('too_large', tooLargeMessage(undefined, maxBytes));
+      yield chunk;
+    }
+    complete = true;
+  } finally {
+    if (!complete) res.abort();
+  }
+}
+
+function deadline(limits: DownloadLimits): AbortSignal | undefined {
+  return limits.totalTimeoutMs !== undefined ? AbortSignal.timeout(limits.totalTimeoutMs) : undefined;
+}
+
+function requestOptions(limits: DownloadLimits, signal: AbortSignal | undefined): DownloadRequestOptions {
+  return {
+    headersTimeoutMs: limits.headersTimeoutMs,
+    bodyTimeoutMs: limits.bodyTimeoutMs,
+    ...(signal ? { signal } : {}),
+  };
+}
+
+export interface InspectedImage {
+  sha256: string;
+  size: number;
+  format: ImageFormat;
+}
+
+/**
+ * Downloads `url` once, streaming: checks the magic bytes as soon as the first
+ * SNIFF_BYTES arrive (a non-image is abandoned right there), enforces the cap
+ * and hashes every chunk. Throws DownloadError with a user-facing reason.
+ */
+export async function inspectImage(download: Downloader, url: string, limits: DownloadLimits): Promise<InspectedImage> {
+  const signal = deadline(limits);
+  try {
+    const res = await download(url, requestOptions(limits, signal));
+    const hash = createHash('sha256');
+    let head: Buffer = Buffer.alloc(0);
+    let format: ImageFormat | undefined;
+    let size = 0;
+    const notImage = () =>
+      new DownloadError('not_image', `its content is not a ${SUPPORTED_FORMATS_TEXT} image (checked the file's first bytes)`);
+    for await (const chunk of cappedBody(res, limits.maxBytes)) {
+      size += chunk.byteLength;
+      hash.update(chunk);
+      if (format === undefined) {
+        head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
+        if (head.length >= SNIFF_BYTES) {
+          format = sniffImage(head);
+          if (format === undefined) throw notImage();
+        }
+      }
+    }
+    format ??= sniffImage(head);
+    if (format === undefined) throw notImage();
+    return { sha256: hash.digest('hex'), size, format };
+  } catch (err) {
+    throw toDownloadError(err, signal);
+  }
+}
+
+/**
+ * The bytes of `url` as a stream, capped, hashed on the fly; after the last
+ * chunk the hash must equal `expectedSha256`, else a `mismatch` DownloadError
+ * is thrown (the consumer aborts whatever it was building).
+ */
+export async function* verifiedImageStream(
+  download: Downloader,
+  url: string,
+  limits: DownloadLimits,
+  expectedSha256: string,
+): AsyncGenerator<Uint8Array> {
+  const signal = deadline(limits);
+  const hash = createHash('sha256');
+  try {
+    const res = await download(url, requestOptions(limits, signal));
+    for await (const chunk of cappedBody(res, limits.maxBytes)) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  } catch (err) {
+    throw toDownloadError(err, signal);
+  }
+  if (hash.digest('hex') !== expectedSha256) {
+    throw new DownloadError('mismatch', 'its content changed since it was added (different SHA-256)');
+  }
+}

@@ -1,0 +1,34 @@
+import Fastify from 'fastify';
+import type { Logger } from 'pino';
+import { healthRoutes, type HealthDeps } from './health.js';
+import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
+
+export interface ServerDeps {
+  logger: Logger;
+  webhook: WebhookDeps;
+  health: HealthDeps;
+}
+
+/** Builds the HTTP app without listening (tests use `app.inject()`). */
+export async function buildServer(deps: ServerDeps) {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'http' }),
+    disableRequestLogging: true,
+    bodyLimit: 1024 * 1024,
+    trustProxy: true,
+  });
+  app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, req, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status >= 500) req.log.error({ err }, 'request failed');
+    // Fastify's own errors (bad JSON 400, body too large 413, wrong content type 415) keep their status.
+    return reply
+      .code(status)
+      .send(problem(err.code ?? 'INTERNAL', status >= 500 ? 'internal error' : err.message));
+  });
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send(problem('NOT_FOUND', 'no such route')));
+  await app.register(healthRoutes, deps.health);
+  await app.register(mediaWebhookRoutes, deps.webhook);
+  return app;
+}
+
+export type HttpServer = Awaited<ReturnType<typeof buildServer>>;
