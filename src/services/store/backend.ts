@@ -65,10 +65,10 @@ const deserialize: Deserialize = <Value>(data: string): DeserializedData<Value> 
 };
 
 export async function openBackend(opts: BackendOptions): Promise<Backend> {
-  const onError = opts.onError ?? ((source, error) => opts.logger.warn({ source, error: describeError(error) }, 'store backend error'));
-  return opts.redisUrl === undefined
-    ? openSqlite(opts, onError)
-    : openRedis(opts.redisUrl, opts, onError);
+  const onError =
+    opts.onError ??
+    ((source, error) => opts.logger.warn({ source, error: describeError(error) }, 'store backend error'));
+  return opts.redisUrl === undefined ? openSqlite(opts, onError) : openRedis(opts.redisUrl, opts, onError);
 }
 
 function redisReconnectDelay(retries: number): number {
@@ -166,7 +166,10 @@ async function openRedis(
   };
 }
 
-async function openSqlite(opts: BackendOptions, onError: (source: string, error: unknown) => void): Promise<Backend> {
+async function openSqlite(
+  opts: BackendOptions,
+  onError: (source: string, error: unknown) => void,
+): Promise<Backend> {
   const { namespace, opTimeoutMs } = opts;
   const dir = path.resolve(opts.dataDir);
   await mkdir(dir, { recursive: true });

@@ -27,6 +27,7 @@ export function describeError(
   }
   for (const secret of secrets) if (secret !== '') message = message.split(secret).join('[redacted]');
   if (message.length > 300) message = `${message.slice(0, 300)}…`;
-  const code = error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+  const code =
+    error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
   return code === undefined ? { name, message } : { name, message, code };
 }

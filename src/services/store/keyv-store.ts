@@ -68,7 +68,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
     opTimeoutMs,
     lockWaitMs: positive(opts.lockWaitMs, 5 * opTimeoutMs, 'lockWaitMs'),
   };
-  const logger = opts.logger.child({ component: 'store' });
+  const { logger } = opts;
   const reporter = new ErrorReporter(logger);
   let backend: Backend;
   try {
@@ -81,7 +81,9 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
       onError: (source, error) => reporter.report(source, error),
     });
   } catch (error) {
-    throw new StoreUnavailableError(`store could not be opened: ${describeError(error).message}`, { cause: error });
+    throw new StoreUnavailableError(`store could not be opened: ${describeError(error).message}`, {
+      cause: error,
+    });
   }
   const core = new StoreCore(backend, config, logger, reporter);
   logger.info({ backend: backend.kind }, 'store opened');
@@ -139,7 +141,9 @@ class StoreCore {
     } catch (error) {
       const { message } = describeError(error, secrets);
       this.reporter.report(`op:${op}`, error, secrets);
-      const cause = secrets.some((s) => s !== '' && rawMessage(error).includes(s)) ? new Error(message) : error;
+      const cause = secrets.some((s) => s !== '' && rawMessage(error).includes(s))
+        ? new Error(message)
+        : error;
       throw new StoreUnavailableError(`store ${op} failed: ${message}`, { cause });
     } finally {
       clearTimeout(timer);
@@ -151,7 +155,10 @@ class StoreCore {
       key,
       fn,
       this.config.lockWaitMs,
-      () => new StoreUnavailableError(`store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`),
+      () =>
+        new StoreUnavailableError(
+          `store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`,
+        ),
     );
   }
 
@@ -168,7 +175,12 @@ class StoreCore {
   }
 
   corrupt(key: string, detail: string): void {
-    this.reporter.report('read', new Error(`corrupt record at ${key} ignored (${detail})`), [], 'store: corrupt record ignored');
+    this.reporter.report(
+      'read',
+      new Error(`corrupt record at ${key} ignored (${detail})`),
+      [],
+      'store: corrupt record ignored',
+    );
   }
 
   async readJob(jobId: string): Promise<JobRecord | undefined> {
@@ -299,7 +311,10 @@ class KeyvJobStore implements JobStore {
       if (current === undefined) return undefined;
       const { job: next, changed } = mergeJob(current, update);
       if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
-        core.logger.warn({ jobId, taskId: current.taskId, ignoredTaskId: update.taskId }, 'store: conflicting taskId ignored');
+        core.logger.warn(
+          { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
+          'store: conflicting taskId ignored',
+        );
       }
       if (next === current) return { job: current, changed: false };
       const record = validateForWrite(next, 'apply');
@@ -315,7 +330,9 @@ class KeyvJobStore implements JobStore {
         // retry (the retry would be a no-op and hide the change). listUnfinished
         // prunes final jobs it finds anyway.
         try {
-          await core.updateIdList(UNFINISHED_KEY, core.config.unfinishedTtlMs, (ids) => ids.filter((id) => id !== jobId));
+          await core.updateIdList(UNFINISHED_KEY, core.config.unfinishedTtlMs, (ids) =>
+            ids.filter((id) => id !== jobId),
+          );
         } catch (error) {
           core.logger.warn(
             { jobId, error: describeError(error) },
@@ -373,7 +390,8 @@ class KeyvKeyValueStore implements KeyValueStore {
   }
 
   async set(key: string, value: unknown, ttlMs: number): Promise<void> {
-    if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
+    if (!Number.isFinite(ttlMs) || ttlMs <= 0)
+      throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
     if (value === undefined) throw new TypeError('kv value must not be undefined (use delete)');
     await this.core.set('kv-set', kvKey(key), value, ttlMs);
   }
@@ -431,7 +449,8 @@ function jobSecrets(job: JobRecord): string[] {
 
 function validateForWrite(job: JobRecord, op: string): JobRecord {
   const parsed = jobRecordSchema.safeParse(job);
-  if (!parsed.success) throw new TypeError(`store ${op}: invalid job record (${summarizeIssues(parsed.error)})`);
+  if (!parsed.success)
+    throw new TypeError(`store ${op}: invalid job record (${summarizeIssues(parsed.error)})`);
   return parsed.data;
 }
 

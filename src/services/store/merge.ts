@@ -11,8 +11,11 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  *   A terminal job never changes again; the first terminal state wins.
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
  * - taskId and message.messageId are set once; a later different value is ignored.
- * - statusText: from an update whose state rank is >= the current one (or that has
- *   no state), latest event time wins (`statusAt`; ties broken by text order).
+ * - statusText: the text of the highest (state rank, at, text) seen, where an update
+ *   without a state ranks 0. So a stale lower-state update never replaces the text
+ *   of a higher-state one, and within a state the latest event wins, whatever the
+ *   arrival order. (Filtering on the job's *current* state instead would make the
+ *   result depend on whether a text-less state change arrived first.)
  * - result only with `finished`, error only with `failed`, finishedAt = that update's `at`.
  * - lastEventAt = max of `at`s; updatedAt = max(updatedAt, at) and version + 1 when
  *   anything but lastEventAt changed.
@@ -35,19 +38,20 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
   }
 
   const incoming = normalizePercentage(update.percentage);
-  next.percentage = next.state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
+  next.percentage =
+    next.state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
 
   if (job.taskId === undefined && update.taskId !== undefined && update.taskId !== '') {
     next.taskId = update.taskId;
   }
 
-  if (
-    update.statusText !== undefined &&
-    (updateRank === undefined || updateRank >= currentRank) &&
-    isLaterStatus(at, update.statusText, job)
-  ) {
-    next.statusText = update.statusText;
-    next.statusAt = at;
+  if (update.statusText !== undefined) {
+    const textRank = updateRank ?? 0;
+    if (isLaterStatus(textRank, at, update.statusText, job)) {
+      next.statusText = update.statusText;
+      next.statusAt = at;
+      next.statusRank = textRank;
+    }
   }
 
   if (isTerminalState(next.state)) {
@@ -67,13 +71,16 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     next.taskId !== job.taskId ||
     next.statusText !== job.statusText ||
     next.statusAt !== job.statusAt ||
+    next.statusRank !== job.statusRank ||
     next.result !== job.result ||
     next.error !== job.error ||
     next.finishedAt !== job.finishedAt ||
     next.message.messageId !== job.message.messageId;
 
   if (!changed) {
-    return lastEventAt === job.lastEventAt ? { job, changed: false } : { job: { ...job, lastEventAt }, changed: false };
+    return lastEventAt === job.lastEventAt
+      ? { job, changed: false }
+      : { job: { ...job, lastEventAt }, changed: false };
   }
   next.lastEventAt = lastEventAt;
   next.updatedAt = Math.max(job.updatedAt, at);
@@ -107,8 +114,12 @@ function clampPercentage(value: number): number {
   return Math.min(100, Math.max(0, Math.round(value)));
 }
 
-function isLaterStatus(at: number, text: string, job: JobRecord): boolean {
-  if (job.statusAt === undefined) return text !== job.statusText || job.statusText === undefined;
-  if (at !== job.statusAt) return at > job.statusAt;
-  return job.statusText === undefined || text > job.statusText;
+/** Is (rank, at, text) greater than the job's current status text key? */
+function isLaterStatus(rank: number, at: number, text: string, job: JobRecord): boolean {
+  if (job.statusText === undefined) return true;
+  const currentRank = job.statusRank ?? 0;
+  if (rank !== currentRank) return rank > currentRank;
+  const currentAt = job.statusAt ?? Number.NEGATIVE_INFINITY;
+  if (at !== currentAt) return at > currentAt;
+  return text > job.statusText;
 }

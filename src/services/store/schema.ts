@@ -67,6 +67,7 @@ export const jobRecordSchema = z.object({
   percentage: z.number().int().min(0).max(100),
   statusText: z.string().exactOptional(),
   statusAt: epochMs.exactOptional(),
+  statusRank: z.number().int().min(0).max(3).exactOptional(),
   result: taskOutputsSchema.exactOptional(),
   error: jobErrorSchema.exactOptional(),
   createdAt: epochMs,

@@ -39,10 +39,12 @@ export interface JobRecord {
   /** Latest status text from the service (upload). */
   statusText?: string;
   /**
-   * `at` of the update that set `statusText`; lets "latest text wins" compare
-   * event times instead of arrival order (see ./merge.ts).
+   * `at` and state rank (0..3; 0 for an update without a state) of the update
+   * that set `statusText`: "latest text wins" compares these instead of arrival
+   * order, so out-of-order deliveries converge (see ./merge.ts).
    */
   statusAt?: number;
+  statusRank?: number;
   result?: TaskOutputs;
   error?: JobError;
   createdAt: number;

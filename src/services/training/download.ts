@@ -111,7 +111,7 @@ export function createHttpDownloader(
       throw toDownloadError(err, o.signal);
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      res.body.destroy();
+      discard(res.body);
       throw new DownloadError('http', `the download failed (HTTP ${res.statusCode})`);
     }
     const lengthHeader = res.headers['content-length'];
@@ -129,11 +129,16 @@ export function createHttpDownloader(
       ...(length !== undefined ? { contentLength: length } : {}),
       ...(typeof typeHeader === 'string' ? { contentType: typeHeader } : {}),
       body: chunks(),
-      abort: () => {
-        if (!body.destroyed) body.destroy();
-      },
+      abort: () => discard(body),
     };
   };
+}
+
+/** Destroys a response body nobody reads any more (its abort error is expected, not a crash). */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  if (body.destroyed) return;
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 export function tooLargeMessage(size: number | undefined, maxBytes: number): string {

@@ -1,0 +1,470 @@
+import {
+  ComponentType,
+  FileUploadBuilder,
+  LabelBuilder,
+  MessageFlags,
+  ModalBuilder,
+  Routes,
+  SlashCommandBuilder,
+  type Attachment,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type Interaction,
+  type ModalSubmitInteraction,
+} from 'discord.js';
+import { MediaRequestInvalidError } from '../services/media/errors.js';
+import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
+import { formatBytes } from '../services/training/download.js';
+import {
+  parseTrainingCustomId,
+  renderAddResult,
+  renderClosedSessionMessage,
+  renderSessionMessage,
+  renderStatus,
+  trainingCustomId,
+  ts,
+  countLine,
+  type SessionPayload,
+} from '../services/training/render.js';
+import {
+  MAX_PHOTOS,
+  MIN_PHOTOS,
+  TrainingSessionError,
+  sessionKey,
+  statusOf,
+  type AddResult,
+  type PhotoInput,
+  type TrainingSession,
+} from '../services/training/sessions.js';
+import { runJob } from './run-job.js';
+import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+
+const PHOTO_OPTIONS = 10;
+const AGE_MIN = 1;
+const AGE_MAX = 120;
+/** Interaction tokens last 15 min; edits through them stop a little before. */
+const TOKEN_FRESH_MS = 14 * 60_000;
+/** Modal file-upload fields (each takes up to 10 files). */
+const MODAL_FIELDS = ['photos1', 'photos2', 'photos3'] as const;
+
+const title = (v: string): string => v.replace(/\b\w/g, (c) => c.toUpperCase());
+
+const data = new SlashCommandBuilder()
+  .setName('training-photos')
+  .setDescription(`Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`)
+  .addSubcommand((s) => {
+    s.setName('start')
+      .setDescription('Open a photo session in this channel (you can attach the first photos)')
+      .addStringOption((o) =>
+        o
+          .setName('ethnicity')
+          .setDescription('Ethnicity of the subject')
+          .setRequired(true)
+          .addChoices(...ETHNICITIES.map((v) => ({ name: title(v), value: v }))),
+      )
+      .addStringOption((o) =>
+        o
+          .setName('gender')
+          .setDescription('Gender of the subject')
+          .setRequired(true)
+          .addChoices(...GENDERS.map((v) => ({ name: title(v), value: v }))),
+      )
+      .addIntegerOption((o) =>
+        o.setName('age').setDescription('Age of the subject').setMinValue(AGE_MIN).setMaxValue(AGE_MAX),
+      );
+    for (let n = 1; n <= PHOTO_OPTIONS; n++) {
+      s.addAttachmentOption((o) => o.setName(`photo${n}`).setDescription(`Photo ${n} (PNG, JPEG, GIF or WebP)`));
+    }
+    return s;
+  })
+  .addSubcommand((s) => {
+    s.setName('add').setDescription('Add photos to your open session in this channel');
+    for (let n = 1; n <= PHOTO_OPTIONS; n++) {
+      s.addAttachmentOption((o) =>
+        o
+          .setName(`photo${n}`)
+          .setDescription(`Photo ${n} (PNG, JPEG, GIF or WebP)`)
+          .setRequired(n === 1),
+      );
+    }
+    return s;
+  })
+  .addSubcommand((s) => s.setName('status').setDescription('Show how many photos your session holds'))
+  .addSubcommand((s) =>
+    s.setName('submit').setDescription(`Send the photos (${MIN_PHOTOS} to ${MAX_PHOTOS}) for training preparation`),
+  )
+  .addSubcommand((s) => s.setName('cancel').setDescription('Discard your session and its photos'))
+  .toJSON();
+
+// ------------------------------------------------------------ helpers
+
+function channelOf(i: { channelId: string | null }): string {
+  if (!i.channelId) throw new UserError('no_channel', 'Training-photo sessions work in a channel only.');
+  return i.channelId;
+}
+
+function toPhotoInput(a: Attachment): PhotoInput {
+  return { id: a.id, name: a.name, url: a.url, size: a.size, contentType: a.contentType };
+}
+
+function attachmentsOf(i: ChatInputCommandInteraction): PhotoInput[] {
+  const out: PhotoInput[] = [];
+  for (let n = 1; n <= PHOTO_OPTIONS; n++) {
+    const a = i.options.getAttachment(`photo${n}`);
+    if (a) out.push(toPhotoInput(a));
+  }
+  return out;
+}
+
+/** The session's own errors become ephemeral user errors. */
+async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof TrainingSessionError) throw new UserError(`training_${err.code}`, err.message);
+    throw err;
+  }
+}
+
+async function requireSession(ctx: BotContext, key: string): Promise<TrainingSession> {
+  const s = await ctx.training.get(key);
+  if (!s) {
+    throw new UserError(
+      'training_no_session',
+      'You have no open training-photo session in this channel (or it expired). Start one with `/training-photos start`.',
+    );
+  }
+  return s;
+}
+
+function replyOptions(p: SessionPayload) {
+  return { content: p.content, components: p.components, allowedMentions: { parse: [] } };
+}
+
+/**
+ * Best-effort edit of the session's public message from another interaction:
+ * through the posting interaction's webhook while its token is fresh, else as a
+ * channel message edit with the bot token. Failures are logged, never shown.
+ */
+async function editSessionMessage(i: Interaction, ctx: BotContext, s: TrainingSession, p: SessionPayload): Promise<void> {
+  const ref = s.message;
+  if (!ref) return;
+  const body = { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
+  try {
+    if (ctx.now() - ref.createdAt < TOKEN_FRESH_MS) {
+      await i.client.rest.patch(Routes.webhookMessage(ref.applicationId, ref.token, '@original'), { body, auth: false });
+    } else {
+      await i.client.rest.patch(Routes.channelMessage(ref.channelId, ref.id), { body });
+    }
+  } catch (err) {
+    // Not the error object itself: REST errors carry the URL, which holds the interaction token.
+    ctx.logger.warn(
+      { key: s.key, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) },
+      'could not update the training session message',
+    );
+  }
+}
+
+async function addPhotos(ctx: BotContext, key: string, photos: PhotoInput[]): Promise<AddResult> {
+  return guard(() => ctx.training.add(key, photos));
+}
+
+function ownerOf(i: ButtonInteraction | ModalSubmitInteraction): string {
+  const parsed = parseTrainingCustomId(i.customId);
+  if (!parsed) throw new UserError('unknown_component', 'This button is no longer supported.');
+  if (parsed.ownerId !== i.user.id) {
+    throw new UserError(
+      'training_not_owner',
+      `This photo session belongs to <@${parsed.ownerId}>. Start your own with \`/training-photos start\`.`,
+    );
+  }
+  return parsed.ownerId;
+}
+
+// ------------------------------------------------------------ subcommands
+
+async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+  const channelId = channelOf(i);
+  const ethnicity = i.options.getString('ethnicity', true);
+  const gender = i.options.getString('gender', true);
+  const age = i.options.getInteger('age');
+  if (!(ETHNICITIES as readonly string[]).includes(ethnicity)) {
+    throw new UserError('invalid_options', `\`ethnicity\` must be one of ${ETHNICITIES.join(', ')}.`);
+  }
+  if (!(GENDERS as readonly string[]).includes(gender)) {
+    throw new UserError('invalid_options', '`gender` must be female or male.');
+  }
+  if (age !== null && (age < AGE_MIN || age > AGE_MAX)) {
+    throw new UserError('invalid_options', `\`age\` must be a whole number between ${AGE_MIN} and ${AGE_MAX}.`);
+  }
+  const photos = attachmentsOf(i);
+  const key = sessionKey(i.user.id, channelId);
+
+  const { created, session } = await guard(() =>
+    ctx.training.start({
+      userId: i.user.id,
+      channelId,
+      ...(i.guildId ? { guildId: i.guildId } : {}),
+      ethnicity: ethnicity as Ethnicity,
+      gender: gender as Gender,
+      ...(age !== null ? { age } : {}),
+    }),
+  );
+  if (!created) {
+    throw new UserError(
+      'training_session_open',
+      [
+        `You already have a training-photo session in this channel: **${countLine(session)}** (${session.ethnicity}, ${session.gender}${session.age !== undefined ? `, age ${session.age}` : ''}), expiring ${ts(session.expiresAt, 'R')}.`,
+        'Continue with `/training-photos add` (or the **Add photos** button), send it with `/training-photos submit`, or discard it with `/training-photos cancel`.',
+        ...(photos.length > 0 ? ['The photos attached to this command were not added.'] : []),
+      ].join('\n'),
+    );
+  }
+
+  const res = await i.reply({
+    ...replyOptions(renderSessionMessage(session, photos.length > 0 ? { checking: photos.length } : {})),
+    withResponse: true,
+  });
+  const messageId = res.resource?.message?.id;
+  if (messageId) {
+    await ctx.training
+      .setMessage(key, {
+        id: messageId,
+        channelId,
+        applicationId: i.applicationId,
+        token: i.token,
+        createdAt: i.createdTimestamp,
+      })
+      .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not record the session message'));
+  }
+  if (photos.length === 0) return;
+  let result: AddResult;
+  try {
+    result = await addPhotos(ctx, key, photos);
+  } catch (err) {
+    await i.editReply(replyOptions(renderSessionMessage(session))).catch(() => undefined);
+    throw err;
+  }
+  await i.editReply(replyOptions(renderSessionMessage(result.session)));
+  if (result.refused.length > 0) {
+    await i.followUp({ content: renderAddResult(result), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+  }
+}
+
+async function add(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+  const key = sessionKey(i.user.id, channelOf(i));
+  const photos = attachmentsOf(i);
+  if (photos.length === 0) throw new UserError('training_no_photos', 'Attach at least one photo (`photo1`).');
+  await requireSession(ctx, key);
+  if (ctx.training.isSubmitting(key)) {
+    throw new UserError('training_submitting', 'This session is being submitted right now; wait for the result.');
+  }
+  await i.deferReply({ flags: MessageFlags.Ephemeral });
+  const result = await addPhotos(ctx, key, photos);
+  await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
+  if (result.added.length > 0) await editSessionMessage(i, ctx, result.session, renderSessionMessage(result.session));
+}
+
+async function status(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+  const s = await requireSession(ctx, sessionKey(i.user.id, channelOf(i)));
+  await i.reply({ content: renderStatus(s), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+}
+
+async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+  const key = sessionKey(i.user.id, channelOf(i));
+  const s = await guard(() => ctx.training.cancel(key));
+  if (!s) {
+    throw new UserError('training_no_session', 'You have no open training-photo session in this channel; nothing to cancel.');
+  }
+  await i.reply({
+    content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
+    flags: MessageFlags.Ephemeral,
+  });
+  await editSessionMessage(i, ctx, s, renderClosedSessionMessage(s, 'cancelled'));
+}
+
+/**
+ * Submits the session through runJob: from the Submit button the session
+ * message itself becomes the live job message (deferUpdate + editReply); from
+ * the slash command the public reply does, and the old session message is
+ * closed. The session is deleted once the service accepted the upload, kept
+ * otherwise so the user can retry.
+ */
+async function submit(i: ChatInputCommandInteraction | ButtonInteraction, ctx: BotContext, key: string): Promise<void> {
+  const session = await requireSession(ctx, key);
+  const st = statusOf(session);
+  if (!st.ready) {
+    throw new UserError(
+      'training_not_enough_photos',
+      `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more). Add them with \`/training-photos add\` or the **Add photos** button.`,
+    );
+  }
+  await guard(() =>
+    ctx.training.whileSubmitting(key, async () => {
+      if (i.isButton()) await i.deferUpdate();
+      else await i.deferReply();
+      let accepted = false;
+      await runJob(i, ctx, {
+        operation: 'upload',
+        params: {
+          ethnicity: session.ethnicity,
+          gender: session.gender,
+          ...(session.age !== undefined ? { age: session.age } : {}),
+          photos: session.photos.length,
+        },
+        submit: async (webhook) => {
+          let photos;
+          try {
+            photos = await ctx.training.photoSources(session);
+          } catch (err) {
+            if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
+            throw err;
+          }
+          const r = await ctx.media.uploadTrainingPhotos(
+            {
+              photos,
+              ethnicity: session.ethnicity,
+              gender: session.gender,
+              ...(session.age !== undefined ? { age: session.age } : {}),
+            },
+            webhook,
+          );
+          accepted = true;
+          return r;
+        },
+      });
+      if (!accepted) {
+        await i
+          .followUp({
+            content: `Your ${session.photos.length} photos are still in the session (until ${ts(session.expiresAt, 'f')}). Try again with \`/training-photos submit\`, or discard them with \`/training-photos cancel\`.`,
+            flags: MessageFlags.Ephemeral,
+          })
+          .catch(() => undefined);
+        return;
+      }
+      await ctx.training
+        .delete(key)
+        .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not delete the submitted session'));
+      const stillShown = !i.isButton() || i.message.id !== session.message?.id;
+      if (stillShown) await editSessionMessage(i, ctx, session, renderClosedSessionMessage(session, 'submitted'));
+    }),
+  );
+}
+
+// ------------------------------------------------------------ components
+
+function buildAddModal(ownerId: string, room: number, maxBytes: number): ModalBuilder {
+  const modal = new ModalBuilder().setCustomId(trainingCustomId('modal', ownerId)).setTitle('Add training photos');
+  const fields = Math.min(MODAL_FIELDS.length, Math.ceil(room / 10));
+  for (let f = 0; f < fields; f++) {
+    const max = Math.min(10, room - f * 10);
+    const first = f * 10 + 1;
+    const upload = new FileUploadBuilder()
+      .setCustomId(MODAL_FIELDS[f] ?? `photos${f + 1}`)
+      .setMinValues(f === 0 ? 1 : 0)
+      .setMaxValues(max)
+      .setRequired(f === 0);
+    modal.addLabelComponents(
+      new LabelBuilder()
+        .setLabel(fields === 1 ? 'Photos' : `Photos ${first}-${first + max - 1}`)
+        .setDescription(
+          f === 0 ? `PNG, JPEG, GIF or WebP, up to ${formatBytes(maxBytes)} each` : 'Optional: more photos',
+        )
+        .setFileUploadComponent(upload),
+    );
+  }
+  return modal;
+}
+
+/** Files of every upload field, in field order then upload order. */
+function uploadedFiles(i: ModalSubmitInteraction): PhotoInput[] {
+  const out: PhotoInput[] = [];
+  for (const id of MODAL_FIELDS) {
+    let field;
+    try {
+      field = i.fields.getField(id, ComponentType.FileUpload);
+    } catch {
+      continue; // field not in this modal (fewer fields when the session is nearly full)
+    }
+    const files = field.attachments;
+    if (!files) continue;
+    const ordered = field.values.length > 0 ? field.values : [...files.keys()];
+    for (const fileId of ordered) {
+      const a = files.get(fileId);
+      if (a) out.push(toPhotoInput(a));
+    }
+  }
+  return out;
+}
+
+async function addButton(i: ButtonInteraction, ctx: BotContext, key: string): Promise<void> {
+  const session = await requireSession(ctx, key);
+  const st = statusOf(session);
+  if (ctx.training.isSubmitting(key)) {
+    throw new UserError('training_submitting', 'This session is being submitted right now; wait for the result.');
+  }
+  if (st.room === 0) {
+    throw new UserError(
+      'training_full',
+      `The session already holds ${MAX_PHOTOS} photos, the maximum. Send them with **Submit** or \`/training-photos submit\`.`,
+    );
+  }
+  await i.showModal(buildAddModal(session.userId, st.room, ctx.config.photos.maxBytes));
+}
+
+async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<void> {
+  ownerOf(i);
+  const key = sessionKey(i.user.id, channelOf(i));
+  const photos = uploadedFiles(i);
+  if (photos.length === 0) throw new UserError('training_no_photos', 'No file was uploaded.');
+  await requireSession(ctx, key);
+  if (i.isFromMessage()) {
+    await i.deferUpdate();
+    const result = await addPhotos(ctx, key, photos);
+    await i.editReply(replyOptions(renderSessionMessage(result.session)));
+    await i.followUp({ content: renderAddResult(result), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    return;
+  }
+  await i.deferReply({ flags: MessageFlags.Ephemeral });
+  const result = await addPhotos(ctx, key, photos);
+  await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
+  if (result.added.length > 0) await editSessionMessage(i, ctx, result.session, renderSessionMessage(result.session));
+}
+
+// ------------------------------------------------------------ exports
+
+export const trainingPhotos = {
+  data,
+  async execute(i: ChatInputCommandInteraction, ctx: BotContext) {
+    const sub = i.options.getSubcommand(true);
+    switch (sub) {
+      case 'start':
+        return start(i, ctx);
+      case 'add':
+        return add(i, ctx);
+      case 'status':
+        return status(i, ctx);
+      case 'submit':
+        return submit(i, ctx, sessionKey(i.user.id, channelOf(i)));
+      case 'cancel':
+        return cancel(i, ctx);
+      default:
+        throw new UserError('unknown_subcommand', 'This subcommand is not available any more.');
+    }
+  },
+} satisfies Command;
+
+export const trainingComponents = {
+  prefix: 'training:',
+  async button(i: ButtonInteraction, ctx: BotContext) {
+    const parsed = parseTrainingCustomId(i.customId);
+    const ownerId = ownerOf(i);
+    const key = sessionKey(ownerId, channelOf(i));
+    if (parsed?.action === 'add') return addButton(i, ctx, key);
+    if (parsed?.action === 'submit') return submit(i, ctx, key);
+    throw new UserError('unknown_component', 'This button is no longer supported.');
+  },
+  async modal(i: ModalSubmitInteraction, ctx: BotContext) {
+    return modalSubmit(i, ctx);
+  },
+} satisfies ComponentHandler;

@@ -1,0 +1,35 @@
+/** Result files. Public (no key), like a CDN; single byte ranges for video players that seek. */
+import type { FastifyInstance } from 'fastify';
+import { errorsBody } from '../http.js';
+import { mediaFileFor } from '../media/index.js';
+
+function parseRange(header: string, size: number): { start: number; end: number } | 'invalid' | undefined {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match) return undefined; // unsupported (e.g. multi-range): serve the whole file
+  const [, from = '', to = ''] = match;
+  if (from === '' && to === '') return undefined;
+  const start = from === '' ? Math.max(0, size - Number(to)) : Number(from);
+  const end = from === '' || to === '' ? size - 1 : Math.min(Number(to), size - 1);
+  return start > end || start >= size ? 'invalid' : { start, end };
+}
+
+export async function fileRoutes(app: FastifyInstance): Promise<void> {
+  app.get<{ Params: { name: string } }>('/files/:name', async (request, reply) => {
+    const file = mediaFileFor(request.params.name);
+    if (!file) return reply.code(404).send(errorsBody([`no file ${request.params.name}`]));
+    const size = file.bytes.length;
+    reply.header('content-type', file.contentType).header('accept-ranges', 'bytes');
+    const rangeHeader = request.headers.range;
+    const range = rangeHeader === undefined ? undefined : parseRange(rangeHeader, size);
+    if (range === 'invalid') {
+      return reply.code(416).header('content-range', `bytes */${size}`).send(Buffer.alloc(0));
+    }
+    if (range) {
+      return reply
+        .code(206)
+        .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
+        .send(file.bytes.subarray(range.start, range.end + 1));
+    }
+    return reply.send(file.bytes);
+  });
+}
