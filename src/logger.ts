@@ -30,33 +30,37 @@ const REDACT_PATHS = [
 ];
 
 export function createLogger(opts: { level: string; secrets?: string[]; destination?: DestinationStream }): Logger {
-  const secrets = (opts.secrets ?? []).filter((s) => s.length >= 6);
-  const scrub = (s: string): string => secrets.reduce((acc, secret) => acc.split(secret).join('[REDACTED]'), s);
+  const secrets = secretForms((opts.secrets ?? []).filter((s) => s.length >= 6));
+  const scrub = (s: string): string =>
+    secrets.some((secret) => s.includes(secret))
+      ? secrets.reduce((acc, secret) => acc.split(secret).join('[REDACTED]'), s)
+      : s;
   const options = {
     level: opts.level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     base: { service: 'media-bot' },
-    hooks: {
-      // Value-level scrub of the message text and string args.
-      logMethod(this: Logger, args: Parameters<Logger['info']>, method: (...a: unknown[]) => void) {
-        method.apply(
-          this,
-          (args as unknown[]).map((a) => (typeof a === 'string' && secrets.length > 0 ? scrub(a) : a)),
-        );
-      },
-    },
-    formatters: {
-      log(obj: Record<string, unknown>) {
-        if (secrets.length === 0) return obj;
-        const text = JSON.stringify(obj, errorReplacer);
-        return secrets.some((s) => text.includes(s)) ? (JSON.parse(scrub(text)) as Record<string, unknown>) : obj;
-      },
-    },
     serializers: { err: pino.stdSerializers.err },
   };
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  const destination = opts.destination ?? pino.destination({ dest: 1, sync: true });
+  if (secrets.length === 0) return pino(options, destination);
+  // Value-level scrub on the finished line: it covers what the object hooks cannot see
+  // (an Error's message promoted to `msg`, `cause` chains, child bindings, stacks).
+  const target: DestinationStream & { flush?: (cb: (err?: Error | null) => void) => void } = destination;
+  const scrubbing = {
+    write: (line: string): void => void target.write(scrub(line)),
+    flush: (cb: (err?: Error | null) => void): void => (target.flush ? target.flush(cb) : cb()),
+  };
+  return pino(options, scrubbing);
 }
 
-function errorReplacer(_key: string, value: unknown): unknown {
-  return value instanceof Error ? { ...value, message: value.message, stack: value.stack } : value;
+/** Each secret as written raw, JSON-escaped and URL-encoded (how it can end up in a log line). */
+function secretForms(secrets: string[]): string[] {
+  const forms = new Set<string>();
+  for (const s of secrets) {
+    forms.add(s);
+    forms.add(JSON.stringify(s).slice(1, -1));
+    forms.add(encodeURIComponent(s));
+  }
+  // Longest first, so a form containing another is replaced whole.
+  return [...forms].sort((a, b) => b.length - a.length);
 }

@@ -44,6 +44,8 @@ const AGE_MIN = 1;
 const AGE_MAX = 120;
 /** Interaction tokens last 15 min; edits through them stop a little before. */
 const TOKEN_FRESH_MS = 14 * 60_000;
+/** Discord refuses (30046) channel edits of messages older than 1 h beyond a small budget. */
+const OLD_MESSAGE_MS = 55 * 60_000;
 /** Modal file-upload fields (each takes up to 10 files). */
 const MODAL_FIELDS = ['photos1', 'photos2', 'photos3'] as const;
 
@@ -51,7 +53,9 @@ const title = (v: string): string => v.replace(/\b\w/g, (c) => c.toUpperCase());
 
 const data = new SlashCommandBuilder()
   .setName('training-photos')
-  .setDescription(`Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`)
+  .setDescription(
+    `Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`,
+  )
   .addSubcommand((s) => {
     s.setName('start')
       .setDescription('Open a photo session in this channel (you can attach the first photos)')
@@ -73,7 +77,9 @@ const data = new SlashCommandBuilder()
         o.setName('age').setDescription('Age of the subject').setMinValue(AGE_MIN).setMaxValue(AGE_MAX),
       );
     for (let n = 1; n <= PHOTO_OPTIONS; n++) {
-      s.addAttachmentOption((o) => o.setName(`photo${n}`).setDescription(`Photo ${n} (PNG, JPEG, GIF or WebP)`));
+      s.addAttachmentOption((o) =>
+        o.setName(`photo${n}`).setDescription(`Photo ${n} (PNG, JPEG, GIF or WebP)`),
+      );
     }
     return s;
   })
@@ -91,7 +97,9 @@ const data = new SlashCommandBuilder()
   })
   .addSubcommand((s) => s.setName('status').setDescription('Show how many photos your session holds'))
   .addSubcommand((s) =>
-    s.setName('submit').setDescription(`Send the photos (${MIN_PHOTOS} to ${MAX_PHOTOS}) for training preparation`),
+    s
+      .setName('submit')
+      .setDescription(`Send the photos (${MIN_PHOTOS} to ${MAX_PHOTOS}) for training preparation`),
   )
   .addSubcommand((s) => s.setName('cancel').setDescription('Discard your session and its photos'))
   .toJSON();
@@ -126,6 +134,15 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+function assertReady(session: TrainingSession): void {
+  const st = statusOf(session);
+  if (st.ready) return;
+  throw new UserError(
+    'training_not_enough_photos',
+    `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more). Add them with \`/training-photos add\` or the **Add photos** button.`,
+  );
+}
+
 async function requireSession(ctx: BotContext, key: string): Promise<TrainingSession> {
   const s = await ctx.training.get(key);
   if (!s) {
@@ -143,26 +160,65 @@ function replyOptions(p: SessionPayload) {
 
 /**
  * Best-effort edit of the session's public message from another interaction:
- * through the posting interaction's webhook while its token is fresh, else as a
- * channel message edit with the bot token. Failures are logged, never shown.
+ * through the interaction webhook that posted it while its token is fresh,
+ * else as a channel message edit with the bot token — which Discord refuses
+ * (30046) for messages older than 1 h, so that is not even tried. Failures are
+ * logged, never shown. Returns whether the message was updated.
  */
-async function editSessionMessage(i: Interaction, ctx: BotContext, s: TrainingSession, p: SessionPayload): Promise<void> {
+async function editSessionMessage(
+  i: Interaction,
+  ctx: BotContext,
+  s: TrainingSession,
+  p: SessionPayload,
+): Promise<boolean> {
   const ref = s.message;
-  if (!ref) return;
+  if (!ref) return false;
+  const age = ctx.now() - ref.createdAt;
   const body = { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
   try {
-    if (ctx.now() - ref.createdAt < TOKEN_FRESH_MS) {
-      await i.client.rest.patch(Routes.webhookMessage(ref.applicationId, ref.token, '@original'), { body, auth: false });
-    } else {
+    if (age < TOKEN_FRESH_MS) {
+      await i.client.rest.patch(Routes.webhookMessage(ref.applicationId, ref.token, ref.id), {
+        body,
+        auth: false,
+      });
+    } else if (age < OLD_MESSAGE_MS) {
       await i.client.rest.patch(Routes.channelMessage(ref.channelId, ref.id), { body });
+    } else {
+      return false;
     }
+    return true;
   } catch (err) {
     // Not the error object itself: REST errors carry the URL, which holds the interaction token.
     ctx.logger.warn(
       { key: s.key, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) },
       'could not update the training session message',
     );
+    return false;
   }
+}
+
+/**
+ * Shows the session's new state after an add from another interaction: edits
+ * the session message, or — when it can no longer be edited (old, deleted) —
+ * posts a fresh public one as a follow-up and makes it the session message.
+ */
+async function showSession(
+  i: ChatInputCommandInteraction | ModalSubmitInteraction,
+  ctx: BotContext,
+  s: TrainingSession,
+): Promise<void> {
+  const payload = renderSessionMessage(s);
+  if (await editSessionMessage(i, ctx, s, payload)) return;
+  const msg = await i.followUp(replyOptions(payload));
+  await ctx.training
+    .setMessage(s.key, {
+      id: msg.id,
+      channelId: s.channelId,
+      applicationId: i.applicationId,
+      token: i.token,
+      createdAt: i.createdTimestamp,
+    })
+    .catch((err: unknown) => ctx.logger.warn({ err, key: s.key }, 'could not record the session message'));
 }
 
 async function addPhotos(ctx: BotContext, key: string, photos: PhotoInput[]): Promise<AddResult> {
@@ -195,7 +251,10 @@ async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<v
     throw new UserError('invalid_options', '`gender` must be female or male.');
   }
   if (age !== null && (age < AGE_MIN || age > AGE_MAX)) {
-    throw new UserError('invalid_options', `\`age\` must be a whole number between ${AGE_MIN} and ${AGE_MAX}.`);
+    throw new UserError(
+      'invalid_options',
+      `\`age\` must be a whole number between ${AGE_MIN} and ${AGE_MAX}.`,
+    );
   }
   const photos = attachmentsOf(i);
   const key = sessionKey(i.user.id, channelId);
@@ -247,7 +306,11 @@ async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<v
   }
   await i.editReply(replyOptions(renderSessionMessage(result.session)));
   if (result.refused.length > 0) {
-    await i.followUp({ content: renderAddResult(result), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    await i.followUp({
+      content: renderAddResult(result),
+      flags: MessageFlags.Ephemeral,
+      allowedMentions: { parse: [] },
+    });
   }
 }
 
@@ -257,12 +320,15 @@ async function add(i: ChatInputCommandInteraction, ctx: BotContext): Promise<voi
   if (photos.length === 0) throw new UserError('training_no_photos', 'Attach at least one photo (`photo1`).');
   await requireSession(ctx, key);
   if (ctx.training.isSubmitting(key)) {
-    throw new UserError('training_submitting', 'This session is being submitted right now; wait for the result.');
+    throw new UserError(
+      'training_submitting',
+      'This session is being submitted right now; wait for the result.',
+    );
   }
   await i.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await addPhotos(ctx, key, photos);
   await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
-  if (result.added.length > 0) await editSessionMessage(i, ctx, result.session, renderSessionMessage(result.session));
+  if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
 async function status(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
@@ -274,7 +340,10 @@ async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<
   const key = sessionKey(i.user.id, channelOf(i));
   const s = await guard(() => ctx.training.cancel(key));
   if (!s) {
-    throw new UserError('training_no_session', 'You have no open training-photo session in this channel; nothing to cancel.');
+    throw new UserError(
+      'training_no_session',
+      'You have no open training-photo session in this channel; nothing to cancel.',
+    );
   }
   await i.reply({
     content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
@@ -290,19 +359,28 @@ async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<
  * closed. The session is deleted once the service accepted the upload, kept
  * otherwise so the user can retry.
  */
-async function submit(i: ChatInputCommandInteraction | ButtonInteraction, ctx: BotContext, key: string): Promise<void> {
-  const session = await requireSession(ctx, key);
-  const st = statusOf(session);
-  if (!st.ready) {
-    throw new UserError(
-      'training_not_enough_photos',
-      `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more). Add them with \`/training-photos add\` or the **Add photos** button.`,
-    );
-  }
+async function submit(
+  i: ChatInputCommandInteraction | ButtonInteraction,
+  ctx: BotContext,
+  key: string,
+): Promise<void> {
+  assertReady(await requireSession(ctx, key));
   await guard(() =>
     ctx.training.whileSubmitting(key, async () => {
       if (i.isButton()) await i.deferUpdate();
       else await i.deferReply();
+      // Re-read once adds already in flight are written: exactly what is uploaded is what gets deleted.
+      const session = await ctx.training.getSettled(key);
+      if (!session || !statusOf(session).ready) {
+        if (!i.isButton()) await i.deleteReply().catch(() => undefined);
+        if (!session) {
+          throw new UserError(
+            'training_no_session',
+            'The session was closed meanwhile; nothing was submitted.',
+          );
+        }
+        assertReady(session);
+      }
       let accepted = false;
       await runJob(i, ctx, {
         operation: 'upload',
@@ -334,6 +412,10 @@ async function submit(i: ChatInputCommandInteraction | ButtonInteraction, ctx: B
         },
       });
       if (!accepted) {
+        if (i.isButton() && i.message.id === session.message?.id) {
+          // That message now shows the failed job: later adds post a new session message instead.
+          await ctx.training.setMessage(key, undefined).catch(() => undefined);
+        }
         await i
           .followUp({
             content: `Your ${session.photos.length} photos are still in the session (until ${ts(session.expiresAt, 'f')}). Try again with \`/training-photos submit\`, or discard them with \`/training-photos cancel\`.`,
@@ -346,7 +428,8 @@ async function submit(i: ChatInputCommandInteraction | ButtonInteraction, ctx: B
         .delete(key)
         .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not delete the submitted session'));
       const stillShown = !i.isButton() || i.message.id !== session.message?.id;
-      if (stillShown) await editSessionMessage(i, ctx, session, renderClosedSessionMessage(session, 'submitted'));
+      if (stillShown)
+        await editSessionMessage(i, ctx, session, renderClosedSessionMessage(session, 'submitted'));
     }),
   );
 }
@@ -354,7 +437,9 @@ async function submit(i: ChatInputCommandInteraction | ButtonInteraction, ctx: B
 // ------------------------------------------------------------ components
 
 function buildAddModal(ownerId: string, room: number, maxBytes: number): ModalBuilder {
-  const modal = new ModalBuilder().setCustomId(trainingCustomId('modal', ownerId)).setTitle('Add training photos');
+  const modal = new ModalBuilder()
+    .setCustomId(trainingCustomId('modal', ownerId))
+    .setTitle('Add training photos');
   const fields = Math.min(MODAL_FIELDS.length, Math.ceil(room / 10));
   for (let f = 0; f < fields; f++) {
     const max = Math.min(10, room - f * 10);
@@ -401,7 +486,10 @@ async function addButton(i: ButtonInteraction, ctx: BotContext, key: string): Pr
   const session = await requireSession(ctx, key);
   const st = statusOf(session);
   if (ctx.training.isSubmitting(key)) {
-    throw new UserError('training_submitting', 'This session is being submitted right now; wait for the result.');
+    throw new UserError(
+      'training_submitting',
+      'This session is being submitted right now; wait for the result.',
+    );
   }
   if (st.room === 0) {
     throw new UserError(
@@ -422,13 +510,17 @@ async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<
     await i.deferUpdate();
     const result = await addPhotos(ctx, key, photos);
     await i.editReply(replyOptions(renderSessionMessage(result.session)));
-    await i.followUp({ content: renderAddResult(result), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    await i.followUp({
+      content: renderAddResult(result),
+      flags: MessageFlags.Ephemeral,
+      allowedMentions: { parse: [] },
+    });
     return;
   }
   await i.deferReply({ flags: MessageFlags.Ephemeral });
   const result = await addPhotos(ctx, key, photos);
   await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
-  if (result.added.length > 0) await editSessionMessage(i, ctx, result.session, renderSessionMessage(result.session));
+  if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
 // ------------------------------------------------------------ exports

@@ -28,7 +28,8 @@ const OPTIONAL_WHEN_UNSET = ['contexts', 'integration_types', 'dm_permission'];
 export function normalizeCommands(commands: readonly unknown[], declared?: readonly unknown[]): string {
   const declaredKeys = new Set<string>();
   for (const c of declared ?? commands) {
-    if (c && typeof c === 'object') for (const k of Object.keys(c)) declaredKeys.add(k);
+    // Builders emit `contexts: undefined` etc.: only keys with a value count as declared.
+    if (c && typeof c === 'object') for (const [k, v] of Object.entries(c)) if (v !== undefined && v !== null) declaredKeys.add(k);
   }
   const list = commands.map((c) => {
     const n = normalize(c as Json) as Record<string, Json>;

@@ -153,6 +153,7 @@ export class MediaClient {
   async fetchTask(operation: Operation, taskId: string): Promise<TaskResult> {
     const json = await this.post(this.opts.paths.fetch, JSON.stringify({ task_id: taskId }), {
       dispatcher: this.fetchDispatcher,
+      isFetch: true,
     });
     const outcome = this.normalize(operation, json);
     // Upload results may omit task_id while processing; the caller asked for this one.
@@ -203,7 +204,7 @@ export class MediaClient {
   private async post(
     path: string,
     body: Body,
-    o: { timeoutMs?: number; dispatcher?: Dispatcher },
+    o: { timeoutMs?: number; dispatcher?: Dispatcher; isFetch?: boolean },
   ): Promise<unknown> {
     const fullPath = `${this.basePath}${path}`;
     const timeout = o.timeoutMs ?? this.opts.timeoutMs;
@@ -231,8 +232,11 @@ export class MediaClient {
     const status = res.statusCode;
     if (status >= 200 && status < 300) {
       if (json === undefined) throw new MediaProtocolError(`non-JSON answer from ${fullPath}`, status);
+      // A bare `{errors:[…]}` is a refusal. On fetch, a task result carrying errors (a failed
+      // task: task_id/status beside them) is a result, classified by normalizeTaskResult.
       const errs = errorBodySchema.safeParse(json);
-      if (errs.success && errs.data.errors && errs.data.errors.length > 0) {
+      const failedTask = o.isFetch === true && isTaskResult(json);
+      if (errs.success && errs.data.errors && errs.data.errors.length > 0 && !failedTask) {
         throw new MediaRequestRejectedError(messagesOf(errs.data.errors), status);
       }
       return json;
@@ -271,6 +275,10 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+function isTaskResult(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && ('task_id' in v || 'status' in v);
 }
 
 function isEmptyObject(v: unknown): boolean {

@@ -27,8 +27,6 @@ export interface Backend {
   delete(key: string): Promise<void>;
   /** One real round trip to the backend. */
   ping(): Promise<void>;
-  /** True when a command can be sent right now (Redis: connected and ready). */
-  readonly ready: boolean;
   /** Stores a raw string under `key`, bypassing serialisation (tests: simulate corruption). */
   writeRaw(key: string, raw: string): Promise<void>;
   /** Deletes every key of this namespace (tests, maintenance). */
@@ -135,9 +133,6 @@ async function openRedis(
   const prefixed = (key: string): string => `${namespace}::${key}`;
   return {
     kind: 'redis',
-    get ready() {
-      return client.isReady;
-    },
     async get(key) {
       return keyv.get<unknown>(key);
     },
@@ -205,9 +200,6 @@ async function openSqlite(
   let closed = false;
   return {
     kind: 'sqlite',
-    get ready() {
-      return !closed;
-    },
     async get(key) {
       return keyv.get<unknown>(key);
     },

@@ -18,11 +18,12 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  *   result depend on whether a text-less state change arrived first.)
  * - result only with `finished`, error only with `failed`, finishedAt = that update's `at`.
  * - lastEventAt = max of `at`s; updatedAt = max(updatedAt, at) and version + 1 when
- *   anything but lastEventAt changed.
+ *   something visible changed (not for lastEventAt/statusAt/statusRank alone).
  *
- * Returns the same object when nothing at all changed. When only lastEventAt moved,
- * a new object comes back with `changed: false` (worth persisting, not worth a
- * Discord edit or a version bump).
+ * Returns the same object when nothing at all changed. When only bookkeeping moved
+ * (lastEventAt, or statusAt/statusRank for a re-delivered identical text), a new
+ * object comes back with `changed: false` (worth persisting, not worth a Discord
+ * edit or a version bump).
  */
 export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; changed: boolean } {
   const at = update.at;
@@ -65,22 +66,25 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
   }
 
   const lastEventAt = Math.max(job.lastEventAt ?? Number.NEGATIVE_INFINITY, at);
+  // What a user can see (or what ends the job): worth a version bump and an edit.
   const changed =
     next.state !== job.state ||
     next.percentage !== job.percentage ||
     next.taskId !== job.taskId ||
     next.statusText !== job.statusText ||
-    next.statusAt !== job.statusAt ||
-    next.statusRank !== job.statusRank ||
     next.result !== job.result ||
     next.error !== job.error ||
     next.finishedAt !== job.finishedAt ||
     next.message.messageId !== job.message.messageId;
 
   if (!changed) {
-    return lastEventAt === job.lastEventAt
-      ? { job, changed: false }
-      : { job: { ...job, lastEventAt }, changed: false };
+    // Bookkeeping only (a re-delivery observed later: same text, newer `at`): keep
+    // it so later comparisons stay order-independent, but report no change.
+    const bookkeeping =
+      lastEventAt !== job.lastEventAt || next.statusAt !== job.statusAt || next.statusRank !== job.statusRank;
+    return bookkeeping
+      ? { job: { ...next, message: job.message, lastEventAt }, changed: false }
+      : { job, changed: false };
   }
   next.lastEventAt = lastEventAt;
   next.updatedAt = Math.max(job.updatedAt, at);

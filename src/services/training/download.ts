@@ -8,7 +8,8 @@ import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } fro
  * than the chunk in flight (plus the first SNIFF_BYTES for the magic bytes).
  */
 
-export type DownloadErrorKind = 'invalid_url' | 'http' | 'network' | 'timeout' | 'too_large' | 'not_image' | 'mismatch';
+export type DownloadErrorKind =
+  'invalid_url' | 'http' | 'network' | 'timeout' | 'too_large' | 'not_image' | 'mismatch';
 
 /** A photo could not be fetched or is not acceptable; `message` is meant for the user. */
 export class DownloadError extends Error {
@@ -115,7 +116,8 @@ export function createHttpDownloader(
       throw new DownloadError('http', `the download failed (HTTP ${res.statusCode})`);
     }
     const lengthHeader = res.headers['content-length'];
-    const length = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+    const length =
+      typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
     const typeHeader = res.headers['content-type'];
     const body = res.body;
     async function* chunks(): AsyncGenerator<Uint8Array> {
@@ -200,7 +202,11 @@ export interface InspectedImage {
  * SNIFF_BYTES arrive (a non-image is abandoned right there), enforces the cap
  * and hashes every chunk. Throws DownloadError with a user-facing reason.
  */
-export async function inspectImage(download: Downloader, url: string, limits: DownloadLimits): Promise<InspectedImage> {
+export async function inspectImage(
+  download: Downloader,
+  url: string,
+  limits: DownloadLimits,
+): Promise<InspectedImage> {
   const signal = deadline(limits);
   try {
     const res = await download(url, requestOptions(limits, signal));
@@ -209,7 +215,10 @@ export async function inspectImage(download: Downloader, url: string, limits: Do
     let format: ImageFormat | undefined;
     let size = 0;
     const notImage = () =>
-      new DownloadError('not_image', `its content is not a ${SUPPORTED_FORMATS_TEXT} image (checked the file's first bytes)`);
+      new DownloadError(
+        'not_image',
+        `its content is not a ${SUPPORTED_FORMATS_TEXT} image (checked the file's first bytes)`,
+      );
     for await (const chunk of cappedBody(res, limits.maxBytes)) {
       size += chunk.byteLength;
       hash.update(chunk);

@@ -30,7 +30,9 @@ export type TrainingAction = 'add' | 'submit' | 'modal';
 export const trainingCustomId = (action: TrainingAction, ownerId: string): string =>
   `${{ add: TRAINING_ADD_BUTTON, submit: TRAINING_SUBMIT_BUTTON, modal: TRAINING_MODAL }[action]}:${ownerId}`;
 
-export function parseTrainingCustomId(customId: string): { action: TrainingAction; ownerId: string } | undefined {
+export function parseTrainingCustomId(
+  customId: string,
+): { action: TrainingAction; ownerId: string } | undefined {
   const m = /^training:(add|submit|modal):(\d{1,20})$/.exec(customId);
   if (!m?.[1] || !m[2]) return undefined;
   return { action: m[1] as TrainingAction, ownerId: m[2] };
@@ -81,10 +83,7 @@ function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComp
 /** The public message of an open session. `checking`: photos being validated right now. */
 export function renderSessionMessage(s: TrainingSession, opts: { checking?: number } = {}): SessionPayload {
   const st = statusOf(s);
-  const lines = [
-    `📸 **Training photos** of <@${s.userId}> — ${subjectLine(s)}`,
-    `**${countLine(s)}**`,
-  ];
+  const lines = [`📸 **Training photos** of <@${s.userId}> — ${subjectLine(s)}`, `**${countLine(s)}**`];
   if (opts.checking) lines.push(`⏳ Checking ${opts.checking} photo${opts.checking === 1 ? '' : 's'}…`);
   lines.push(
     st.room > 0
@@ -95,7 +94,10 @@ export function renderSessionMessage(s: TrainingSession, opts: { checking?: numb
   return { content: lines.join('\n'), components: [sessionButtons(s)] };
 }
 
-export function renderClosedSessionMessage(s: TrainingSession, how: 'cancelled' | 'submitted'): SessionPayload {
+export function renderClosedSessionMessage(
+  s: TrainingSession,
+  how: 'cancelled' | 'submitted',
+): SessionPayload {
   const text =
     how === 'cancelled'
       ? `📸 Training-photo session of <@${s.userId}> cancelled (${s.photos.length} photos discarded).`

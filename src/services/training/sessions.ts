@@ -43,7 +43,12 @@ import {
   type Downloader,
   type InspectedImage,
 } from './download.js';
-import { IMAGE_FORMATS, SUPPORTED_FORMATS_TEXT, baseContentType, formatOfContentType } from './image-sniff.js';
+import {
+  IMAGE_FORMATS,
+  SUPPORTED_FORMATS_TEXT,
+  baseContentType,
+  formatOfContentType,
+} from './image-sniff.js';
 import { needsRefresh, refreshExpiring, type RefreshUrls } from './refresh-urls.js';
 
 export { MAX_PHOTOS, MIN_PHOTOS };
@@ -211,12 +216,24 @@ export class TrainingSessions {
     if (raw === undefined || raw === null) return undefined;
     const parsed = sessionSchema.safeParse(raw);
     if (!parsed.success) {
-      this.logger.warn({ key, issues: parsed.error.issues.slice(0, 3) }, 'unreadable training session dropped');
+      this.logger.warn(
+        { key, issues: parsed.error.issues.slice(0, 3) },
+        'unreadable training session dropped',
+      );
       await this.kv.delete(key).catch(() => undefined);
       return undefined;
     }
     if (parsed.data.expiresAt <= this.now()) return undefined;
     return parsed.data;
+  }
+
+  /**
+   * The session once in-flight changes are written (taken under the session
+   * lock). Used for the submission snapshot: with `whileSubmitting` active, no
+   * later add can slip in between this read and the deletion after success.
+   */
+  async getSettled(key: string): Promise<TrainingSession | undefined> {
+    return this.locked(key, () => this.get(key));
   }
 
   async status(key: string): Promise<SessionStatus | undefined> {
@@ -250,12 +267,13 @@ export class TrainingSessions {
     });
   }
 
-  /** Records the public message that shows the session. */
-  async setMessage(key: string, ref: SessionMessageRef): Promise<TrainingSession | undefined> {
+  /** Records the public message that shows the session (undefined: it no longer does). */
+  async setMessage(key: string, ref: SessionMessageRef | undefined): Promise<TrainingSession | undefined> {
     return this.locked(key, async () => {
       const s = await this.get(key);
       if (!s) return undefined;
-      const next: TrainingSession = { ...s, message: ref };
+      const { message: _old, ...rest } = s;
+      const next: TrainingSession = ref ? { ...rest, message: ref } : rest;
       await this.save(next);
       return next;
     });
@@ -287,7 +305,10 @@ export class TrainingSessions {
         }
         const dup = photos.find((p) => p.sha256 === c.image.sha256);
         if (dup) {
-          refused.push({ name: c.input.name, reason: `it is the same picture as ${quote(dup.name)}, already in the session` });
+          refused.push({
+            name: c.input.name,
+            reason: `it is the same picture as ${quote(dup.name)}, already in the session`,
+          });
           continue;
         }
         if (photos.length >= MAX_PHOTOS) {
@@ -366,7 +387,10 @@ export class TrainingSessions {
       renewed = await refreshExpiring(urls, this.refreshUrls, now, REFRESH_MARGIN_MS);
     } catch (err) {
       const expired = session.photos.filter((p) => needsRefresh(p.url, now, 0));
-      this.logger.warn({ err, key: session.key, expired: expired.length }, 'could not refresh Discord attachment links');
+      this.logger.warn(
+        { err, key: session.key, expired: expired.length },
+        'could not refresh Discord attachment links',
+      );
       if (expired.length > 0) {
         throw new TrainingSessionError(
           'refresh_failed',
@@ -391,11 +415,16 @@ export class TrainingSessions {
 
   // ------------------------------------------------------------ internals
 
-  private async *photoStream(p: TrainingPhoto, url: string, limits: DownloadLimits): AsyncGenerator<Uint8Array> {
+  private async *photoStream(
+    p: TrainingPhoto,
+    url: string,
+    limits: DownloadLimits,
+  ): AsyncGenerator<Uint8Array> {
     try {
       yield* verifiedImageStream(this.download, url, limits, p.sha256);
     } catch (err) {
-      const reason = err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
+      const reason =
+        err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
       throw new Error(`${quote(p.name)}: ${reason}`, { cause: err });
     }
   }
@@ -429,7 +458,10 @@ export class TrainingSessions {
 
   private assertNotSubmitting(key: string): void {
     if (this.submitting.has(key)) {
-      throw new TrainingSessionError('submitting', 'This session is being submitted right now; wait for the result.');
+      throw new TrainingSessionError(
+        'submitting',
+        'This session is being submitted right now; wait for the result.',
+      );
     }
   }
 

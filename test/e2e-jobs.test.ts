@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './emulator/server.js';
+import { eventually, percentagesShown, startHarness, type Harness } from './helpers/harness.js';
+import type { FakeMessage } from './fake-discord/index.js';
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+const texts = (m: FakeMessage): string[] =>
+  m.edits.map((e) => JSON.stringify(e.after));
+
+function finalText(m: FakeMessage): string {
+  return JSON.stringify(m.data);
+}
+
+describe.each([
+  { mode: 'webhooks', webhooks: true },
+  { mode: 'polling', webhooks: false },
+])('jobs end to end ($mode)', ({ webhooks }) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ webhooks });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('registers the slash commands on first start', () => {
+    const names = h.fake.guildCommands().map((c) => c['name']);
+    expect(names.sort()).toEqual(['extend-song', 'extend-video', 'tasks', 'training-photos', 'upscale']);
+  });
+
+  it('/extend-song goes from queued through percentages to both songs', async () => {
+    // Steps slower than the per-message edit interval, so progress states are visible.
+    h.emulator.nextScenario({ steps: [30, 60], stepMs: 1100 });
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0], continue_at: 12.5 },
+    });
+    const first = await cmd.message();
+    expect(first.ephemeral).toBe(false);
+    const msg = await cmd.waitForMessage((m) => finalText(m).includes('Extend song 2'), 15_000);
+    const task = [...h.emulator.tasks.values()].find((t) => t.operation === 'song' && !t.fixture);
+    expect(task?.params).toMatchObject({ parent_task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0], continue_at: 12.5 });
+    if (webhooks) expect(task?.webhookUrl).toMatch(/\/webhooks\/media\/[0-9a-f-]{36}$/);
+    else expect(task?.webhookUrl).toBeUndefined();
+    const final = task?.body as { songs: { audio_url: string; video_url: string; image_url: string }[]; video_url: string };
+    const text = finalText(msg);
+    for (const s of final.songs) {
+      expect(text).toContain(s.audio_url);
+      expect(text).toContain(s.video_url);
+    }
+    expect(text).toContain(final.video_url);
+    const pcts = percentagesShown(texts(msg));
+    expect([...pcts].sort((a, b) => a - b)).toEqual(pcts);
+    if (webhooks) expect(pcts.length).toBeGreaterThan(0);
+    h.fake.assertNoViolations();
+  });
+
+  it('/extend-video shows the video URL in the content when finished', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'extend-video',
+      options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'the camera pans to the sea', aspect_ratio: '16:9' },
+    });
+    const msg = await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const task = [...h.emulator.tasks.values()].find((t) => t.operation === 'video' && !t.fixture);
+    expect(task?.params).toMatchObject({ parent_task_id: FIXTURE_VIDEO_TASK_ID, aspect_ratio: '16:9' });
+    expect(msg.content).toContain((task?.body as { video_url: string }).video_url);
+    h.fake.assertNoViolations();
+  });
+
+  it('/upscale passes the attachment CDN URL and shows the images', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'upscale',
+      options: { prompt: 'a sharper cat', resemblance: 70 },
+      attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: PNG } },
+    });
+    const msg = await cmd.waitForMessage((m) => finalText(m).includes('Upscale again'), 15_000);
+    const req = [...h.emulator.tasks.values()].find((t) => t.operation === 'upscale');
+    expect(String(req?.params['image_url'])).toContain(h.fake.cdnUrl);
+    const body = req?.body as { image_urls: string[] };
+    for (const u of body.image_urls) expect(finalText(msg)).toContain(u);
+    h.fake.assertNoViolations();
+  });
+});
+
+describe('invalid input and service errors', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ webhooks: true });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('refuses /upscale without an image, ephemerally, with no service call', async () => {
+    const before = h.emulator.requests.length;
+    const cmd = h.fake.sendCommand({ name: 'upscale', options: { prompt: 'x' } });
+    const msg = await cmd.message();
+    expect(msg.ephemeral).toBe(true);
+    expect(msg.content).toMatch(/image/);
+    expect(h.emulator.requests.length).toBe(before);
+  });
+
+  it('refuses a non-image attachment and a non-http image_url', async () => {
+    const before = h.emulator.requests.length;
+    const a = await h.fake
+      .sendCommand({
+        name: 'upscale',
+        options: { prompt: 'x' },
+        attachments: { image: { filename: 'notes.txt', contentType: 'text/plain', bytes: 'hello' } },
+      })
+      .message();
+    expect(a.ephemeral).toBe(true);
+    expect(a.content).toMatch(/not an image/);
+    const b = await h.fake.sendCommand({ name: 'upscale', options: { prompt: 'x', image_url: 'ftp://x/y.png' } }).message();
+    expect(b.ephemeral).toBe(true);
+    expect(b.content).toMatch(/http/);
+    expect(h.emulator.requests.length).toBe(before);
+  });
+
+  it.each([
+    { status: 400 as const, expected: /Injected failure|rejected/ },
+    { status: 401 as const, expected: /API key/ },
+    { status: 500 as const, expected: /internal error|try again/i },
+  ])('shows a service $status clearly in the job message', async ({ status, expected }) => {
+    h.emulator.failNext(1, { status, path: '/song-extend' });
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    const msg = await cmd.waitForMessage((m) => finalText(m).includes('failed'), 10_000);
+    expect(finalText(msg)).toMatch(expected);
+    h.fake.assertNoViolations();
+  });
+
+  it('/tasks lists the user’s jobs ephemerally', async () => {
+    const msg = await h.fake.sendCommand({ name: 'tasks' }).message();
+    expect(msg.ephemeral).toBe(true);
+    expect(msg.content).toMatch(/Your last \d+ jobs/);
+  });
+
+  it('autocompletes song ids of a task the service knows', async () => {
+    const ac = h.fake.sendAutocomplete({
+      name: 'extend-song',
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: '' },
+      focused: 'song_id',
+    });
+    await ac.response();
+    const values = (ac.choices ?? []).map((c) => (c as { value: string }).value);
+    expect(values).toEqual([...FIXTURE_SONG_IDS]);
+  });
+});
+
+describe('restarts', () => {
+  it('does not re-register unchanged commands: a restart costs one GET', async () => {
+    const h1 = await startHarness();
+    const puts = h1.fake.commandCalls;
+    await h1.stopBot();
+    const before = { ...puts };
+    const h2 = await startHarness({ reuse: { fake: h1.fake, emulator: h1.emulator } });
+    const after = h2.fake.commandCalls;
+    const delta = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+    expect(Object.entries(delta).filter(([, v]) => v > 0)).toEqual([[expect.stringMatching(/GET/), 1]]);
+    await h2.close();
+    await h1.close();
+  });
+
+  it('finishes a job whose webhook arrives while the bot is down (resume + poll)', async () => {
+    const h1 = await startHarness({ webhooks: true });
+    h1.emulator.nextScenario({ hold: true });
+    const cmd = h1.fake.sendCommand({
+      name: 'extend-song',
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+    });
+    await cmd.message();
+    const task = await eventually(() => [...h1.emulator.tasks.values()].find((t) => t.operation === 'song' && !t.fixture && t.state === 'processing'));
+    await eventually(() => task.history.length >= 4, 10_000, 'progress steps');
+    await h1.stopBot();
+    h1.emulator.finish(task.id);
+    const h2 = await startHarness({
+      webhooks: true,
+      reuse: { fake: h1.fake, emulator: h1.emulator, dataDir: h1.dataDir, namespace: h1.namespace, port: h1.port },
+    });
+    const msg = await cmd.waitForMessage((m) => finalText(m).includes('Extend song 2'), 15_000);
+    expect(finalText(msg)).toContain('Song 2');
+    await h2.close();
+    await h1.close();
+  });
+});

@@ -1,0 +1,141 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createApp, type App } from '../../src/app.js';
+import { parseConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/server.js';
+import { startFakeDiscord, type FakeDiscord } from '../fake-discord/index.js';
+import type { FakeDiscordOptions } from '../fake-discord/types.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface HarnessOptions {
+  /** Webhook mode (PUBLIC_URL set to the bot's own address); default polling only. */
+  webhooks?: boolean;
+  /** Use Redis at REDIS_URL instead of SQLite in a temp dir. */
+  redis?: boolean;
+  env?: Record<string, string>;
+  fake?: FakeDiscordOptions;
+  emulator?: EmulatorOptions;
+  /** Reuse a running fake Discord / emulator / data dir (restart tests). */
+  reuse?: { fake?: FakeDiscord; emulator?: Emulator; dataDir?: string; namespace?: string; port?: number };
+}
+
+export interface Harness {
+  fake: FakeDiscord;
+  emulator: Emulator;
+  app: App;
+  config: Config;
+  dataDir: string;
+  namespace: string;
+  port: number;
+  baseUrl: string;
+  /** Stops the bot only (fake Discord and emulator stay up). */
+  stopBot(): Promise<void>;
+  /** Stops everything it started. */
+  close(): Promise<void>;
+}
+
+/** The real bot (createApp) against a fake Discord and the media-service emulator, all on 127.0.0.1. */
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const fake = opts.reuse?.fake ?? (await startFakeDiscord({ warmUpValidators: true, ...opts.fake }));
+  const emulator =
+    opts.reuse?.emulator ?? (await startEmulator({ scenario: { stepMs: 40 }, ...opts.emulator }));
+  const dataDir = opts.reuse?.dataDir ?? (await mkdtemp(join(tmpdir(), 'mediabot-')));
+  const namespace = opts.reuse?.namespace ?? `t${randomBytes(4).toString('hex')}`;
+  const port = opts.reuse?.port ?? (await freePort());
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = {
+    DISCORD_TOKEN: fake.token,
+    DISCORD_APPLICATION_ID: fake.applicationId,
+    DISCORD_GUILD_ID: fake.guildId,
+    DISCORD_API_URL: fake.apiUrl,
+    MEDIA_API_URL: emulator.url,
+    MEDIA_API_KEY: emulator.apiKey,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    POLL_INITIAL_MS: '150',
+    POLL_MAX_MS: '600',
+    WEBHOOK_SILENCE_MS: '1500',
+    MEDIA_TIMEOUT_MS: '5000',
+    ...(opts.webhooks ? { PUBLIC_URL: baseUrl } : {}),
+    ...(opts.redis ? { REDIS_URL } : {}),
+    ...opts.env,
+  };
+  const config = parseConfig(env);
+  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? config.logLevel, secrets: [fake.token] });
+  const app = await createApp(config, {
+    logger,
+    storeNamespace: namespace,
+    webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 },
+  });
+  await app.start();
+  let botStopped = false;
+  const stopBot = async () => {
+    if (botStopped) return;
+    botStopped = true;
+    await app.stop(3000);
+  };
+  return {
+    fake,
+    emulator,
+    app,
+    config,
+    dataDir,
+    namespace,
+    port,
+    baseUrl,
+    stopBot,
+    async close() {
+      await stopBot();
+      if (!opts.reuse?.emulator) await emulator.close();
+      if (!opts.reuse?.fake) await fake.close();
+      if (!opts.reuse?.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until it returns a value (not undefined/false) or the time runs out. */
+export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Percentages shown in a message's edit history, in order (from `███░ 30%` progress bars). */
+export function percentagesShown(texts: string[]): number[] {
+  const out: number[] = [];
+  for (const t of texts) {
+    const m = /[█░]{10} (\d{1,3})%/.exec(t);
+    if (m?.[1]) out.push(Number(m[1]));
+  }
+  return out;
+}
