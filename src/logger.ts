@@ -29,12 +29,24 @@ const REDACT_PATHS = [
   'interaction.token',
 ];
 
+/**
+ * Discord interaction tokens travel in URL paths (`/webhooks/{app}/{token}/…`,
+ * `/interactions/{id}/{token}/callback`), e.g. in a DiscordAPIError's `url`.
+ */
+const INTERACTION_TOKEN_IN_URL = /(\/(?:webhooks|interactions)\/\d{5,25}\/)[A-Za-z0-9._~%-]{20,}/g;
+
 export function createLogger(opts: { level: string; secrets?: string[]; destination?: DestinationStream }): Logger {
   const secrets = secretForms((opts.secrets ?? []).filter((s) => s.length >= 6));
-  const scrub = (s: string): string =>
-    secrets.some((secret) => s.includes(secret))
-      ? secrets.reduce((acc, secret) => acc.split(secret).join('[REDACTED]'), s)
-      : s;
+  const scrub = (line: string): string => {
+    let out = line;
+    if (secrets.some((secret) => out.includes(secret))) {
+      out = secrets.reduce((acc, secret) => acc.split(secret).join('[REDACTED]'), out);
+    }
+    if (out.includes('/webhooks/') || out.includes('/interactions/')) {
+      out = out.replace(INTERACTION_TOKEN_IN_URL, '$1[REDACTED]');
+    }
+    return out;
+  };
   const options = {
     level: opts.level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
@@ -42,9 +54,8 @@ export function createLogger(opts: { level: string; secrets?: string[]; destinat
     serializers: { err: pino.stdSerializers.err },
   };
   const destination = opts.destination ?? pino.destination({ dest: 1, sync: true });
-  if (secrets.length === 0) return pino(options, destination);
-  // Value-level scrub on the finished line: it covers what the object hooks cannot see
-  // (an Error's message promoted to `msg`, `cause` chains, child bindings, stacks).
+  // Value-level scrub on the finished line: it covers what the key paths cannot see
+  // (an Error's message promoted to `msg`, `cause` chains, child bindings, stacks, URLs).
   const target: DestinationStream & { flush?: (cb: (err?: Error | null) => void) => void } = destination;
   const scrubbing = {
     write: (line: string): void => void target.write(scrub(line)),

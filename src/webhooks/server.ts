@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { healthRoutes, type HealthDeps } from './health.js';
 import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
@@ -13,7 +13,8 @@ export interface ServerDeps {
 export async function buildServer(deps: ServerDeps) {
   const app = Fastify({
     loggerInstance: deps.logger.child({ component: 'http' }),
-    disableRequestLogging: true,
+    // Per-request access logs would drown the job logs under a webhook storm.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
     trustProxy: true,
   });

@@ -69,7 +69,8 @@ export interface SyncResult {
  * overwrites them in one bulk PUT only when they differ: a restart costs one GET.
  */
 export async function syncCommands(opts: {
-  rest: REST;
+  /** discord.js REST (only get/put are used, so tests can pass a stub). */
+  rest: Pick<REST, 'get' | 'put'>;
   applicationId: string;
   guildId?: string | undefined;
   commands: readonly RESTPostAPIApplicationCommandsJSONBody[];

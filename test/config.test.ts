@@ -1,0 +1,296 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, secretsOf, type Config } from '../src/config.js';
+
+const REQUIRED = {
+  DISCORD_TOKEN: 'bot-token-abc.def',
+  DISCORD_APPLICATION_ID: '123456789012345678',
+  MEDIA_API_KEY: 'media-key-xyz',
+} as const;
+
+/** The problems parseConfig reports for `env` (fails the test when it parses). */
+function problemsOf(env: Record<string, string | undefined>): string[] {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    if (err instanceof ConfigError) return err.problems;
+  }
+  throw new Error('expected parseConfig to throw ConfigError');
+}
+
+function lineFor(problems: string[], variable: string): string {
+  const lines = problems.filter((p) => p.startsWith(`${variable}:`));
+  expect(lines, `${variable} in ${JSON.stringify(problems)}`).toHaveLength(1);
+  return lines[0] ?? '';
+}
+
+describe('parseConfig', () => {
+  it('empty env: one line each for the three required variables, and nothing else', () => {
+    const problems = problemsOf({});
+    expect(problems).toHaveLength(3);
+    expect(lineFor(problems, 'DISCORD_TOKEN')).toMatch(/required.*token/i);
+    expect(lineFor(problems, 'DISCORD_APPLICATION_ID')).toMatch(/required.*application id/i);
+    expect(lineFor(problems, 'MEDIA_API_KEY')).toMatch(/required.*API key/i);
+    for (const p of problems) expect(p).not.toContain('\n');
+  });
+
+  it('the ConfigError message lists every problem on its own line', () => {
+    let message = '';
+    try {
+      parseConfig({});
+    } catch (err) {
+      message = err instanceof Error ? err.message : '';
+    }
+    const lines = message.split('\n');
+    expect(
+      lines.filter((l) => /^(DISCORD_TOKEN|DISCORD_APPLICATION_ID|MEDIA_API_KEY):/.test(l)),
+    ).toHaveLength(3);
+  });
+
+  it('required variables set to empty or blank strings count as missing', () => {
+    const problems = problemsOf({ DISCORD_TOKEN: '', DISCORD_APPLICATION_ID: '   ', MEDIA_API_KEY: '' });
+    expect(problems).toHaveLength(3);
+    expect(lineFor(problems, 'DISCORD_APPLICATION_ID')).toMatch(/required/);
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['PORT', '70000', /at most 65535/],
+    ['PORT', 'abc', /whole number/],
+    ['PORT', '-1', /whole number/],
+    ['MEDIA_API_URL', 'ftp://media.example.test', /http\(s\) URL/],
+    ['MEDIA_API_URL', 'not a url', /http\(s\) URL/],
+    ['DISCORD_API_URL', 'localhost:3000', /http\(s\) URL/],
+    ['PUBLIC_URL', 'not a url', /http\(s\) URL/],
+    ['MEDIA_PHOTO_FORMAT', 'zip', /base64 or url/],
+    ['LOG_LEVEL', 'loud', /one of .*info/],
+    ['REDIS_URL', 'http://x', /redis:\/\//],
+    ['DISCORD_GUILD_ID', 'abc', /snowflake/],
+    ['DISCORD_APPLICATION_ID', 'my-app', /snowflake/],
+    ['MEDIA_FETCH_PATH', 'fetch', /path starting with \//],
+    ['MEDIA_TIMEOUT_MS', '5', /at least 1000/],
+  ])('%s=%s → its own line', (variable, value, expected) => {
+    const problems = problemsOf({ ...REQUIRED, [variable]: value });
+    expect(problems).toHaveLength(1);
+    expect(lineFor(problems, variable)).toMatch(expected);
+  });
+
+  it('every invalid value is reported at once, one line each', () => {
+    const problems = problemsOf({
+      ...REQUIRED,
+      PORT: '70000',
+      MEDIA_API_URL: 'ftp://x',
+      PUBLIC_URL: 'nope',
+      MEDIA_PHOTO_FORMAT: 'zip',
+      LOG_LEVEL: 'loud',
+      REDIS_URL: 'http://x',
+      DISCORD_GUILD_ID: 'abc',
+    });
+    const vars = problems.map((p) => p.split(':')[0]).sort();
+    expect(vars).toEqual(
+      [
+        'DISCORD_GUILD_ID',
+        'LOG_LEVEL',
+        'MEDIA_API_URL',
+        'MEDIA_PHOTO_FORMAT',
+        'PORT',
+        'PUBLIC_URL',
+        'REDIS_URL',
+      ].sort(),
+    );
+  });
+
+  it('design defaults are applied exactly', () => {
+    const c = parseConfig({ ...REQUIRED });
+    const expected: Config = {
+      discord: {
+        token: REQUIRED.DISCORD_TOKEN,
+        applicationId: REQUIRED.DISCORD_APPLICATION_ID,
+        apiUrl: 'https://discord.com/api',
+      },
+      media: {
+        baseUrl: 'https://api.apiframe.pro',
+        apiKey: REQUIRED.MEDIA_API_KEY,
+        paths: {
+          fetch: '/fetch',
+          upscale: '/image-upscale',
+          songExtend: '/song-extend',
+          videoExtend: '/video-extend',
+          photoUpload: '/ai-photo-upload',
+        },
+        photoFormat: 'base64',
+        timeoutMs: c.media.timeoutMs,
+        upscaleTimeoutMs: c.media.upscaleTimeoutMs,
+      },
+      http: { host: '0.0.0.0', port: 3000 },
+      store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs },
+      jobs: c.jobs,
+      photos: c.photos,
+      logLevel: 'info',
+    };
+    expect(c).toEqual(expected);
+    // Unset optional variables leave no key behind (exactOptionalPropertyTypes).
+    expect('guildId' in c.discord).toBe(false);
+    expect('publicUrl' in c).toBe(false);
+    expect('redisUrl' in c.store).toBe(false);
+  });
+
+  it('empty strings mean unset: defaults apply', () => {
+    const blank = {
+      DISCORD_GUILD_ID: '',
+      DISCORD_API_URL: '',
+      MEDIA_API_URL: '  ',
+      MEDIA_FETCH_PATH: '',
+      MEDIA_PATH_UPSCALE: '',
+      MEDIA_PATH_SONG_EXTEND: '',
+      MEDIA_PATH_VIDEO_EXTEND: '',
+      MEDIA_PATH_PHOTO_UPLOAD: '',
+      MEDIA_PHOTO_FORMAT: '',
+      PUBLIC_URL: '',
+      HOST: '',
+      PORT: '',
+      REDIS_URL: '',
+      DATA_DIR: '',
+      LOG_LEVEL: '',
+    };
+    expect(parseConfig({ ...REQUIRED, ...blank })).toEqual(parseConfig({ ...REQUIRED }));
+  });
+
+  it('set values are used, typed, and URLs lose their trailing slash', () => {
+    const c = parseConfig({
+      ...REQUIRED,
+      DISCORD_GUILD_ID: '987654321098765432',
+      DISCORD_API_URL: 'http://127.0.0.1:4000/api/',
+      MEDIA_API_URL: 'http://127.0.0.1:5000/v1//',
+      MEDIA_FETCH_PATH: '/v2/fetch/',
+      MEDIA_PATH_UPSCALE: '/up',
+      MEDIA_PHOTO_FORMAT: 'url',
+      PUBLIC_URL: 'https://bot.example.test/',
+      HOST: '127.0.0.1',
+      PORT: '8080',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      DATA_DIR: '/var/lib/bot',
+      LOG_LEVEL: 'debug',
+    });
+    expect(c.discord.guildId).toBe('987654321098765432');
+    expect(c.discord.apiUrl).toBe('http://127.0.0.1:4000/api');
+    expect(c.media.baseUrl).toBe('http://127.0.0.1:5000/v1');
+    expect(c.media.paths.fetch).toBe('/v2/fetch');
+    expect(c.media.paths.upscale).toBe('/up');
+    expect(c.media.photoFormat).toBe('url');
+    expect(c.publicUrl).toBe('https://bot.example.test');
+    expect(c.http).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(c.store.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(c.store.dataDir).toBe('/var/lib/bot');
+    expect(c.logLevel).toBe('debug');
+  });
+
+  it('unrelated variables are ignored', () => {
+    expect(() =>
+      parseConfig({ ...REQUIRED, PATH: '/usr/bin', npm_config_x: 'y', SHELL: '/bin/sh' }),
+    ).not.toThrow();
+  });
+
+  it('secretsOf lists the token and the API key', () => {
+    expect(secretsOf(parseConfig({ ...REQUIRED })).sort()).toEqual(
+      [REQUIRED.DISCORD_TOKEN, REQUIRED.MEDIA_API_KEY].sort(),
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------
+// The real entry point, as an operator would run it
+// ---------------------------------------------------------------------------
+
+const ROOT = resolve(import.meta.dirname, '..');
+const TSX_CLI = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const MAIN = join(ROOT, 'src', 'main.ts');
+
+interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
+  return new Promise((resolvePromise, reject) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [TSX_CLI, MAIN], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(killer);
+      resolvePromise({ code, stdout, stderr, ms: Date.now() - started });
+    });
+  });
+}
+
+describe('src/main.ts with a bad environment', () => {
+  // A temp cwd: no .env can leak in, and nothing is written to the repository.
+  let cwd: string;
+  const baseEnv = (): Record<string, string> => ({
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+  });
+
+  beforeAll(async () => {
+    cwd = await mkdtemp(join(tmpdir(), 'mediabot-config-'));
+  });
+  afterAll(async () => {
+    await rm(cwd, { recursive: true, force: true });
+  });
+
+  it('empty environment: exit 1, one line per missing variable, no stack trace, fast', async () => {
+    const r = await runMain(cwd, baseEnv());
+    expect(r.code).toBe(1);
+    const lines = r.stderr.split('\n').map((l) => l.trim());
+    for (const v of ['DISCORD_TOKEN', 'DISCORD_APPLICATION_ID', 'MEDIA_API_KEY']) {
+      expect(
+        lines.filter((l) => l.startsWith(`${v}:`)),
+        r.stderr,
+      ).toHaveLength(1);
+    }
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    expect(r.stderr).not.toMatch(/Error:/);
+    expect(r.stdout).toBe('');
+    expect(r.ms).toBeLessThan(10_000);
+  });
+
+  it('reads ./.env, the real environment wins, and still no stack trace', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mediabot-dotenv-'));
+    try {
+      await writeFile(
+        join(dir, '.env'),
+        [
+          'DISCORD_TOKEN=tok-from-dotenv',
+          'DISCORD_APPLICATION_ID=123',
+          'MEDIA_API_KEY=key-from-dotenv',
+          'PORT=abc',
+          'LOG_LEVEL=loud',
+        ].join('\n'),
+      );
+      const r = await runMain(dir, { ...baseEnv(), PORT: '70000' });
+      expect(r.code).toBe(1);
+      const problems = r.stderr
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => /^[A-Z_]+:/.test(l));
+      expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT']);
+      expect(problems.find((p) => p.startsWith('PORT:'))).toMatch(/at most 65535/);
+      expect(r.stderr).not.toMatch(/^\s+at /m);
+      // Secrets read from .env are never echoed.
+      expect(r.stderr + r.stdout).not.toContain('tok-from-dotenv');
+      expect(r.stderr + r.stdout).not.toContain('key-from-dotenv');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

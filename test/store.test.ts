@@ -1,0 +1,621 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from '@keyv/redis';
+import { pino, type Logger } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openBackend, type Backend } from '../src/services/store/backend.js';
+import { StoreUnavailableError } from '../src/services/store/errors.js';
+import { createStores, mergeJob, type StoreOptions, type Stores } from '../src/services/store/index.js';
+import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
+
+// ---------------------------------------------------------------------------
+// Backend selection: SQLite always; Redis at REDIS_URL (CI), else the local
+// default when it answers, else skipped with a visible message.
+// ---------------------------------------------------------------------------
+
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+async function redisAnswers(url: string): Promise<boolean> {
+  const client = createClient({ url, socket: { connectTimeout: 1_000, reconnectStrategy: false } });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (client.isOpen) client.destroy();
+  }
+}
+
+const envRedisUrl = process.env.REDIS_URL?.trim() || undefined;
+const redisUrl = envRedisUrl ?? ((await redisAnswers(DEFAULT_REDIS_URL)) ? DEFAULT_REDIS_URL : undefined);
+const REDIS_SKIP_REASON = 'REDIS_URL is unset and nothing answers on 127.0.0.1:6379';
+if (redisUrl === undefined)
+  console.warn(`[store.test] Redis conformance suite SKIPPED: ${REDIS_SKIP_REASON}`);
+
+const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+if (!hasRedisServer) console.warn('[store.test] Redis outage test SKIPPED: no redis-server binary on PATH');
+
+const RUN_ID = `t${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
+let nsCounter = 0;
+const uniqueNamespace = (label: string): string => `${RUN_ID}_${label}_${(nsCounter += 1)}`;
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+/** Every secret handed to a store; none may ever appear in a log line. */
+const secretsSeen = new Set<string>();
+
+function captureLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+  return { logger, lines };
+}
+
+function makeJob(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
+  const secret = randomBytes(16).toString('hex');
+  const token = `tok_${randomBytes(12).toString('hex')}`;
+  secretsSeen.add(secret);
+  secretsSeen.add(token);
+  return {
+    id,
+    secret,
+    operation: 'song',
+    userId: 'user-default',
+    message: {
+      channelId: 'chan-1',
+      guildId: 'guild-1',
+      interaction: { applicationId: 'app-1', token, createdAt: 1_000 },
+    },
+    params: { prompt: 'a song about stores', continueAt: 30, instrumental: false, tags: ['x', 'y'] },
+    state: 'submitting',
+    percentage: 0,
+    createdAt: 1_000,
+    updatedAt: 1_000,
+    version: 0,
+    ...overrides,
+  };
+}
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffle<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+/** ~50 updates of one job's life (queued, taskId, progress with duplicates, finished with result). */
+function lifecycleUpdates(random: () => number, taskId: string): JobUpdate[] {
+  const updates: JobUpdate[] = [
+    { state: 'queued', at: 2_001 },
+    { state: 'queued', taskId, at: 2_002 },
+  ];
+  while (updates.length < 46) {
+    const pct = Math.floor(random() * 101);
+    const update: JobUpdate = { state: 'processing', percentage: pct, at: 2_100 + pct * 10 };
+    if (random() < 0.3) update.statusText = `working ${pct}%`;
+    updates.push(update);
+    if (random() < 0.4) updates.push({ ...update });
+  }
+  const finished: JobUpdate = {
+    state: 'finished',
+    taskId,
+    statusText: 'done',
+    result: { kind: 'video', videoUrl: `https://cdn.example/${taskId}.mp4` },
+    at: 9_000,
+  };
+  updates.push(finished, { ...finished });
+  return updates;
+}
+
+function withoutVersion(job: JobRecord): Omit<JobRecord, 'version'> {
+  const { version: _version, ...rest } = job;
+  return rest;
+}
+
+async function expectUnavailableWithin(
+  label: string,
+  fn: () => Promise<unknown>,
+  maxMs: number,
+): Promise<number> {
+  const started = performance.now();
+  let error: unknown;
+  try {
+    await fn();
+  } catch (e) {
+    error = e;
+  }
+  const elapsed = performance.now() - started;
+  expect(error, `${label} should reject`).toBeInstanceOf(StoreUnavailableError);
+  expect((error as StoreUnavailableError).code).toBe('STORE_UNAVAILABLE');
+  expect(elapsed, `${label} took ${elapsed.toFixed(0)}ms`).toBeLessThan(maxMs);
+  return elapsed;
+}
+
+// ---------------------------------------------------------------------------
+// Conformance suite, run against every available backend
+// ---------------------------------------------------------------------------
+
+interface BackendCase {
+  name: 'sqlite' | 'redis';
+  redisUrl: string | undefined;
+}
+
+const backends: BackendCase[] = [{ name: 'sqlite', redisUrl: undefined }];
+if (redisUrl !== undefined) backends.push({ name: 'redis', redisUrl });
+else
+  describe.skip(`JobStore conformance: redis — SKIPPED (${REDIS_SKIP_REASON})`, () =>
+    it('skipped', () => {}));
+
+describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
+  const { logger, lines } = captureLogger();
+  let dataDir: string;
+  let stores: Stores;
+  let raw: Backend;
+  const opened: { stores: Stores; raw: Backend }[] = [];
+
+  /** A store (and a raw handle on the same namespace) with its own namespace. */
+  async function open(extra: Partial<StoreOptions> = {}): Promise<{ stores: Stores; raw: Backend }> {
+    const namespace = uniqueNamespace(url === undefined ? 'sql' : 'red');
+    const s = await createStores({ redisUrl: url, dataDir, namespace, logger, ...extra });
+    const r = await openBackend({ redisUrl: url, dataDir, namespace, opTimeoutMs: 2_000, logger });
+    const pair = { stores: s, raw: r };
+    opened.push(pair);
+    return pair;
+  }
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'store-test-'));
+    ({ stores, raw } = await open({ userListLimit: 5 }));
+    expect(stores.backend).toBe(url === undefined ? 'sqlite' : 'redis');
+  });
+
+  afterAll(async () => {
+    for (const pair of opened) {
+      await pair.raw.clearNamespace();
+      await pair.stores.close();
+      await pair.raw.close();
+    }
+    await rm(dataDir, { recursive: true, force: true });
+    const all = lines.join('');
+    for (const secret of secretsSeen) expect(all.includes(secret), 'a secret reached the logs').toBe(false);
+  });
+
+  it('create / get round-trips the record exactly; unknown ids are undefined', async () => {
+    const job = makeJob('rt-1', { taskId: 'rt-task-1', statusText: 'hi', lastEventAt: 1_500 });
+    await stores.jobs.create(job);
+    expect(await stores.jobs.get('rt-1')).toStrictEqual(job);
+    expect(await stores.jobs.get('nope')).toBeUndefined();
+    await stores.jobs.ping();
+  });
+
+  it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
+    await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
+    expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');
+
+    await stores.jobs.create(makeJob('tk-2'));
+    expect(await stores.jobs.getByTaskId('task-tk-2')).toBeUndefined();
+    const r = await stores.jobs.apply('tk-2', { state: 'queued', taskId: 'task-tk-2', at: 2_000 });
+    expect(r?.changed).toBe(true);
+    expect((await stores.jobs.getByTaskId('task-tk-2'))?.id).toBe('tk-2');
+
+    // A conflicting later taskId is ignored and not indexed.
+    const conflict = await stores.jobs.apply('tk-2', { taskId: 'task-other', at: 2_001 });
+    expect(conflict?.job.taskId).toBe('task-tk-2');
+    expect(await stores.jobs.getByTaskId('task-other')).toBeUndefined();
+    expect(await stores.jobs.getByTaskId('unknown-task')).toBeUndefined();
+  });
+
+  it('apply: unknown job -> undefined; duplicates and backwards moves -> changed false', async () => {
+    expect(await stores.jobs.apply('missing-job', { state: 'queued', at: 1 })).toBeUndefined();
+    await stores.jobs.create(makeJob('ap-1'));
+    const first = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
+    expect(first).toMatchObject({ changed: true, job: { state: 'processing', percentage: 50, version: 1 } });
+    const dup = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
+    expect(dup?.changed).toBe(false);
+    const back = await stores.jobs.apply('ap-1', { state: 'queued', percentage: 10, at: 2_100 });
+    expect(back?.changed).toBe(false);
+    expect(await stores.jobs.get('ap-1')).toMatchObject({ state: 'processing', percentage: 50, version: 1 });
+    const fin = await stores.jobs.apply('ap-1', {
+      state: 'failed',
+      error: { code: 'timed_out', message: 'gave up' },
+      at: 3_000,
+    });
+    expect(fin?.job).toMatchObject({ state: 'failed', finishedAt: 3_000, version: 2 });
+    const late = await stores.jobs.apply('ap-1', { state: 'finished', at: 4_000 });
+    expect(late?.changed).toBe(false);
+    expect((await stores.jobs.get('ap-1'))?.state).toBe('failed');
+  });
+
+  it('per-user list is bounded and most-recent-first', async () => {
+    for (let i = 1; i <= 8; i += 1) await stores.jobs.create(makeJob(`ul-${i}`, { userId: 'user-list' }));
+    await stores.jobs.create(makeJob('ul-other', { userId: 'user-other' }));
+    const ids = (await stores.jobs.listByUser('user-list')).map((j) => j.id);
+    expect(ids).toEqual(['ul-8', 'ul-7', 'ul-6', 'ul-5', 'ul-4']);
+    expect((await stores.jobs.listByUser('user-list', 2)).map((j) => j.id)).toEqual(['ul-8', 'ul-7']);
+    expect(await stores.jobs.listByUser('user-list', 100)).toHaveLength(5);
+    expect((await stores.jobs.listByUser('user-other')).map((j) => j.id)).toEqual(['ul-other']);
+    expect(await stores.jobs.listByUser('nobody')).toEqual([]);
+  });
+
+  it('listUnfinished: added on create, removed when final; final creates are not listed', async () => {
+    await stores.jobs.create(makeJob('un-1'));
+    await stores.jobs.create(makeJob('un-2', { state: 'queued', taskId: 'task-un-2' }));
+    await stores.jobs.create(
+      makeJob('un-3', { state: 'finished', percentage: 100, finishedAt: 1_000, result: { kind: 'upload' } }),
+    );
+    let ids = (await stores.jobs.listUnfinished()).map((j) => j.id);
+    expect(ids).toEqual(expect.arrayContaining(['un-1', 'un-2']));
+    expect(ids).not.toContain('un-3');
+
+    await stores.jobs.apply('un-2', {
+      state: 'finished',
+      result: { kind: 'video', videoUrl: 'https://v' },
+      at: 5_000,
+    });
+    ids = (await stores.jobs.listUnfinished()).map((j) => j.id);
+    expect(ids).toContain('un-1');
+    expect(ids).not.toContain('un-2');
+    expect((await stores.jobs.getByTaskId('task-un-2'))?.state).toBe('finished');
+  });
+
+  it('concurrent creates never lose a user-list or unfinished entry', async () => {
+    const { stores: s } = await open({ userListLimit: 50 });
+    const ids = Array.from({ length: 30 }, (_, i) => `cc-${i}`);
+    await Promise.all(ids.map((id) => s.jobs.create(makeJob(id, { userId: 'user-cc' }))));
+    const listed = (await s.jobs.listByUser('user-cc')).map((j) => j.id);
+    expect(listed.slice().sort()).toEqual(ids.slice().sort());
+    const unfinished = (await s.jobs.listUnfinished()).map((j) => j.id);
+    expect(unfinished.slice().sort()).toEqual(ids.slice().sort());
+  });
+
+  it('TTL: unfinished jobs expire after unfinishedTtlMs, final ones are kept jobTtlMs', async () => {
+    const { stores: s } = await open({ unfinishedTtlMs: 300, jobTtlMs: 1_200 });
+    await s.jobs.create(makeJob('ttl-open', { taskId: 'task-ttl-open' }));
+    await s.jobs.create(makeJob('ttl-done', { taskId: 'task-ttl-done' }));
+    await s.jobs.apply('ttl-done', { state: 'finished', result: { kind: 'upload' }, at: 2_000 });
+    expect((await s.jobs.listUnfinished()).map((j) => j.id)).toEqual(['ttl-open']);
+
+    await sleep(600);
+    expect(await s.jobs.get('ttl-open')).toBeUndefined();
+    expect(await s.jobs.getByTaskId('task-ttl-open')).toBeUndefined();
+    expect(await s.jobs.listUnfinished()).toEqual([]);
+    expect((await s.jobs.get('ttl-done'))?.state).toBe('finished');
+    expect((await s.jobs.getByTaskId('task-ttl-done'))?.id).toBe('ttl-done');
+
+    await sleep(900);
+    expect(await s.jobs.get('ttl-done')).toBeUndefined();
+    expect(await s.jobs.getByTaskId('task-ttl-done')).toBeUndefined();
+    expect(await s.jobs.listByUser('user-default')).toEqual([]);
+  });
+
+  it('kv: get / set / delete, with TTL', async () => {
+    const value = { photos: ['a', 'b'], count: 2, nested: { ok: true } };
+    await stores.kv.set('session:1', value, 10_000);
+    expect(await stores.kv.get<typeof value>('session:1')).toEqual(value);
+    await stores.kv.set('session:1', 'replaced', 10_000);
+    expect(await stores.kv.get<string>('session:1')).toBe('replaced');
+    await stores.kv.delete('session:1');
+    expect(await stores.kv.get('session:1')).toBeUndefined();
+    await stores.kv.delete('never-set');
+
+    await stores.kv.set('short', 42, 200);
+    expect(await stores.kv.get<number>('short')).toBe(42);
+    await sleep(450);
+    expect(await stores.kv.get('short')).toBeUndefined();
+
+    await expect(stores.kv.set('bad', 1, 0)).rejects.toThrow(RangeError);
+    // kv keys do not collide with job keys
+    await stores.kv.set('job:rt-1', 'not a job', 10_000);
+    expect((await stores.jobs.get('rt-1'))?.id).toBe('rt-1');
+  });
+
+  it('a corrupt record is logged and treated as absent', async () => {
+    await raw.writeRaw('job:bad-json', '{this is not json');
+    await raw.set('job:bad-shape', { id: 'bad-shape', state: 'exploded', secret: 1 }, undefined);
+    await raw.writeRaw('user:user-bad', '[1, 2');
+    await raw.set('task:task-bad', { not: 'an id' }, undefined);
+    await raw.writeRaw('kv:bad', 'garbage');
+
+    expect(await stores.jobs.get('bad-json')).toBeUndefined();
+    expect(await stores.jobs.get('bad-shape')).toBeUndefined();
+    expect(await stores.jobs.apply('bad-shape', { state: 'queued', at: 1 })).toBeUndefined();
+    expect(await stores.jobs.listByUser('user-bad')).toEqual([]);
+    expect(await stores.jobs.getByTaskId('task-bad')).toBeUndefined();
+    expect(await stores.kv.get('bad')).toBeUndefined();
+    const warnings = lines.filter((l) => l.includes('corrupt record'));
+    expect(warnings.some((l) => l.includes('job:bad-json'))).toBe(true);
+    expect(warnings.some((l) => l.includes('job:bad-shape'))).toBe(true);
+
+    // A corrupt id in the unfinished set is pruned, not thrown.
+    await stores.jobs.create(makeJob('un-corrupt'));
+    await raw.writeRaw('job:un-corrupt', 'nope');
+    expect((await stores.jobs.listUnfinished()).map((j) => j.id)).not.toContain('un-corrupt');
+  });
+
+  it('rejects invalid records on write instead of storing something unreadable', async () => {
+    await expect(stores.jobs.create(makeJob('inv-1', { percentage: 150 }))).rejects.toThrow(TypeError);
+    expect(await stores.jobs.get('inv-1')).toBeUndefined();
+  });
+
+  it('converges: 50 shuffled updates with duplicates applied concurrently (x5)', async () => {
+    const random = rng(7);
+    for (let round = 0; round < 5; round += 1) {
+      const id = `conv-${round}`;
+      const taskId = `task-conv-${round}`;
+      const job = makeJob(id);
+      await stores.jobs.create(job);
+      const updates = shuffle(lifecycleUpdates(random, taskId), random);
+      expect(updates.length).toBeGreaterThanOrEqual(48);
+
+      const results = await Promise.all(updates.map((u) => stores.jobs.apply(id, u)));
+      const final = await stores.jobs.get(id);
+      const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
+
+      expect(final).toBeDefined();
+      expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
+      expect(final).toMatchObject({ state: 'finished', percentage: 100, taskId, finishedAt: 9_000 });
+      // No lost update: every apply that reported a change bumped the version exactly once.
+      expect(results.every((r) => r !== undefined)).toBe(true);
+      expect(final?.version).toBe(results.filter((r) => r?.changed).length);
+      expect((await stores.jobs.getByTaskId(taskId))?.id).toBe(id);
+      expect((await stores.jobs.listUnfinished()).map((j) => j.id)).not.toContain(id);
+    }
+  });
+
+  it('close is idempotent and later calls fail with StoreUnavailableError', async () => {
+    const { stores: s } = await open();
+    await s.jobs.create(makeJob('cl-1'));
+    await s.close();
+    await s.jobs.close();
+    await expect(s.jobs.get('cl-1')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(s.kv.set('x', 1, 1_000)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(s.jobs.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Redis outage: a private redis-server we can stop and start
+// ---------------------------------------------------------------------------
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function freePort(from: number): Promise<number> {
+  for (let port = from; port < from + 50; port += 1) if (!(await portAnswers(port))) return port;
+  throw new Error('no free port for the private redis-server');
+}
+
+describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
+  let port = 0;
+  let dir = '';
+  const unhandled: unknown[] = [];
+  const onUnhandled = (error: unknown): void => void unhandled.push(error);
+
+  const startRedis = async (): Promise<void> => {
+    const r = spawnSync('redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--dir',
+      dir,
+      '--logfile',
+      join(dir, 'redis.log'),
+    ]);
+    expect(r.status).toBe(0);
+    for (let i = 0; i < 100 && !(await portAnswers(port)); i += 1) await sleep(50);
+  };
+  const stopRedis = (): void => {
+    spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave']);
+  };
+
+  beforeAll(async () => {
+    port = await freePort(6390);
+    dir = await mkdtemp(join(tmpdir(), 'store-redis-'));
+    process.on('unhandledRejection', onUnhandled);
+    process.on('uncaughtException', onUnhandled);
+  });
+
+  afterEach(() => {
+    stopRedis();
+  });
+
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    process.off('uncaughtException', onUnhandled);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it(
+    'fails fast while Redis is down and recovers by itself when it comes back',
+    { timeout: 60_000 },
+    async () => {
+      const opTimeoutMs = 800;
+      const bound = opTimeoutMs + 400;
+      const { logger, lines } = captureLogger();
+
+      // 1. Redis not running at all when the store is created.
+      let started = performance.now();
+      const stores = await createStores({
+        redisUrl: `redis://127.0.0.1:${port}`,
+        dataDir: dir,
+        namespace: uniqueNamespace('outage'),
+        opTimeoutMs,
+        logger,
+      });
+      expect(performance.now() - started).toBeLessThan(bound);
+      expect(stores.backend).toBe('redis');
+
+      const job = makeJob('out-1');
+      const ops: [string, () => Promise<unknown>][] = [
+        ['ping', () => stores.jobs.ping()],
+        ['get', () => stores.jobs.get('out-1')],
+        ['create', () => stores.jobs.create(job)],
+        ['apply', () => stores.jobs.apply('out-1', { percentage: 5, at: 2_000 })],
+        ['getByTaskId', () => stores.jobs.getByTaskId('t')],
+        ['listByUser', () => stores.jobs.listByUser('user-default')],
+        ['listUnfinished', () => stores.jobs.listUnfinished()],
+        ['kv.get', () => stores.kv.get('k')],
+        ['kv.set', () => stores.kv.set('k', 1, 1_000)],
+        ['kv.delete', () => stores.kv.delete('k')],
+      ];
+      for (const [label, op] of ops) await expectUnavailableWithin(`down at start: ${label}`, op, bound);
+
+      // 2. Redis comes up: the same store starts working without being recreated.
+      await startRedis();
+      started = performance.now();
+      await waitForPing(stores, 10_000);
+      const firstRecovery = performance.now() - started;
+      await stores.jobs.create(job);
+      expect(
+        (await stores.jobs.apply('out-1', { state: 'queued', taskId: 'task-out-1', at: 2_000 }))?.changed,
+      ).toBe(true);
+      expect((await stores.jobs.getByTaskId('task-out-1'))?.id).toBe('out-1');
+
+      // 3. Redis dies: every call, even 20 at once, rejects within the bound.
+      stopRedis();
+      const burst = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => {
+          const [label, op] = ops[i % ops.length] as [string, () => Promise<unknown>];
+          return expectUnavailableWithin(`down after stop: ${label}`, op, bound);
+        }),
+      );
+      for (const [label, op] of ops) await expectUnavailableWithin(`still down: ${label}`, op, bound);
+      await sleep(300);
+      for (const [label, op] of ops) await expectUnavailableWithin(`still down later: ${label}`, op, bound);
+
+      // 4. Redis is back (empty: no persistence): the store works again by itself.
+      await startRedis();
+      started = performance.now();
+      await waitForPing(stores, 10_000);
+      const secondRecovery = performance.now() - started;
+      expect(await stores.jobs.get('out-1')).toBeUndefined();
+      await stores.jobs.create(job);
+      expect(
+        (await stores.jobs.apply('out-1', { state: 'processing', percentage: 40, at: 3_000 }))?.job
+          .percentage,
+      ).toBe(40);
+      await stores.kv.set('k', { back: true }, 5_000);
+      expect(await stores.kv.get('k')).toEqual({ back: true });
+
+      await stores.close();
+      stopRedis();
+
+      // Nothing crashed or went unhandled, the logs were not flooded, and no secret leaked.
+      expect(unhandled).toEqual([]);
+      const errorLines = lines.filter((l) => l.includes('store backend error'));
+      const failures = ops.length * 3 + burst.length;
+      expect(errorLines.length).toBeGreaterThan(0);
+      expect(errorLines.length).toBeLessThan(failures / 2);
+      const all = lines.join('');
+      for (const secret of [job.secret, job.message.interaction?.token ?? ''])
+        expect(all).not.toContain(secret);
+
+      console.info(
+        `[store.test] redis outage: ${failures} failed calls (max ${Math.max(...burst).toFixed(0)}ms in the burst), ` +
+          `${errorLines.length} warn lines, recovery ${firstRecovery.toFixed(0)}ms / ${secondRecovery.toFixed(0)}ms`,
+      );
+    },
+  );
+
+  it(
+    'a hung Redis (SIGSTOP) makes calls time out within opTimeoutMs, then recovers',
+    { timeout: 60_000 },
+    async () => {
+      const opTimeoutMs = 500;
+      const { logger } = captureLogger();
+      await startRedis();
+      const stores = await createStores({
+        redisUrl: `redis://127.0.0.1:${port}`,
+        dataDir: dir,
+        namespace: uniqueNamespace('hung'),
+        opTimeoutMs,
+        logger,
+      });
+      const job = makeJob('hung-1');
+      await stores.jobs.create(job);
+      const info = spawnSync('redis-cli', ['-p', String(port), 'info', 'server']).stdout.toString();
+      const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+      expect(pid).toBeGreaterThan(0);
+
+      process.kill(pid, 'SIGSTOP');
+      try {
+        // Different keys at once: each bounded by opTimeoutMs.
+        await Promise.all([
+          expectUnavailableWithin('hung get', () => stores.jobs.get('hung-1'), opTimeoutMs + 400),
+          expectUnavailableWithin('hung ping', () => stores.jobs.ping(), opTimeoutMs + 400),
+          expectUnavailableWithin('hung kv.set', () => stores.kv.set('k', 1, 1_000), opTimeoutMs + 400),
+        ]);
+        // Several applies to ONE job queue on its lock, but none waits forever.
+        const lockWaitMs = 5 * opTimeoutMs;
+        await Promise.all(
+          [1, 2, 3].map((i) =>
+            expectUnavailableWithin(
+              `hung apply ${i}`,
+              () => stores.jobs.apply('hung-1', { percentage: i, at: 2_000 + i }),
+              lockWaitMs + 2 * opTimeoutMs,
+            ),
+          ),
+        );
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      await waitForPing(stores, 10_000);
+      expect(
+        (await stores.jobs.apply('hung-1', { state: 'processing', percentage: 50, at: 3_000 }))?.job
+          .percentage,
+      ).toBe(50);
+      await stores.close();
+      expect(unhandled).toEqual([]);
+    },
+  );
+});
+
+async function waitForPing(stores: Stores, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  for (;;) {
+    try {
+      await stores.jobs.ping();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(100);
+    }
+  }
+}

@@ -1,0 +1,543 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createMetrics, type Metrics } from '../src/metrics.js';
+import { JobService } from '../src/services/jobs/job-service.js';
+import type { Operation, TaskResult } from '../src/services/media/types.js';
+import { StoreUnavailableError } from '../src/services/store/errors.js';
+import { createStores, type JobRecord, type Stores } from '../src/services/store/index.js';
+import type { MessagePayload } from '../src/services/discord/render.js';
+import { secretMatches } from '../src/webhooks/media-webhook.js';
+import { buildServer, type HttpServer } from '../src/webhooks/server.js';
+
+const silent = pino({ level: 'silent' });
+
+interface Applied {
+  jobId: string;
+  result: TaskResult;
+  source: string;
+}
+
+let dataDir: string;
+let stores: Stores;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'mediabot-webhook-'));
+  stores = await createStores({ dataDir, logger: silent, namespace: `wh${randomBytes(3).toString('hex')}` });
+});
+
+afterAll(async () => {
+  await stores.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function newJob(operation: Operation, extra: Partial<JobRecord> = {}): JobRecord {
+  const now = Date.now();
+  return {
+    id: randomUUID(),
+    secret: randomBytes(24).toString('hex'),
+    operation,
+    userId: 'u1',
+    message: { channelId: 'c1' },
+    params: {},
+    state: 'queued',
+    percentage: 0,
+    createdAt: now,
+    updatedAt: now,
+    version: 1,
+    ...extra,
+  };
+}
+
+async function storedJob(operation: Operation, extra: Partial<JobRecord> = {}): Promise<JobRecord> {
+  const job = newJob(operation, extra);
+  await stores.jobs.create(job);
+  return job;
+}
+
+interface Ctx {
+  app: HttpServer;
+  applied: Applied[];
+  metrics: Metrics;
+  health: { discord: boolean; storeUp: boolean };
+}
+
+async function makeServer(store: Pick<Stores['jobs'], 'get'> = stores.jobs): Promise<Ctx> {
+  const applied: Applied[] = [];
+  const metrics = createMetrics();
+  const health = { discord: true, storeUp: true };
+  const app = await buildServer({
+    logger: silent,
+    webhook: {
+      store,
+      applyResult: async (jobId, result, source) => {
+        applied.push({ jobId, result, source });
+      },
+      metrics,
+    },
+    health: {
+      discordReady: () => health.discord,
+      pingStore: async () => {
+        if (!health.storeUp) throw new StoreUnavailableError('down');
+        await stores.jobs.ping();
+      },
+      registry: metrics.registry,
+    },
+  });
+  return { app, applied, metrics, health };
+}
+
+function post(
+  ctx: Ctx,
+  jobId: string,
+  body: unknown,
+  secret: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return ctx.app.inject({
+    method: 'POST',
+    url: `/webhooks/media/${jobId}`,
+    headers: {
+      'content-type': 'application/json',
+      ...(secret !== undefined ? { 'x-webhook-secret': secret } : {}),
+      ...headers,
+    },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+function errorCode(body: string): string | undefined {
+  const parsed = JSON.parse(body) as { error?: { code?: string } };
+  return parsed.error?.code;
+}
+
+const SONG_PROGRESS = { task_id: 'song-task-1', task_type: 'song', status: 'processing', percentage: 30 };
+
+let ctx: Ctx;
+beforeEach(async () => {
+  ctx = await makeServer();
+});
+afterEach(async () => {
+  await ctx.app.close();
+});
+
+describe('POST /webhooks/media/:jobId: refusals', () => {
+  it('401 when the secret header is missing (nothing applied)', async () => {
+    const job = await storedJob('song');
+    const res = await post(ctx, job.id, SONG_PROGRESS, undefined);
+    expect(res.statusCode).toBe(401);
+    expect(errorCode(res.body)).toBe('WEBHOOK_SECRET_MISSING');
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('401 when the secret header is empty', async () => {
+    const job = await storedJob('song');
+    const res = await post(ctx, job.id, SONG_PROGRESS, '');
+    expect(res.statusCode).toBe(401);
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('401 on a wrong secret of the same length', async () => {
+    const job = await storedJob('song');
+    const wrong = job.secret.slice(0, -1) + (job.secret.endsWith('0') ? '1' : '0');
+    expect(wrong).toHaveLength(job.secret.length);
+    const res = await post(ctx, job.id, SONG_PROGRESS, wrong);
+    expect(res.statusCode).toBe(401);
+    expect(errorCode(res.body)).toBe('WEBHOOK_SECRET_INVALID');
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('401 on a wrong secret of a different length (prefix and extension)', async () => {
+    const job = await storedJob('song');
+    for (const wrong of [job.secret.slice(0, 10), `${job.secret}00`, 'x']) {
+      const res = await post(ctx, job.id, SONG_PROGRESS, wrong);
+      expect(res.statusCode, wrong).toBe(401);
+    }
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('another job’s secret is refused', async () => {
+    const a = await storedJob('song');
+    const b = await storedJob('song');
+    const res = await post(ctx, a.id, SONG_PROGRESS, b.secret);
+    expect(res.statusCode).toBe(401);
+  });
+
+  it('404 for an unknown job (valid uuid)', async () => {
+    const res = await post(ctx, randomUUID(), SONG_PROGRESS, 'whatever-secret');
+    expect(res.statusCode).toBe(404);
+    expect(errorCode(res.body)).toBe('JOB_NOT_FOUND');
+  });
+
+  it('404 for a non-uuid id', async () => {
+    for (const id of ['not-a-uuid', '123', 'a'.repeat(36), '..%2F..%2Fetc']) {
+      const res = await post(ctx, id, SONG_PROGRESS, 'whatever-secret');
+      expect(res.statusCode, id).toBe(404);
+    }
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('400 on malformed JSON', async () => {
+    const job = await storedJob('song');
+    for (const body of ['{"task_id": "x",', 'not json', '']) {
+      const res = await post(ctx, job.id, body, job.secret);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+    }
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it.each<[string, Operation, unknown]>([
+    ['status: 5', 'song', { task_id: 't', status: 5 }],
+    ["percentage 'abc'", 'video', { task_id: 't', status: 'processing', percentage: 'abc' }],
+    ['percentage true', 'song', { task_id: 't', status: 'processing', percentage: true }],
+    ["songs: 'x'", 'song', { task_id: 't', status: 'finished', songs: 'x' }],
+    ['finished song without songs', 'song', { task_id: 't', status: 'finished' }],
+    ['task_id: 42', 'song', { task_id: 42, status: 'processing' }],
+    ['array body', 'song', [1, 2, 3]],
+    ['null body', 'song', null],
+    ['string body', 'song', '"finished"'],
+  ])('400 on wrong types: %s', async (_name, operation, body) => {
+    const job = await storedJob(operation);
+    const res = await post(ctx, job.id, body, job.secret);
+    expect(res.statusCode).toBe(400);
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('413 for a body over 1 MiB', async () => {
+    const job = await storedJob('upload');
+    const body = JSON.stringify({ status: 'processing', message: 'x'.repeat(1024 * 1024) });
+    const res = await post(ctx, job.id, body, job.secret);
+    expect(res.statusCode).toBe(413);
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('a body just under 1 MiB is accepted', async () => {
+    const job = await storedJob('upload');
+    const body = JSON.stringify({ status: 'processing', message: 'x'.repeat(1024 * 1024 - 100) });
+    const res = await post(ctx, job.id, body, job.secret);
+    expect(res.statusCode).toBe(202);
+  });
+
+  it('503 (with retry-after) when the store is down', async () => {
+    const down = await makeServer({
+      get: () => Promise.reject(new StoreUnavailableError('redis unreachable')),
+    });
+    try {
+      const res = await post(down, randomUUID(), SONG_PROGRESS, 'some-secret');
+      expect(res.statusCode).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(errorCode(res.body)).toBe('STORE_UNAVAILABLE');
+      expect(down.applied).toHaveLength(0);
+    } finally {
+      await down.app.close();
+    }
+  });
+
+  it('503 when applying the result hits a store outage', async () => {
+    const job = await storedJob('song');
+    const app = await buildServer({
+      logger: silent,
+      webhook: {
+        store: stores.jobs,
+        applyResult: () => Promise.reject(new StoreUnavailableError('write timed out')),
+      },
+      health: {
+        discordReady: () => true,
+        pingStore: async () => undefined,
+        registry: createMetrics().registry,
+      },
+    });
+    try {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/webhooks/media/${job.id}`,
+        headers: { 'content-type': 'application/json', 'x-webhook-secret': job.secret },
+        payload: JSON.stringify(SONG_PROGRESS),
+      });
+      expect(res.statusCode).toBe(503);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('500 (no details leaked) when the store fails unexpectedly', async () => {
+    const broken = await makeServer({ get: () => Promise.reject(new Error('disk on fire at /secret/path')) });
+    try {
+      const res = await post(broken, randomUUID(), SONG_PROGRESS, 'some-secret');
+      expect(res.statusCode).toBe(500);
+      expect(res.body).not.toContain('/secret/path');
+    } finally {
+      await broken.app.close();
+    }
+  });
+
+  it('400 when the task_id belongs to another task', async () => {
+    const job = await storedJob('song', { taskId: 'song-task-1' });
+    const res = await post(ctx, job.id, { ...SONG_PROGRESS, task_id: 'someone-elses-task' }, job.secret);
+    expect(res.statusCode).toBe(400);
+    expect(errorCode(res.body)).toBe('WEBHOOK_TASK_MISMATCH');
+    expect(ctx.applied).toHaveLength(0);
+  });
+});
+
+describe('POST /webhooks/media/:jobId: accepted shapes', () => {
+  async function accept(
+    operation: Operation,
+    body: unknown,
+    extra: Partial<JobRecord> = {},
+  ): Promise<TaskResult> {
+    const job = await storedJob(operation, extra);
+    const res = await post(ctx, job.id, body, job.secret);
+    expect(res.statusCode, res.body).toBe(202);
+    expect(ctx.applied).toHaveLength(1);
+    const [applied] = ctx.applied;
+    expect(applied?.jobId).toBe(job.id);
+    expect(applied?.source).toBe('webhook');
+    if (!applied) throw new Error('nothing applied');
+    return applied.result;
+  }
+
+  it('song processing (integer percentage), with the matching task id', async () => {
+    const r = await accept('song', SONG_PROGRESS, { taskId: 'song-task-1' });
+    expect(r).toMatchObject({
+      operation: 'song',
+      state: 'processing',
+      percentage: 30,
+      taskId: 'song-task-1',
+    });
+  });
+
+  it('song finished with songs', async () => {
+    const r = await accept('song', {
+      task_id: 's',
+      task_type: 'song',
+      status: 'finished',
+      video_url: 'https://x.test/s.mp4',
+      songs: [
+        {
+          song_id: 'a',
+          audio_url: 'https://x.test/a.wav',
+          image_url: 'https://x.test/a.png',
+          video_url: 'https://x.test/a.mp4',
+          lyrics: 'la',
+        },
+        {
+          song_id: 'b',
+          audio_url: 'https://x.test/b.wav',
+          image_url: 'https://x.test/b.png',
+          video_url: 'https://x.test/b.mp4',
+          lyrics: 'la',
+        },
+      ],
+    });
+    expect(r.state).toBe('finished');
+    expect(r.outputs?.kind).toBe('song');
+  });
+
+  it("video processing with a string percentage ('40')", async () => {
+    const r = await accept('video', {
+      task_id: 'v',
+      task_type: 'video-ext',
+      status: 'processing',
+      percentage: '40',
+    });
+    expect(r.state).toBe('processing');
+    expect(r.percentage).toBe(40);
+  });
+
+  it('video finished without status', async () => {
+    const r = await accept('video', {
+      task_id: 'v',
+      task_type: 'video-ext',
+      video_url: 'https://x.test/v.mp4',
+    });
+    expect(r.state).toBe('finished');
+    expect(r.outputs).toEqual({ kind: 'video', videoUrl: 'https://x.test/v.mp4' });
+  });
+
+  it('upload processing without task_id (job has a task id: no mismatch)', async () => {
+    const r = await accept(
+      'upload',
+      { status: 'processing', message: 'Preparing 10 images' },
+      { taskId: 'up-1' },
+    );
+    expect(r.state).toBe('processing');
+    expect(r.taskId).toBeUndefined();
+    expect(r.message).toBe('Preparing 10 images');
+  });
+
+  it('upload finished with expires_at', async () => {
+    const r = await accept('upload', {
+      task_id: 'up-1',
+      status: 'finished',
+      message: 'done',
+      expires_at: '2030-01-01T00:00:00.000Z',
+    });
+    expect(r.state).toBe('finished');
+    expect(r.outputs).toEqual({ kind: 'upload', message: 'done', expiresAt: '2030-01-01T00:00:00.000Z' });
+  });
+
+  it('failed result with errors', async () => {
+    const r = await accept('video', {
+      task_id: 'v',
+      status: 'failed',
+      errors: [{ msg: 'nsfw' }, { msg: 'again' }],
+    });
+    expect(r.state).toBe('failed');
+    expect(r.errors).toEqual(['nsfw', 'again']);
+  });
+
+  it('before the submit response (job has no task id yet), any task_id is accepted', async () => {
+    const r = await accept('song', SONG_PROGRESS, { state: 'submitting' });
+    expect(r.taskId).toBe('song-task-1');
+  });
+
+  it('a content-type with charset is fine; extra unknown fields are tolerated', async () => {
+    const job = await storedJob('song');
+    const res = await post(ctx, job.id, { ...SONG_PROGRESS, credits: 3 }, job.secret, {
+      'content-type': 'application/json; charset=utf-8',
+    });
+    expect(res.statusCode).toBe(202);
+  });
+});
+
+describe('webhooks through the real JobService', () => {
+  it('moves the stored job forward, never backwards, and finished is final', async () => {
+    const metrics = createMetrics();
+    const jobs = new JobService({
+      store: stores.jobs,
+      media: { fetchTask: () => Promise.reject(new Error('no polling in this test')) },
+      edits: { push: () => undefined },
+      render: (): MessagePayload => ({
+        content: '',
+        embeds: [],
+        components: [],
+        allowed_mentions: { parse: [] },
+      }),
+      logger: silent,
+      metrics,
+      options: {
+        publicUrl: 'http://127.0.0.1:1',
+        maxDurationMs: 60_000,
+        pollInitialMs: 60_000,
+        pollMaxMs: 60_000,
+        webhookSilenceMs: 60_000,
+      },
+    });
+    const app = await buildServer({
+      logger: silent,
+      webhook: {
+        store: stores.jobs,
+        applyResult: (id, result) => jobs.applyResult(id, result, 'webhook'),
+        metrics,
+      },
+      health: { discordReady: () => true, pingStore: () => stores.jobs.ping(), registry: metrics.registry },
+    });
+    try {
+      const job = await jobs.create({
+        operation: 'video',
+        userId: 'u',
+        message: { channelId: 'c' },
+        params: {},
+      });
+      await stores.jobs.apply(job.id, { state: 'queued', taskId: 'vid-1', at: Date.now() });
+      const send = (body: unknown) =>
+        app.inject({
+          method: 'POST',
+          url: `/webhooks/media/${job.id}`,
+          headers: { 'content-type': 'application/json', 'x-webhook-secret': job.secret },
+          payload: JSON.stringify(body),
+        });
+      expect(
+        (await send({ task_id: 'vid-1', task_type: 'video-ext', status: 'processing', percentage: '60' }))
+          .statusCode,
+      ).toBe(202);
+      expect((await stores.jobs.get(job.id))?.percentage).toBe(60);
+      // Out of order: an older percentage does not move it back.
+      expect(
+        (await send({ task_id: 'vid-1', task_type: 'video-ext', status: 'processing', percentage: '20' }))
+          .statusCode,
+      ).toBe(202);
+      expect((await stores.jobs.get(job.id))?.percentage).toBe(60);
+      expect(
+        (await send({ task_id: 'vid-1', task_type: 'video-ext', video_url: 'https://x.test/v.mp4' }))
+          .statusCode,
+      ).toBe(202);
+      const finished = await stores.jobs.get(job.id);
+      expect(finished?.state).toBe('finished');
+      expect(finished?.result).toEqual({ kind: 'video', videoUrl: 'https://x.test/v.mp4' });
+      // A late progress webhook after the final one changes nothing.
+      expect(
+        (await send({ task_id: 'vid-1', task_type: 'video-ext', status: 'processing', percentage: '90' }))
+          .statusCode,
+      ).toBe(202);
+      const after = await stores.jobs.get(job.id);
+      expect(after?.state).toBe('finished');
+      expect(after?.version).toBe(finished?.version);
+    } finally {
+      jobs.stop();
+      await app.close();
+    }
+  });
+});
+
+describe('health and metrics', () => {
+  it('/healthz is 200', async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('/readyz: 200 when Discord and the store are fine, 503 otherwise', async () => {
+    expect((await ctx.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    ctx.health.discord = false;
+    const notDiscord = await ctx.app.inject({ method: 'GET', url: '/readyz' });
+    expect(notDiscord.statusCode).toBe(503);
+    expect(JSON.parse(notDiscord.body)).toMatchObject({ discord: false, store: true });
+    ctx.health.discord = true;
+    ctx.health.storeUp = false;
+    const notStore = await ctx.app.inject({ method: 'GET', url: '/readyz' });
+    expect(notStore.statusCode).toBe(503);
+    expect(JSON.parse(notStore.body)).toMatchObject({ discord: true, store: false });
+    ctx.health.storeUp = true;
+    expect((await ctx.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  });
+
+  it('/metrics: Prometheus text with webhook counts by status', async () => {
+    const job = await storedJob('song');
+    await post(ctx, job.id, SONG_PROGRESS, job.secret); // 202
+    await post(ctx, job.id, SONG_PROGRESS, job.secret); // 202
+    await post(ctx, job.id, SONG_PROGRESS, 'nope'); // 401
+    await post(ctx, randomUUID(), SONG_PROGRESS, 'nope'); // 404
+    await post(ctx, job.id, '{bad', job.secret); // 400
+    await post(ctx, job.id, JSON.stringify({ message: 'x'.repeat(1024 * 1024) }), job.secret); // 413
+    const res = await ctx.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.body).toContain('# TYPE mediabot_webhooks_total counter');
+    expect(res.body).toMatch(/^mediabot_webhooks_total\{status="202"\} 2$/m);
+    expect(res.body).toMatch(/^mediabot_webhooks_total\{status="401"\} 1$/m);
+    expect(res.body).toMatch(/^mediabot_webhooks_total\{status="404"\} 1$/m);
+    expect(res.body).toMatch(/^mediabot_webhooks_total\{status="400"\} 1$/m);
+    expect(res.body).toMatch(/^mediabot_webhooks_total\{status="413"\} 1$/m);
+  });
+
+  it('unknown routes are 404 JSON', async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/nope' });
+    expect(res.statusCode).toBe(404);
+    expect(errorCode(res.body)).toBe('NOT_FOUND');
+  });
+});
+
+describe('secretMatches', () => {
+  it('compares exactly', () => {
+    expect(secretMatches('abc123', 'abc123')).toBe(true);
+    expect(secretMatches('abc124', 'abc123')).toBe(false);
+    expect(secretMatches('abc12', 'abc123')).toBe(false);
+    expect(secretMatches('abc1234', 'abc123')).toBe(false);
+    expect(secretMatches('', 'abc123')).toBe(false);
+  });
+});
