@@ -18,7 +18,7 @@ import { buildServer, type HttpServer } from './webhooks/server.js';
 export interface AppOptions {
   logger: Logger;
   now?: () => number;
-  /** Per-IP webhook rate limit (tests and benchmarks raise it). */
+  /** Per-IP webhook rate limit; default 1200/s, above the pace of 100 jobs reporting every 100 ms. */
   webhookRateLimit?: { max: number; timeWindowMs: number };
   /** Key namespace in the store (tests isolate runs sharing one Redis). */
   storeNamespace?: string;
@@ -139,7 +139,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       store: stores.jobs,
       applyResult: (jobId, result) => jobs.applyResult(jobId, result, 'webhook'),
       metrics,
-      ...(opts.webhookRateLimit ? { rateLimit: opts.webhookRateLimit } : { rateLimit: { max: 600, timeWindowMs: 60_000 } }),
+      ...(opts.webhookRateLimit ? { rateLimit: opts.webhookRateLimit } : { rateLimit: { max: 1200, timeWindowMs: 1000 } }),
     },
     health: {
       discordReady: () => client.isReady(),

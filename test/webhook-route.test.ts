@@ -76,6 +76,7 @@ async function makeServer(store: Pick<Stores['jobs'], 'get'> = stores.jobs): Pro
       store,
       applyResult: async (jobId, result, source) => {
         applied.push({ jobId, result, source });
+        return result.taskId ? { taskId: result.taskId } : {};
       },
       metrics,
     },

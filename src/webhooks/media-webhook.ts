@@ -1,4 +1,4 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { normalizeTaskResult, ResultShapeError } from '../services/media/schemas.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
@@ -10,7 +10,8 @@ export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
 export interface WebhookDeps {
   store: Pick<JobStore, 'get'>;
-  applyResult(jobId: string, result: TaskResult, source: 'webhook'): Promise<unknown>;
+  /** Resolves with the merged job, or undefined when the job is unknown. */
+  applyResult(jobId: string, result: TaskResult, source: 'webhook'): Promise<Pick<JobRecord, 'taskId'> | undefined>;
   metrics?: Metrics;
   /** Per-IP limit; far above the real service's pace. */
   rateLimit?: { max: number; timeWindowMs: number };
@@ -18,11 +19,41 @@ export interface WebhookDeps {
 
 const JOB_ID = /^[0-9a-f-]{36}$/i;
 
-/** Constant-time comparison that also hides the length of the expected secret. */
+/** What the route needs to authenticate a delivery; immutable for a job's life. */
+interface JobKeyInfo {
+  secret: string;
+  operation: JobRecord['operation'];
+  taskId?: string;
+}
+
+/**
+ * Bounded memo of jobId → secret/operation. A job's secret never changes, so
+ * after the first delivery the route authenticates without a store read; the
+ * merge itself still goes through the store (and answers 503 when it is down).
+ */
+class JobKeyCache {
+  private readonly map = new Map<string, JobKeyInfo>();
+  constructor(private readonly max = 20_000) {}
+  get(id: string): JobKeyInfo | undefined {
+    return this.map.get(id);
+  }
+  set(id: string, info: JobKeyInfo): void {
+    if (this.map.size >= this.max) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
+    }
+    this.map.set(id, info);
+  }
+  delete(id: string): void {
+    this.map.delete(id);
+  }
+}
+
+/** Constant-time comparison (job secrets all have the same length, so the length check leaks nothing). */
 export function secretMatches(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b) && given.length === expected.length;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**
@@ -31,6 +62,7 @@ export function secretMatches(given: string, expected: string): boolean {
  * edit happens after the response (edit queue), so the service is answered fast.
  */
 export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, deps) => {
+  const keys = new JobKeyCache();
   app.addHook('onResponse', async (req, reply) => {
     if (req.routeOptions.url === '/webhooks/media/:jobId') deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
   });
@@ -58,9 +90,15 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
       const { jobId } = req.params;
       if (!JOB_ID.test(jobId)) return reply.code(404).send(problem('JOB_NOT_FOUND', 'unknown job'));
 
-      let job: JobRecord | undefined;
+      let job: JobKeyInfo | undefined = keys.get(jobId);
       try {
-        job = await deps.store.get(jobId);
+        if (!job) {
+          const record = await deps.store.get(jobId);
+          if (record) {
+            job = { secret: record.secret, operation: record.operation, ...(record.taskId ? { taskId: record.taskId } : {}) };
+            keys.set(jobId, job);
+          }
+        }
       } catch (err) {
         if (err instanceof StoreUnavailableError) {
           deps.metrics?.storeErrors.inc();
@@ -85,7 +123,13 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
         return reply.code(400).send(problem('WEBHOOK_TASK_MISMATCH', 'task_id does not belong to this job'));
       }
       try {
-        await deps.applyResult(jobId, result, 'webhook');
+        const applied = await deps.applyResult(jobId, result, 'webhook');
+        if (applied === undefined) {
+          // Expired from the store since it was cached.
+          keys.delete(jobId);
+          return reply.code(404).send(problem('JOB_NOT_FOUND', 'unknown job'));
+        }
+        if (!job.taskId && applied.taskId) keys.set(jobId, { ...job, taskId: applied.taskId });
       } catch (err) {
         if (err instanceof StoreUnavailableError) {
           deps.metrics?.storeErrors.inc();

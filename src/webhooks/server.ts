@@ -15,8 +15,10 @@ export async function buildServer(deps: ServerDeps) {
     loggerInstance: deps.logger.child({ component: 'http' }),
     // Per-request access logs would drown the job logs under a webhook storm.
     logController: new LogController({ disableRequestLogging: true }),
+    // No per-request child logger (pino children with redaction are costly under a
+    // webhook storm); routes log the job id themselves.
+    childLoggerFactory: (logger) => logger,
     bodyLimit: 1024 * 1024,
-    trustProxy: true,
   });
   app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, req, reply) => {
     const status = err.statusCode ?? 500;

@@ -32,6 +32,8 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   fake?: FakeDiscordOptions;
   emulator?: EmulatorOptions;
+  /** Keep the app's production webhook rate limit (default: raised out of the tests' way). */
+  productionRateLimit?: boolean;
   /** Reuse a running fake Discord / emulator / data dir (restart tests). */
   reuse?: { fake?: FakeDiscord; emulator?: Emulator; dataDir?: string; namespace?: string; port?: number };
 }
@@ -84,7 +86,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const app = await createApp(config, {
     logger,
     storeNamespace: namespace,
-    webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 },
+    ...(opts.productionRateLimit ? {} : { webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 } }),
   });
   await app.start();
   let botStopped = false;

@@ -29,7 +29,11 @@ export interface EditRequest {
   ref: JobMessageRef;
   /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
   messageCreatedAt: number;
-  payload: MessagePayload;
+  /**
+   * The message body, or a function rendering it. A function is only called when
+   * the state is actually sent, so states superseded in the queue cost nothing.
+   */
+  payload: MessagePayload | (() => MessagePayload);
   final: boolean;
 }
 
@@ -95,7 +99,7 @@ const ENDED_TTL_MS = 6 * 3_600_000;
 const IDLE_TTL_MS = 6 * 3_600_000;
 
 interface QueuedState {
-  payload: MessagePayload;
+  payload: MessagePayload | (() => MessagePayload);
   final: boolean;
   pushedAt: number;
   /** Failed attempts of this state (5xx, network, 30046); not 429s, which are not failures. */
@@ -401,10 +405,13 @@ export class EditQueue {
     let error: unknown;
     let ok = false;
     try {
+      // Rendered once, on first send; a retry sends the same body.
+      if (typeof state.payload === 'function') state.payload = state.payload();
+      const payload = state.payload;
       if (target.route === 'interaction') {
-        await this.deps.transport.editInteractionOriginal(target.applicationId, target.token, state.payload);
+        await this.deps.transport.editInteractionOriginal(target.applicationId, target.token, payload);
       } else {
-        await this.deps.transport.editChannelMessage(target.channelId, target.messageId, state.payload);
+        await this.deps.transport.editChannelMessage(target.channelId, target.messageId, payload);
       }
       ok = true;
     } catch (err) {

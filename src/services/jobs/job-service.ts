@@ -13,7 +13,7 @@ export interface EditSink {
     jobId: string;
     ref: JobMessageRef;
     messageCreatedAt: number;
-    payload: MessagePayload;
+    payload: MessagePayload | (() => MessagePayload);
     final: boolean;
   }): void;
 }
@@ -63,6 +63,7 @@ export class JobService {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly pollAttempts = new Map<string, number>();
   private readonly notFound = new Map<string, number>();
+  private readonly lastWebhookAt = new Map<string, number>();
   private stopped = false;
   private readonly now: () => number;
 
@@ -149,8 +150,10 @@ export class JobService {
     if (result.state === 'failed') update.error = jobErrorFromResult(result);
     const job = await this.update(jobId, update, source);
     if (job && !isFinal(job) && source === 'webhook' && !this.pollingOnly) {
-      // A webhook arrived: the next poll only if the webhook goes silent again.
-      this.schedulePoll(job, this.deps.options.webhookSilenceMs);
+      // A webhook arrived: poll only if the webhook goes silent again. The pending
+      // timer is kept and re-armed when it fires (no timer churn per webhook).
+      this.lastWebhookAt.set(jobId, this.now());
+      if (!this.timers.has(jobId)) this.schedulePoll(job, this.deps.options.webhookSilenceMs);
     }
     return job;
   }
@@ -182,7 +185,8 @@ export class JobService {
       jobId: job.id,
       ref: job.message,
       messageCreatedAt: job.createdAt,
-      payload: this.deps.render(job, this.now()),
+      // Rendered lazily: under a storm most intermediate states are coalesced away unsent.
+      payload: () => this.deps.render(job, this.now()),
       final: isFinal(job),
     });
   }
@@ -274,6 +278,12 @@ export class JobService {
       this.forget(jobId);
       return;
     }
+    const heardAt = this.lastWebhookAt.get(jobId);
+    const silentFor = heardAt === undefined ? Infinity : this.now() - heardAt;
+    if (silentFor < this.deps.options.webhookSilenceMs) {
+      this.schedulePoll(job, this.deps.options.webhookSilenceMs - silentFor);
+      return;
+    }
     const log = this.deps.logger.child({ jobId, taskId: job.taskId, operation: job.operation });
     if (this.now() - job.createdAt > this.deps.options.maxDurationMs) {
       log.warn('job exceeded its maximum duration');
@@ -322,6 +332,7 @@ export class JobService {
     this.cancelPoll(jobId);
     this.pollAttempts.delete(jobId);
     this.notFound.delete(jobId);
+    this.lastWebhookAt.delete(jobId);
   }
 }
 

@@ -86,8 +86,8 @@ async function openRedis(
     // While disconnected, reject commands at once instead of queueing them until
     // the connection comes back (which could be never).
     disableOfflineQueue: true,
-    // Commands still waiting to be written after this long are rejected.
-    commandOptions: { timeout: opTimeoutMs },
+    // No per-command `timeout`: it allocates an AbortSignal per command (measurable
+    // under a webhook storm); keyv-store.ts bounds every call with its own timer.
     socket: { connectTimeout: opTimeoutMs, reconnectStrategy: redisReconnectDelay },
   });
   // throwOnErrors: command failures reach us as exceptions (the default would turn

@@ -317,7 +317,8 @@ class KeyvJobStore implements JobStore {
         );
       }
       if (next === current) return { job: current, changed: false };
-      const record = validateForWrite(next, 'apply');
+      // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
+      const record = next;
       const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
       // Task index before the record: if the record write fails, a retry sees the
       // taskId as new again and rewrites the index.
