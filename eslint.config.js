@@ -14,7 +14,12 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    rules: { 'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read config, not process.env (src/config.ts only).' }] },
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read config, not process.env (src/config.ts only).' },
+      ],
+    },
   },
   {
     files: ['src/config.ts'],

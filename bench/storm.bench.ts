@@ -27,9 +27,15 @@ const pct = (xs: number[], p: number): number => {
 const r1 = (n: number) => Math.round(n * 10) / 10;
 
 async function redisAnswers(): Promise<boolean> {
-  const kv = new Keyv({ store: new KeyvRedis(REDIS_URL, { throwOnConnectError: true }), throwOnErrors: true });
+  const kv = new Keyv({
+    store: new KeyvRedis(REDIS_URL, { throwOnConnectError: true }),
+    throwOnErrors: true,
+  });
   try {
-    await Promise.race([kv.get('ping'), new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1500))]);
+    await Promise.race([
+      kv.get('ping'),
+      new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1500)),
+    ]);
     return true;
   } catch {
     return false;
@@ -115,7 +121,12 @@ async function storm(label: string, channelCount: number) {
       const taskId = job.taskId ?? '';
       for (let k = 1; k <= PROGRESS; k++) {
         await new Promise((r) => setTimeout(r, (SPREAD_MS / PROGRESS) * (0.5 + Math.random())));
-        await post(job, { task_id: taskId, task_type: 'song', status: 'processing', percentage: Math.round((k * 99) / PROGRESS) });
+        await post(job, {
+          task_id: taskId,
+          task_type: 'song',
+          status: 'processing',
+          percentage: Math.round((k * 99) / PROGRESS),
+        });
       }
       finishedAt.set(job.id, Date.now());
       await post(job, finishedBody(taskId));
@@ -164,7 +175,11 @@ async function storm(label: string, channelCount: number) {
 }
 
 /** Requests/s of `count` webhooks at `concurrency` against `url` (path per request). */
-async function throughput(origin: string, reqs: { path: string; secret: string; body: string }[], concurrency: number) {
+async function throughput(
+  origin: string,
+  reqs: { path: string; secret: string; body: string }[],
+  concurrency: number,
+) {
   const pool = new Pool(origin, { connections: concurrency });
   let i = 0;
   let failures = 0;
@@ -206,7 +221,12 @@ async function throughputRatio() {
   const jobs = await startJobs(h, [h.fake.defaultChannelId], 20);
   const mk = (k: number) => {
     const job = jobs[k % jobs.length] as JobRecord;
-    const body = JSON.stringify({ task_id: job.taskId, task_type: 'song', status: 'processing', percentage: Math.min(99, Math.floor(k / jobs.length)) });
+    const body = JSON.stringify({
+      task_id: job.taskId,
+      task_type: 'song',
+      status: 'processing',
+      percentage: Math.min(99, Math.floor(k / jobs.length)),
+    });
     return { job, body };
   };
   const botReqs = Array.from({ length: N }, (_, k) => {
@@ -222,7 +242,10 @@ async function throughputRatio() {
     const job = (await kv.get(`job:${req.params.id}`)) as JobRecord | undefined;
     if (!job || req.headers['x-webhook-secret'] !== job.secret) return reply.code(401).send({});
     const again = (await kv.get(`job:${req.params.id}`)) as JobRecord;
-    await kv.set(`job:${req.params.id}`, { ...again, percentage: Math.max(again.percentage, req.body.percentage) });
+    await kv.set(`job:${req.params.id}`, {
+      ...again,
+      percentage: Math.max(again.percentage, req.body.percentage),
+    });
     return reply.code(202).send({ ok: true });
   });
   const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
@@ -243,7 +266,6 @@ async function throughputRatio() {
     'throughput ratio': Math.round((botRps / bareRps) * 100) / 100,
   };
 }
-
 
 export async function runStormBench(): Promise<Record<string, unknown>[]> {
   const results: Record<string, unknown>[] = [];

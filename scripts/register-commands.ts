@@ -10,7 +10,10 @@ import { syncCommands } from '../src/services/discord/command-sync.js';
 loadDotEnv();
 try {
   const config = parseConfig();
-  const logger = createLogger({ level: config.logLevel, secrets: [config.discord.token, config.media.apiKey] });
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [config.discord.token, config.media.apiKey],
+  });
   const rest = new REST({ api: config.discord.apiUrl }).setToken(config.discord.token);
   const result = await syncCommands({
     rest,
@@ -22,7 +25,9 @@ try {
   process.stdout.write(`${result.action}: ${result.count} ${result.scope} commands\n`);
 } catch (err) {
   if (err instanceof ConfigError) {
-    process.stderr.write(`Cannot register: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
+    process.stderr.write(
+      `Cannot register: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
   } else {
     process.stderr.write(`Cannot register: ${err instanceof Error ? err.message : String(err)}\n`);
   }

@@ -66,15 +66,22 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics.discordRequests.inc({ route: req.route, status: String(res.status) });
   });
   client.rest.on('rateLimited', (info) => {
-    logger.warn({ route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope }, 'Discord rate limit');
+    logger.warn(
+      { route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope },
+      'Discord rate limit',
+    );
   });
   const interactionRest: REST = createInteractionRest({ api: config.discord.apiUrl });
 
   // Channel edits get their own bot-token REST that rejects on 429 instead of sleeping inside it:
   // the edit queue then waits itself and sends the *latest* state, not a stale one.
-  const editRest = new REST({ api: config.discord.apiUrl, rejectOnRateLimit: () => true }).setToken(config.discord.token);
+  const editRest = new REST({ api: config.discord.apiUrl, rejectOnRateLimit: () => true }).setToken(
+    config.discord.token,
+  );
   for (const rest of [interactionRest, editRest]) {
-    rest.on('response', (req, res) => metrics.discordRequests.inc({ route: req.route, status: String(res.status) }));
+    rest.on('response', (req, res) =>
+      metrics.discordRequests.inc({ route: req.route, status: String(res.status) }),
+    );
   }
   const edits = new EditQueue({
     transport: createRestTransport({ botRest: editRest, interactionRest }),
@@ -130,7 +137,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     void route(i).catch((err: unknown) => logger.error({ err }, 'interaction router failed'));
   });
   client.on(Events.Error, (err) => logger.error({ err }, 'discord client error'));
-  client.on(Events.ShardDisconnect, (_e, shard) => logger.warn({ shard }, 'gateway disconnected; discord.js reconnects'));
+  client.on(Events.ShardDisconnect, (_e, shard) =>
+    logger.warn({ shard }, 'gateway disconnected; discord.js reconnects'),
+  );
   client.on(Events.ShardResume, (shard) => logger.info({ shard }, 'gateway resumed'));
 
   const server = await buildServer({
@@ -139,7 +148,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       store: stores.jobs,
       applyResult: (jobId, result) => jobs.applyResult(jobId, result, 'webhook'),
       metrics,
-      ...(opts.webhookRateLimit ? { rateLimit: opts.webhookRateLimit } : { rateLimit: { max: 1200, timeWindowMs: 1000 } }),
+      ...(opts.webhookRateLimit
+        ? { rateLimit: opts.webhookRateLimit }
+        : { rateLimit: { max: 1200, timeWindowMs: 1000 } }),
     },
     health: {
       discordReady: () => client.isReady(),
@@ -159,7 +170,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     context,
     async start() {
       const url = await server.listen({ host: config.http.host, port: config.http.port });
-      logger.info({ url, store: stores.backend, mode: config.publicUrl ? 'webhooks' : 'polling' }, 'HTTP server listening');
+      logger.info(
+        { url, store: stores.backend, mode: config.publicUrl ? 'webhooks' : 'polling' },
+        'HTTP server listening',
+      );
       const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
       await client.login(config.discord.token);
       await ready;
@@ -186,7 +200,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
         jobs.stop();
         const drained = await edits.drain(drainMs);
-        if (!drained) logger.warn({ pending: edits.depth() }, 'some message edits were not delivered before shutdown');
+        if (!drained)
+          logger.warn({ pending: edits.depth() }, 'some message edits were not delivered before shutdown');
         edits.close();
         await client.destroy();
         await media.close().catch(() => undefined);

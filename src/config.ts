@@ -9,7 +9,10 @@ import { z } from 'zod';
 const emptyAsUnset = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
 const required = (hint: string) =>
-  z.preprocess(emptyAsUnset, z.string({ error: (iss) => (iss.input === undefined ? `required (${hint})` : 'must be a string') }));
+  z.preprocess(
+    emptyAsUnset,
+    z.string({ error: (iss) => (iss.input === undefined ? `required (${hint})` : 'must be a string') }),
+  );
 
 const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
   z.preprocess((v) => emptyAsUnset(v) ?? fallback, schema);
@@ -29,7 +32,8 @@ const httpUrl = (what: string) =>
     }, `must be an http(s) URL (${what})`)
     .transform((v) => v.replace(/\/+$/, ''));
 
-const snowflake = (what: string) => z.string().regex(/^\d{1,20}$/, `must be a Discord snowflake, digits only (${what})`);
+const snowflake = (what: string) =>
+  z.string().regex(/^\d{1,20}$/, `must be a Discord snowflake, digits only (${what})`);
 
 const path = z
   .string()
@@ -41,7 +45,13 @@ const int = (min: number, max: number, what: string) =>
     .string()
     .regex(/^\d+$/, `must be a whole number (${what})`)
     .transform(Number)
-    .pipe(z.number().int().min(min, `must be at least ${min} (${what})`).max(max, `must be at most ${max} (${what})`));
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `must be at least ${min} (${what})`)
+        .max(max, `must be at most ${max} (${what})`),
+    );
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -55,7 +65,9 @@ const schema = z.object({
   DISCORD_GUILD_ID: optional(snowflake('a guild id to register commands to')),
   DISCORD_API_URL: withDefault(httpUrl('Discord REST base'), 'https://discord.com/api'),
   MEDIA_API_URL: withDefault(httpUrl('media service base_url'), 'https://api.apiframe.pro'),
-  MEDIA_API_KEY: required('the media service API key').pipe(z.string().regex(/^\S+$/, 'must not contain spaces')),
+  MEDIA_API_KEY: required('the media service API key').pipe(
+    z.string().regex(/^\S+$/, 'must not contain spaces'),
+  ),
   MEDIA_FETCH_PATH: withDefault(path, '/fetch'),
   MEDIA_PATH_UPSCALE: withDefault(path, '/image-upscale'),
   MEDIA_PATH_SONG_EXTEND: withDefault(path, '/song-extend'),
@@ -63,7 +75,10 @@ const schema = z.object({
   MEDIA_PATH_PHOTO_UPLOAD: withDefault(path, '/ai-photo-upload'),
   MEDIA_PHOTO_FORMAT: withDefault(z.enum(['base64', 'url'], { error: 'must be base64 or url' }), 'base64'),
   MEDIA_TIMEOUT_MS: withDefault(int(1000, 600_000, 'milliseconds per service request'), '30000'),
-  MEDIA_UPSCALE_TIMEOUT_MS: withDefault(int(1000, 900_000, 'milliseconds for the synchronous upscale'), '180000'),
+  MEDIA_UPSCALE_TIMEOUT_MS: withDefault(
+    int(1000, 900_000, 'milliseconds for the synchronous upscale'),
+    '180000',
+  ),
   PUBLIC_URL: optional(httpUrl('public base URL of this server, for webhooks')),
   HOST: withDefault(z.string(), '0.0.0.0'),
   PORT: withDefault(int(0, 65535, 'a TCP port'), '3000'),
@@ -73,11 +88,17 @@ const schema = z.object({
   DATA_DIR: withDefault(z.string(), './data'),
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'info'),
   JOB_TTL_DAYS: withDefault(int(1, 365, 'days finished jobs are kept'), '30'),
-  JOB_MAX_DURATION_MINUTES: withDefault(int(1, 7 * 24 * 60, 'minutes before an unfinished job times out'), '120'),
+  JOB_MAX_DURATION_MINUTES: withDefault(
+    int(1, 7 * 24 * 60, 'minutes before an unfinished job times out'),
+    '120',
+  ),
   POLL_INITIAL_MS: withDefault(int(100, 600_000, 'first poll delay'), '5000'),
   POLL_MAX_MS: withDefault(int(100, 3_600_000, 'longest poll interval'), '60000'),
   WEBHOOK_SILENCE_MS: withDefault(int(100, 3_600_000, 'silence before a webhook job is polled'), '60000'),
-  PHOTO_MAX_BYTES: withDefault(int(1024, 100 * 1024 * 1024, 'largest accepted image in bytes'), String(10 * 1024 * 1024)),
+  PHOTO_MAX_BYTES: withDefault(
+    int(1024, 100 * 1024 * 1024, 'largest accepted image in bytes'),
+    String(10 * 1024 * 1024),
+  ),
   TRAINING_SESSION_TTL_HOURS: withDefault(int(1, 24 * 7, 'hours a photo session is kept'), '24'),
 });
 

@@ -35,7 +35,11 @@ const REDACT_PATHS = [
  */
 const INTERACTION_TOKEN_IN_URL = /(\/(?:webhooks|interactions)\/\d{5,25}\/)[A-Za-z0-9._~%-]{20,}/g;
 
-export function createLogger(opts: { level: string; secrets?: string[]; destination?: DestinationStream }): Logger {
+export function createLogger(opts: {
+  level: string;
+  secrets?: string[];
+  destination?: DestinationStream;
+}): Logger {
   const secrets = secretForms((opts.secrets ?? []).filter((s) => s.length >= 6));
   const scrub = (line: string): string => {
     let out = line;

@@ -10,7 +10,9 @@ async function main(): Promise<void> {
     config = parseConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`Cannot start: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      process.stderr.write(
+        `Cannot start: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`,
+      );
       process.stderr.write('See .env.example for every variable.\n');
       process.exit(1);
     }

@@ -8,8 +8,7 @@ const PNG = Buffer.from(
   'base64',
 );
 
-const texts = (m: FakeMessage): string[] =>
-  m.edits.map((e) => JSON.stringify(e.after));
+const texts = (m: FakeMessage): string[] => m.edits.map((e) => JSON.stringify(e.after));
 
 function finalText(m: FakeMessage): string {
   return JSON.stringify(m.data);
@@ -43,10 +42,17 @@ describe.each([
     expect(first.ephemeral).toBe(false);
     const msg = await cmd.waitForMessage((m) => finalText(m).includes('Extend song 2'), 15_000);
     const task = [...h.emulator.tasks.values()].find((t) => t.operation === 'song' && !t.fixture);
-    expect(task?.params).toMatchObject({ parent_task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0], continue_at: 12.5 });
+    expect(task?.params).toMatchObject({
+      parent_task_id: FIXTURE_SONG_TASK_ID,
+      song_id: FIXTURE_SONG_IDS[0],
+      continue_at: 12.5,
+    });
     if (webhooks) expect(task?.webhookUrl).toMatch(/\/webhooks\/media\/[0-9a-f-]{36}$/);
     else expect(task?.webhookUrl).toBeUndefined();
-    const final = task?.body as { songs: { audio_url: string; video_url: string; image_url: string }[]; video_url: string };
+    const final = task?.body as {
+      songs: { audio_url: string; video_url: string; image_url: string }[];
+      video_url: string;
+    };
     const text = finalText(msg);
     for (const s of final.songs) {
       expect(text).toContain(s.audio_url);
@@ -115,7 +121,9 @@ describe('invalid input and service errors', () => {
       .message();
     expect(a.ephemeral).toBe(true);
     expect(a.content).toMatch(/not an image/);
-    const b = await h.fake.sendCommand({ name: 'upscale', options: { prompt: 'x', image_url: 'ftp://x/y.png' } }).message();
+    const b = await h.fake
+      .sendCommand({ name: 'upscale', options: { prompt: 'x', image_url: 'ftp://x/y.png' } })
+      .message();
     expect(b.ephemeral).toBe(true);
     expect(b.content).toMatch(/http/);
     expect(h.emulator.requests.length).toBe(before);
@@ -176,13 +184,23 @@ describe('restarts', () => {
       options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
     });
     await cmd.message();
-    const task = await eventually(() => [...h1.emulator.tasks.values()].find((t) => t.operation === 'song' && !t.fixture && t.state === 'processing'));
+    const task = await eventually(() =>
+      [...h1.emulator.tasks.values()].find(
+        (t) => t.operation === 'song' && !t.fixture && t.state === 'processing',
+      ),
+    );
     await eventually(() => task.history.length >= 4, 10_000, 'progress steps');
     await h1.stopBot();
     h1.emulator.finish(task.id);
     const h2 = await startHarness({
       webhooks: true,
-      reuse: { fake: h1.fake, emulator: h1.emulator, dataDir: h1.dataDir, namespace: h1.namespace, port: h1.port },
+      reuse: {
+        fake: h1.fake,
+        emulator: h1.emulator,
+        dataDir: h1.dataDir,
+        namespace: h1.namespace,
+        port: h1.port,
+      },
     });
     const msg = await cmd.waitForMessage((m) => finalText(m).includes('Extend song 2'), 15_000);
     expect(finalText(msg)).toContain('Song 2');

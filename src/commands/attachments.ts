@@ -10,12 +10,16 @@ export function formatBytes(n: number): string {
 }
 
 /** Why an attachment cannot be used as an input image, or undefined when it can. */
-export function imageAttachmentProblem(a: Pick<Attachment, 'name' | 'contentType' | 'size'>, maxBytes: number): string | undefined {
+export function imageAttachmentProblem(
+  a: Pick<Attachment, 'name' | 'contentType' | 'size'>,
+  maxBytes: number,
+): string | undefined {
   const type = a.contentType?.split(';')[0]?.trim().toLowerCase();
   if (!type || !IMAGE_TYPES.has(type)) {
     return `${a.name} is not an image (${type ?? 'unknown type'}); send a PNG, JPEG, WebP or GIF`;
   }
-  if (a.size > maxBytes) return `${a.name} is ${formatBytes(a.size)}, over the ${formatBytes(maxBytes)} limit`;
+  if (a.size > maxBytes)
+    return `${a.name} is ${formatBytes(a.size)}, over the ${formatBytes(maxBytes)} limit`;
   return undefined;
 }
 

@@ -40,7 +40,12 @@ export async function taskChoices(
   const now = ctx.now();
   return jobs
     .filter((j) => j.operation === op && j.state === 'finished' && j.taskId)
-    .filter((j) => q === '' || (j.taskId ?? '').toLowerCase().includes(q) || JSON.stringify(j.params).toLowerCase().includes(q))
+    .filter(
+      (j) =>
+        q === '' ||
+        (j.taskId ?? '').toLowerCase().includes(q) ||
+        JSON.stringify(j.params).toLowerCase().includes(q),
+    )
     .slice(0, MAX_CHOICES)
     .map((j) => {
       const hint = typeof j.params.prompt === 'string' ? ` · ${j.params.prompt}` : '';

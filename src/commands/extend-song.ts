@@ -9,13 +9,27 @@ const data = new SlashCommandBuilder()
   .setName('extend-song')
   .setDescription('Extend a song you generated')
   .addStringOption((o) =>
-    o.setName('task_id').setDescription('The song task to extend').setRequired(true).setAutocomplete(true).setMaxLength(200),
+    o
+      .setName('task_id')
+      .setDescription('The song task to extend')
+      .setRequired(true)
+      .setAutocomplete(true)
+      .setMaxLength(200),
   )
   .addStringOption((o) =>
-    o.setName('song_id').setDescription('Which of its two songs').setRequired(true).setAutocomplete(true).setMaxLength(200),
+    o
+      .setName('song_id')
+      .setDescription('Which of its two songs')
+      .setRequired(true)
+      .setAutocomplete(true)
+      .setMaxLength(200),
   )
   .addNumberOption((o) =>
-    o.setName('continue_at').setDescription('Extend from this point, in seconds').setMinValue(0).setMaxValue(86400),
+    o
+      .setName('continue_at')
+      .setDescription('Extend from this point, in seconds')
+      .setMinValue(0)
+      .setMaxValue(86400),
   )
   .toJSON();
 

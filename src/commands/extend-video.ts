@@ -10,7 +10,12 @@ const data = new SlashCommandBuilder()
   .setName('extend-video')
   .setDescription('Extend a video you generated')
   .addStringOption((o) =>
-    o.setName('task_id').setDescription('The video task to extend').setRequired(true).setAutocomplete(true).setMaxLength(200),
+    o
+      .setName('task_id')
+      .setDescription('The video task to extend')
+      .setRequired(true)
+      .setAutocomplete(true)
+      .setMaxLength(200),
   )
   .addStringOption((o) =>
     o.setName('prompt').setDescription('What happens next in the video').setRequired(true).setMaxLength(2000),

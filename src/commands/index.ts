@@ -10,6 +10,10 @@ import { extendVideoModal, nextStepButtons } from './next-steps.js';
 export const commands: readonly Command[] = [upscale, extendSong, extendVideo, trainingPhotos, tasks];
 
 /** Buttons and modals, matched by custom_id prefix. */
-export const components: readonly ComponentHandler[] = [nextStepButtons, extendVideoModal, trainingComponents];
+export const components: readonly ComponentHandler[] = [
+  nextStepButtons,
+  extendVideoModal,
+  trainingComponents,
+];
 
 export const commandData = () => commands.map((c) => c.data);

@@ -6,7 +6,11 @@ import {
   type ButtonInteraction,
   type ModalSubmitInteraction,
 } from 'discord.js';
-import { extendVideoModalId, parseExtendVideoModalId, parseNextStepId } from '../services/discord/custom-ids.js';
+import {
+  extendVideoModalId,
+  parseExtendVideoModalId,
+  parseNextStepId,
+} from '../services/discord/custom-ids.js';
 import type { JobRecord } from '../services/store/types.js';
 import { startSongExtension } from './extend-song.js';
 import { startVideoExtension } from './extend-video.js';
@@ -16,7 +20,10 @@ import { UserError, type BotContext, type ComponentHandler } from './types.js';
 async function finishedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
   const job = await ctx.store.get(jobId);
   if (!job || job.state !== 'finished' || !job.taskId) {
-    throw new UserError('job_unavailable', 'That result is no longer available (jobs are kept for a limited time).');
+    throw new UserError(
+      'job_unavailable',
+      'That result is no longer available (jobs are kept for a limited time).',
+    );
   }
   return job;
 }

@@ -5,7 +5,10 @@ import { replyEphemeral } from './run-job.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 /** Interaction already answered or expired: nothing left to tell the user. */
-const HARMLESS_CODES = new Set<number>([RESTJSONErrorCodes.UnknownInteraction, RESTJSONErrorCodes.InteractionHasAlreadyBeenAcknowledged]);
+const HARMLESS_CODES = new Set<number>([
+  RESTJSONErrorCodes.UnknownInteraction,
+  RESTJSONErrorCodes.InteractionHasAlreadyBeenAcknowledged,
+]);
 
 /**
  * Dispatches every interaction to its command/component. A user error becomes an
@@ -24,8 +27,12 @@ export function createInteractionRouter(
       interactionId: interaction.id,
       userId: interaction.user.id,
       kind: interaction.type,
-      ...(interaction.isCommand() || interaction.isAutocomplete() ? { command: interaction.commandName } : {}),
-      ...(interaction.isMessageComponent() || interaction.isModalSubmit() ? { customId: interaction.customId } : {}),
+      ...(interaction.isCommand() || interaction.isAutocomplete()
+        ? { command: interaction.commandName }
+        : {}),
+      ...(interaction.isMessageComponent() || interaction.isModalSubmit()
+        ? { customId: interaction.customId }
+        : {}),
     });
     try {
       if (interaction.isAutocomplete()) {
@@ -69,8 +76,8 @@ export function createInteractionRouter(
         message = `Sorry, something went wrong on our side (ref \`${ref}\`). Please try again.`;
       }
       if (interaction.isRepliable()) {
-        await replyEphemeral(interaction as Parameters<typeof replyEphemeral>[0], message).catch((e: unknown) =>
-          log.warn({ err: e }, 'could not tell the user about the error'),
+        await replyEphemeral(interaction as Parameters<typeof replyEphemeral>[0], message).catch(
+          (e: unknown) => log.warn({ err: e }, 'could not tell the user about the error'),
         );
       }
     }

@@ -48,7 +48,10 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     });
   } catch (err) {
     if (err instanceof StoreUnavailableError) {
-      throw new UserError('store_unavailable', 'The bot is temporarily unavailable (storage is down). Please try again in a minute.');
+      throw new UserError(
+        'store_unavailable',
+        'The bot is temporarily unavailable (storage is down). Please try again in a minute.',
+      );
     }
     throw err;
   }

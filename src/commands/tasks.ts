@@ -30,11 +30,16 @@ export const tasks = {
       const content =
         jobs.length === 0
           ? 'You have no jobs yet. Try `/upscale`, `/extend-song`, `/extend-video` or `/training-photos start`.'
-          : [`**Your last ${jobs.length} jobs**`, ...jobs.map((j) => renderJobSummaryLine(j, now))].join('\n').slice(0, 2000);
+          : [`**Your last ${jobs.length} jobs**`, ...jobs.map((j) => renderJobSummaryLine(j, now))]
+              .join('\n')
+              .slice(0, 2000);
       await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
     } catch (err) {
       if (err instanceof StoreUnavailableError) {
-        throw new UserError('store_unavailable', 'Your jobs cannot be read right now (storage is down). Try again in a minute.');
+        throw new UserError(
+          'store_unavailable',
+          'Your jobs cannot be read right now (storage is down). Try again in a minute.',
+        );
       }
       throw err;
     }

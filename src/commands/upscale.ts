@@ -12,13 +12,25 @@ const data = new SlashCommandBuilder()
   .addStringOption((o) =>
     o.setName('prompt').setDescription('Describe the image to generate').setRequired(true).setMaxLength(2000),
   )
-  .addAttachmentOption((o) => o.setName('image').setDescription('The image to upscale (PNG, JPEG, WebP or GIF)'))
-  .addStringOption((o) => o.setName('image_url').setDescription('Or: an http(s) URL of the image').setMaxLength(2000))
-  .addIntegerOption((o) =>
-    o.setName('resemblance').setDescription('How close to the original, 1-100 (default 50)').setMinValue(1).setMaxValue(100),
+  .addAttachmentOption((o) =>
+    o.setName('image').setDescription('The image to upscale (PNG, JPEG, WebP or GIF)'),
   )
-  .addIntegerOption((o) => o.setName('detail').setDescription('Amount of detail, 1-100').setMinValue(1).setMaxValue(100))
-  .addIntegerOption((o) => o.setName('seed').setDescription('Seed for a repeatable result').setMinValue(0).setMaxValue(4294967295))
+  .addStringOption((o) =>
+    o.setName('image_url').setDescription('Or: an http(s) URL of the image').setMaxLength(2000),
+  )
+  .addIntegerOption((o) =>
+    o
+      .setName('resemblance')
+      .setDescription('How close to the original, 1-100 (default 50)')
+      .setMinValue(1)
+      .setMaxValue(100),
+  )
+  .addIntegerOption((o) =>
+    o.setName('detail').setDescription('Amount of detail, 1-100').setMinValue(1).setMaxValue(100),
+  )
+  .addIntegerOption((o) =>
+    o.setName('seed').setDescription('Seed for a repeatable result').setMinValue(0).setMaxValue(4294967295),
+  )
   .addStringOption((o) =>
     o
       .setName('magic_prompt')
@@ -30,12 +42,16 @@ const data = new SlashCommandBuilder()
 export function upscaleParamsFrom(i: ChatInputCommandInteraction, maxBytes: number): UpscaleParams {
   const image = i.options.getAttachment('image');
   const imageUrl = i.options.getString('image_url')?.trim();
-  if (image && imageUrl) throw new UserError('ambiguous_image', 'Give either `image` or `image_url`, not both.');
+  if (image && imageUrl)
+    throw new UserError('ambiguous_image', 'Give either `image` or `image_url`, not both.');
   if (!image && !imageUrl) {
     throw new UserError('missing_image', 'Attach an `image` or give an `image_url` to upscale.');
   }
   if (imageUrl && !isHttpUrlString(imageUrl)) {
-    throw new UserError('invalid_image_url', '`image_url` must be an http(s) URL, e.g. https://example.com/photo.png.');
+    throw new UserError(
+      'invalid_image_url',
+      '`image_url` must be an http(s) URL, e.g. https://example.com/photo.png.',
+    );
   }
   const params: UpscaleParams = {
     imageUrl: image ? requireImage('image', image, maxBytes) : (imageUrl ?? ''),

@@ -11,7 +11,11 @@ export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 export interface WebhookDeps {
   store: Pick<JobStore, 'get'>;
   /** Resolves with the merged job, or undefined when the job is unknown. */
-  applyResult(jobId: string, result: TaskResult, source: 'webhook'): Promise<Pick<JobRecord, 'taskId'> | undefined>;
+  applyResult(
+    jobId: string,
+    result: TaskResult,
+    source: 'webhook',
+  ): Promise<Pick<JobRecord, 'taskId'> | undefined>;
   metrics?: Metrics;
   /** Per-IP limit; far above the real service's pace. */
   rateLimit?: { max: number; timeWindowMs: number };
@@ -64,7 +68,8 @@ export function secretMatches(given: string, expected: string): boolean {
 export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, deps) => {
   const keys = new JobKeyCache();
   app.addHook('onResponse', async (req, reply) => {
-    if (req.routeOptions.url === '/webhooks/media/:jobId') deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
+    if (req.routeOptions.url === '/webhooks/media/:jobId')
+      deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
   });
 
   if (deps.rateLimit) {
@@ -80,7 +85,9 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
     '/webhooks/media/:jobId',
     {
       bodyLimit: WEBHOOK_BODY_LIMIT,
-      ...(deps.rateLimit ? { config: { rateLimit: { max: deps.rateLimit.max, timeWindow: deps.rateLimit.timeWindowMs } } } : {}),
+      ...(deps.rateLimit
+        ? { config: { rateLimit: { max: deps.rateLimit.max, timeWindow: deps.rateLimit.timeWindowMs } } }
+        : {}),
     },
     async (req, reply) => {
       const given = req.headers['x-webhook-secret'];
@@ -95,7 +102,11 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
         if (!job) {
           const record = await deps.store.get(jobId);
           if (record) {
-            job = { secret: record.secret, operation: record.operation, ...(record.taskId ? { taskId: record.taskId } : {}) };
+            job = {
+              secret: record.secret,
+              operation: record.operation,
+              ...(record.taskId ? { taskId: record.taskId } : {}),
+            };
             keys.set(jobId, job);
           }
         }
@@ -103,7 +114,10 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
         if (err instanceof StoreUnavailableError) {
           deps.metrics?.storeErrors.inc();
           req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
-          return reply.code(503).header('retry-after', '5').send(problem(err.code, 'store temporarily unavailable'));
+          return reply
+            .code(503)
+            .header('retry-after', '5')
+            .send(problem(err.code, 'store temporarily unavailable'));
         }
         throw err;
       }
@@ -116,7 +130,8 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
       try {
         result = normalizeTaskResult(job.operation, req.body).result;
       } catch (err) {
-        if (err instanceof ResultShapeError) return reply.code(400).send(problem('WEBHOOK_BODY_INVALID', err.message));
+        if (err instanceof ResultShapeError)
+          return reply.code(400).send(problem('WEBHOOK_BODY_INVALID', err.message));
         throw err;
       }
       if (result.taskId && job.taskId && result.taskId !== job.taskId) {
@@ -133,7 +148,10 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
       } catch (err) {
         if (err instanceof StoreUnavailableError) {
           deps.metrics?.storeErrors.inc();
-          return reply.code(503).header('retry-after', '5').send(problem(err.code, 'store temporarily unavailable'));
+          return reply
+            .code(503)
+            .header('retry-after', '5')
+            .send(problem(err.code, 'store temporarily unavailable'));
         }
         throw err;
       }

@@ -82,7 +82,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...opts.env,
   };
   const config = parseConfig(env);
-  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? config.logLevel, secrets: [fake.token] });
+  const logger = createLogger({
+    level: process.env.TEST_LOG_LEVEL ?? config.logLevel,
+    secrets: [fake.token],
+  });
   const app = await createApp(config, {
     logger,
     storeNamespace: namespace,
@@ -115,7 +118,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
 }
 
 /** Polls `check` until it returns a value (not undefined/false) or the time runs out. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

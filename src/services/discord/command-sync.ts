@@ -16,7 +16,14 @@ const DEFAULTS: Record<string, Json> = {
   description_localizations: null,
 };
 /** Server-assigned fields that are not part of what we declare. */
-const SERVER_FIELDS = new Set(['id', 'application_id', 'guild_id', 'version', 'name_localized', 'description_localized']);
+const SERVER_FIELDS = new Set([
+  'id',
+  'application_id',
+  'guild_id',
+  'version',
+  'name_localized',
+  'description_localized',
+]);
 /** contexts/integration_types are compared only when the code sets them (Discord reports its defaults otherwise). */
 const OPTIONAL_WHEN_UNSET = ['contexts', 'integration_types', 'dm_permission'];
 
@@ -29,7 +36,8 @@ export function normalizeCommands(commands: readonly unknown[], declared?: reado
   const declaredKeys = new Set<string>();
   for (const c of declared ?? commands) {
     // Builders emit `contexts: undefined` etc.: only keys with a value count as declared.
-    if (c && typeof c === 'object') for (const [k, v] of Object.entries(c)) if (v !== undefined && v !== null) declaredKeys.add(k);
+    if (c && typeof c === 'object')
+      for (const [k, v] of Object.entries(c)) if (v !== undefined && v !== null) declaredKeys.add(k);
   }
   const list = commands.map((c) => {
     const n = normalize(c as Json) as Record<string, Json>;
@@ -48,7 +56,12 @@ function normalize(v: Json): Json {
     const value = v[key];
     if (value === undefined || SERVER_FIELDS.has(key)) continue;
     if (key in DEFAULTS && JSON.stringify(DEFAULTS[key]) === JSON.stringify(value)) continue;
-    if (Array.isArray(value) && value.length === 0 && (key === 'options' || key === 'choices' || key === 'channel_types')) continue;
+    if (
+      Array.isArray(value) &&
+      value.length === 0 &&
+      (key === 'options' || key === 'choices' || key === 'channel_types')
+    )
+      continue;
     if (key === 'contexts' || key === 'integration_types') {
       out[key] = Array.isArray(value) ? [...value].sort() : value;
       continue;

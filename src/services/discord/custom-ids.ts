@@ -21,7 +21,8 @@ export function nextStepId(step: NextStep): string {
 export function parseNextStepId(customId: string): NextStep | undefined {
   const [ns, kind, jobId, extra] = customId.split(':');
   if (ns !== 'next' || !jobId) return undefined;
-  if (kind === 'extend-song' && (extra === '0' || extra === '1')) return { kind, jobId, songIndex: Number(extra) };
+  if (kind === 'extend-song' && (extra === '0' || extra === '1'))
+    return { kind, jobId, songIndex: Number(extra) };
   if (kind === 'extend-video' || kind === 'upscale-again') return { kind, jobId };
   return undefined;
 }

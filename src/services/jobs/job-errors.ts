@@ -26,7 +26,8 @@ export function jobError(code: JobErrorCode, message: string, details?: string[]
 
 /** What a failed submission means for the user. */
 export function jobErrorFromMedia(err: unknown): JobError {
-  if (err instanceof MediaRequestInvalidError) return jobError('invalid_request', err.userMessage, err.problems);
+  if (err instanceof MediaRequestInvalidError)
+    return jobError('invalid_request', err.userMessage, err.problems);
   if (err instanceof MediaRequestRejectedError)
     return jobError('service_rejected', err.messages.join('\n') || err.userMessage, err.messages);
   if (err instanceof MediaAuthError) return jobError('service_auth', err.userMessage);

@@ -131,7 +131,10 @@ export class JobService {
       at: this.now(),
     });
     if (updated && !isFinal(updated)) {
-      this.schedulePoll(updated, this.pollingOnly ? this.deps.options.pollInitialMs : this.deps.options.webhookSilenceMs);
+      this.schedulePoll(
+        updated,
+        this.pollingOnly ? this.deps.options.pollInitialMs : this.deps.options.webhookSilenceMs,
+      );
     }
     return updated;
   }
@@ -169,7 +172,14 @@ export class JobService {
         this.deps.metrics?.jobs.inc({ operation: job.operation, state: job.state });
       }
       this.deps.logger.debug(
-        { jobId, taskId: job.taskId, operation: job.operation, state: job.state, pct: job.percentage, source },
+        {
+          jobId,
+          taskId: job.taskId,
+          operation: job.operation,
+          state: job.state,
+          pct: job.percentage,
+          source,
+        },
         'job updated',
       );
       this.show(job);
@@ -238,12 +248,15 @@ export class JobService {
   private schedulePoll(job: JobRecord, delayMs: number): void {
     if (this.stopped || !job.taskId || isFinal(job)) return;
     this.cancelPoll(job.id);
-    const timer = setTimeout(() => {
-      this.timers.delete(job.id);
-      void this.poll(job.id).catch((err: unknown) =>
-        this.deps.logger.error({ err, jobId: job.id }, 'poll crashed; will retry'),
-      );
-    }, Math.max(0, delayMs));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(job.id);
+        void this.poll(job.id).catch((err: unknown) =>
+          this.deps.logger.error({ err, jobId: job.id }, 'poll crashed; will retry'),
+        );
+      },
+      Math.max(0, delayMs),
+    );
     timer.unref();
     this.timers.set(job.id, timer);
   }
@@ -258,7 +271,10 @@ export class JobService {
   private nextDelay(jobId: string): number {
     const n = (this.pollAttempts.get(jobId) ?? 0) + 1;
     this.pollAttempts.set(jobId, n);
-    const base = Math.min(this.deps.options.pollMaxMs, this.deps.options.pollInitialMs * 2 ** Math.min(n, 16));
+    const base = Math.min(
+      this.deps.options.pollMaxMs,
+      this.deps.options.pollInitialMs * 2 ** Math.min(n, 16),
+    );
     return Math.round(base * (0.8 + Math.random() * 0.4));
   }
 
@@ -269,7 +285,10 @@ export class JobService {
       job = await this.deps.store.get(jobId);
     } catch (err) {
       this.deps.logger.warn({ err, jobId }, 'store unavailable while polling; will retry');
-      const t = setTimeout(() => void this.poll(jobId).catch(() => undefined), this.deps.options.pollInitialMs);
+      const t = setTimeout(
+        () => void this.poll(jobId).catch(() => undefined),
+        this.deps.options.pollInitialMs,
+      );
       t.unref();
       this.timers.set(jobId, t);
       return;

@@ -146,7 +146,11 @@ export class MediaClient {
       age: params.age,
       ...webhookFields(webhook),
     });
-    return this.submit('upload', this.opts.paths.photoUpload, photoUploadBody(meta, params.photos, this.opts.photoFormat));
+    return this.submit(
+      'upload',
+      this.opts.paths.photoUpload,
+      photoUploadBody(meta, params.photos, this.opts.photoFormat),
+    );
   }
 
   /** Reads a task's current result (`POST {base}{fetch} {"task_id"}`), retried on transient failures. */
@@ -166,7 +170,10 @@ export class MediaClient {
 
   // ------------------------------------------------------------ internals
 
-  private validate<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, v: unknown): T {
+  private validate<T>(
+    schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
+    v: unknown,
+  ): T {
     const r = schema.safeParse(v);
     if (r.success) return r.data;
     throw new MediaRequestInvalidError(problemsOf(r as never));
@@ -184,7 +191,10 @@ export class MediaClient {
       const { result, unknownStatus } = normalizeTaskResult(op, json);
       if (unknownStatus !== undefined && !this.unknownStatuses.has(unknownStatus)) {
         this.unknownStatuses.add(unknownStatus);
-        this.opts.logger.warn({ operation: op, status: unknownStatus }, 'unknown task status, treated as processing');
+        this.opts.logger.warn(
+          { operation: op, status: unknownStatus },
+          'unknown task status, treated as processing',
+        );
       }
       return result;
     } catch (err) {
@@ -214,7 +224,11 @@ export class MediaClient {
       res = await dispatcher.request({
         method: 'POST',
         path: fullPath,
-        headers: { authorization: this.opts.apiKey, 'content-type': 'application/json', accept: 'application/json' },
+        headers: {
+          authorization: this.opts.apiKey,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
         body: typeof body === 'string' ? body : Readable.from(body),
         headersTimeout: timeout,
         bodyTimeout: timeout,
@@ -241,7 +255,8 @@ export class MediaClient {
       }
       return json;
     }
-    if (status === 401 || status === 403) throw new MediaAuthError(`authorization refused (${status})`, status);
+    if (status === 401 || status === 403)
+      throw new MediaAuthError(`authorization refused (${status})`, status);
     if (status === 429 || status >= 500) throw new MediaServerError(`service error (${status})`, status);
     if (status >= 400) {
       const errs = errorBodySchema.safeParse(json);

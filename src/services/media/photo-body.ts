@@ -7,7 +7,9 @@ export class PhotoSourceError extends MediaRequestInvalidError {
     readonly index: number,
     cause: unknown,
   ) {
-    super([`photo ${index + 1} could not be read: ${cause instanceof Error ? cause.message : String(cause)}`]);
+    super([
+      `photo ${index + 1} could not be read: ${cause instanceof Error ? cause.message : String(cause)}`,
+    ]);
   }
 }
 
@@ -45,7 +47,10 @@ export async function* photoUploadBody(
 export async function* base64Chunks(source: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   let carry: Buffer = Buffer.alloc(0);
   for await (const chunk of source) {
-    const buf = carry.length > 0 ? Buffer.concat([carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const buf =
+      carry.length > 0
+        ? Buffer.concat([carry, chunk])
+        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const usable = buf.length - (buf.length % 3);
     if (usable > 0) yield buf.subarray(0, usable).toString('base64');
     carry = Buffer.from(buf.subarray(usable));

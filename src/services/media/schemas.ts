@@ -52,7 +52,9 @@ export const upscaleParamsSchema = z.object({
   resemblance: boundedInt('resemblance', 1, 100),
   detail: boundedInt('detail', 1, 100).optional(),
   seed: z.number().int('seed must be a whole number').min(0, 'seed must not be negative').optional(),
-  magicPromptOption: z.enum(MAGIC_PROMPT_OPTIONS, { error: 'magic_prompt must be AUTO, ON or OFF' }).optional(),
+  magicPromptOption: z
+    .enum(MAGIC_PROMPT_OPTIONS, { error: 'magic_prompt must be AUTO, ON or OFF' })
+    .optional(),
 });
 
 export const songExtendParamsSchema = z.object({
@@ -71,7 +73,9 @@ export const videoExtendParamsSchema = z.object({
   imageUrl: httpUrl('image').optional(),
   endImageUrl: httpUrl('end_image').optional(),
   enhancePrompt: z.boolean().optional(),
-  aspectRatio: z.enum(ASPECT_RATIOS, { error: `aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}` }).optional(),
+  aspectRatio: z
+    .enum(ASPECT_RATIOS, { error: `aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}` })
+    .optional(),
 });
 
 export const MIN_PHOTOS = 10;
@@ -112,7 +116,13 @@ export const upscaleResponseSchema = z.looseObject({
 
 /** Integer for songs, a string like '40' for videos; anything else is malformed. */
 const percentage = z
-  .union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/, 'percentage must be numeric')])
+  .union([
+    z.number(),
+    z
+      .string()
+      .trim()
+      .regex(/^\d+(\.\d+)?$/, 'percentage must be numeric'),
+  ])
   .transform((v) => Math.max(0, Math.min(100, Math.round(Number(v)))));
 
 const songSchema = z.looseObject({
@@ -163,7 +173,11 @@ function outputsOf(op: Operation, b: TaskResultBody): TaskOutputs | undefined {
   switch (op) {
     case 'upscale':
       return b.image_urls && b.image_urls.length > 0
-        ? { kind: 'upscale', imageUrls: b.image_urls, ...(typeof b.seed === 'number' ? { seed: b.seed } : {}) }
+        ? {
+            kind: 'upscale',
+            imageUrls: b.image_urls,
+            ...(typeof b.seed === 'number' ? { seed: b.seed } : {}),
+          }
         : undefined;
     case 'song':
       return b.songs && b.songs.length > 0
@@ -183,7 +197,9 @@ function outputsOf(op: Operation, b: TaskResultBody): TaskOutputs | undefined {
 }
 
 function errorMessagesOf(b: TaskResultBody): string[] {
-  const msgs = (b.errors ?? []).map((e) => e.msg).filter((m): m is string => typeof m === 'string' && m !== '');
+  const msgs = (b.errors ?? [])
+    .map((e) => e.msg)
+    .filter((m): m is string => typeof m === 'string' && m !== '');
   if (msgs.length === 0 && b.error) msgs.push(b.error);
   if (msgs.length === 0 && b.message) msgs.push(b.message);
   return msgs;
