@@ -404,6 +404,18 @@ describe('POST /webhooks/media/:jobId: accepted shapes', () => {
     });
     expect(res.statusCode).toBe(202);
   });
+
+  // Regression: a delivery with another content type was refused with 415 and lost.
+  it('a JSON body sent as text/plain or without a content type is still accepted', async () => {
+    const job = await storedJob('song');
+    const plain = await post(ctx, job.id, SONG_PROGRESS, job.secret, { 'content-type': 'text/plain' });
+    expect(plain.statusCode).toBe(202);
+    const form = await post(ctx, job.id, 'not json', job.secret, {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    expect(form.statusCode).toBe(400);
+    expect(errorCode(form.body)).toBe('WEBHOOK_BODY_INVALID');
+  });
 });
 
 describe('webhooks through the real JobService', () => {

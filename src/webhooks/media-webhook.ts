@@ -67,6 +67,20 @@ export function secretMatches(given: string, expected: string): boolean {
  */
 export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, deps) => {
   const keys = new JobKeyCache();
+
+  // The spec does not say which content type the service sends: read any body as JSON
+  // rather than lose a delivery to a 415 (application/json keeps Fastify's own parser).
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(String(body)) as unknown);
+    } catch {
+      done(
+        Object.assign(new Error('body is not JSON'), { statusCode: 400, code: 'WEBHOOK_BODY_INVALID' }),
+        undefined,
+      );
+    }
+  });
   app.addHook('onResponse', async (req, reply) => {
     if (req.routeOptions.url === '/webhooks/media/:jobId')
       deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
