@@ -133,15 +133,7 @@ async function openRedis(
   const prefixed = (key: string): string => `${namespace}::${key}`;
   return {
     kind: 'redis',
-    async get(key) {
-      return keyv.get<unknown>(key);
-    },
-    async set(key, value, ttlMs) {
-      await keyv.set(key, value, ttlMs);
-    },
-    async delete(key) {
-      await keyv.delete(key);
-    },
+    ...keyvOps(keyv),
     async ping() {
       await client.ping();
     },
@@ -200,15 +192,7 @@ async function openSqlite(
   let closed = false;
   return {
     kind: 'sqlite',
-    async get(key) {
-      return keyv.get<unknown>(key);
-    },
-    async set(key, value, ttlMs) {
-      await keyv.set(key, value, ttlMs);
-    },
-    async delete(key) {
-      await keyv.delete(key);
-    },
+    ...keyvOps(keyv),
     async ping() {
       await adapter.query('SELECT 1');
     },
@@ -227,6 +211,21 @@ async function openSqlite(
       closed = true;
       clearInterval(sweeper);
       await adapter.disconnect();
+    },
+  };
+}
+
+/** get/set/delete are the same over either adapter. */
+function keyvOps(keyv: Keyv): Pick<Backend, 'get' | 'set' | 'delete'> {
+  return {
+    async get(key) {
+      return keyv.get<unknown>(key);
+    },
+    async set(key, value, ttlMs) {
+      await keyv.set(key, value, ttlMs);
+    },
+    async delete(key) {
+      await keyv.delete(key);
     },
   };
 }
