@@ -7,6 +7,7 @@ import {
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
 import { renderJob, type MessagePayload } from '../services/discord/render.js';
+import { jobError } from '../services/jobs/job-errors.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
 import { UserError, type BotContext } from './types.js';
@@ -58,12 +59,26 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
 
   const payload = toReplyOptions(renderJob(job, ctx.now()));
   let messageId: string | undefined;
-  if (interaction.deferred || interaction.replied) {
-    const msg = await interaction.editReply(payload);
-    messageId = msg.id;
-  } else {
-    const res = await interaction.reply({ ...payload, withResponse: true });
-    messageId = res.resource?.message?.id;
+  try {
+    if (interaction.deferred || interaction.replied) {
+      const msg = await interaction.editReply(payload);
+      messageId = msg.id;
+    } else {
+      const res = await interaction.reply({ ...payload, withResponse: true });
+      messageId = res.resource?.message?.id;
+    }
+  } catch (err) {
+    // Nothing was sent to the service: end the job instead of leaving it `submitting`
+    // forever (and failed as "restarted while submitting" at the next start). Straight
+    // to the store, not through JobService: there is no job message to edit.
+    const failed = jobError(
+      'internal',
+      'Discord did not accept the reply, so nothing was sent to the service.',
+    );
+    await ctx.store
+      .apply(job.id, { state: 'failed', error: failed, at: ctx.now() })
+      .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
+    throw err;
   }
   if (messageId) {
     try {

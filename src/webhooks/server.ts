@@ -19,14 +19,24 @@ export async function buildServer(deps: ServerDeps) {
     // webhook storm); routes log the job id themselves.
     childLoggerFactory: (logger) => logger,
     bodyLimit: 1024 * 1024,
+    // Router-level errors (malformed %-encoding, a path parameter over maxParamLength) bypass
+    // setErrorHandler: answer them in the same `{error: {code, message}}` shape.
+    frameworkErrors: (err, _req, reply) => {
+      const body = JSON.stringify(problem(err.code, 'invalid URL'));
+      reply.raw.writeHead(err.statusCode ?? 400, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+      });
+      reply.raw.end(body);
+    },
   });
   app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, req, reply) => {
     const status = err.statusCode ?? 500;
     if (status >= 500) req.log.error({ err }, 'request failed');
     // Fastify's own errors (bad JSON 400, body too large 413, wrong content type 415) keep their status.
-    return reply
-      .code(status)
-      .send(problem(err.code ?? 'INTERNAL', status >= 500 ? 'internal error' : err.message));
+    // Errors without a code (e.g. @fastify/rate-limit's 429) get one from their status, not INTERNAL.
+    const code = err.code ?? (status === 429 ? 'RATE_LIMITED' : status >= 500 ? 'INTERNAL' : 'BAD_REQUEST');
+    return reply.code(status).send(problem(code, status >= 500 ? 'internal error' : err.message));
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).send(problem('NOT_FOUND', 'no such route')));
   await app.register(healthRoutes, deps.health);

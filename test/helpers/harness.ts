@@ -34,6 +34,8 @@ export interface HarnessOptions {
   emulator?: EmulatorOptions;
   /** Keep the app's production webhook rate limit (default: raised out of the tests' way). */
   productionRateLimit?: boolean;
+  /** The app's clock (createApp `now`); e.g. `() => fake.now()` so `fake.advanceTime` ages jobs too. Default Date.now. */
+  now?: () => number;
   /** Reuse a running fake Discord / emulator / data dir (restart tests). */
   reuse?: { fake?: FakeDiscord; emulator?: Emulator; dataDir?: string; namespace?: string; port?: number };
 }
@@ -89,6 +91,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const app = await createApp(config, {
     logger,
     storeNamespace: namespace,
+    ...(opts.now ? { now: opts.now } : {}),
     ...(opts.productionRateLimit ? {} : { webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 } }),
   });
   await app.start();

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Submitted } from '../media/client.js';
 import { MediaAuthError, MediaRequestRejectedError } from '../media/errors.js';
 import type { Operation, TaskResult, WebhookTarget } from '../media/types.js';
+import { StoreUnavailableError } from '../store/errors.js';
 import type { JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
 import type { MessagePayload } from '../discord/render.js';
 import type { Metrics } from '../../metrics.js';
@@ -118,18 +119,17 @@ export class JobService {
       outcome = await call(this.webhookFor(job));
     } catch (err) {
       log.warn({ err }, 'submission failed');
-      return this.update(job.id, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
+      const failed = { state: 'failed', error: jobErrorFromMedia(err), at: this.now() } as const;
+      return this.untilStored(log, () => this.update(job.id, failed));
     }
     if ('raw' in outcome) {
       // Synchronous operation (upscale): the response is the result.
-      return this.applyResult(job.id, outcome, 'submit');
+      const result = outcome;
+      return this.untilStored(log, () => this.applyResult(job.id, result, 'submit'));
     }
     log.info({ taskId: outcome.taskId }, 'submitted');
-    const updated = await this.update(job.id, {
-      state: 'queued',
-      taskId: outcome.taskId,
-      at: this.now(),
-    });
+    const queued = { state: 'queued', taskId: outcome.taskId, at: this.now() } as const;
+    const updated = await this.untilStored(log, () => this.update(job.id, queued));
     if (updated && !isFinal(updated)) {
       this.schedulePoll(
         updated,
@@ -137,6 +137,31 @@ export class JobService {
       );
     }
     return updated;
+  }
+
+  /**
+   * The service has taken (and charged for) the call: its answer must not be lost to a
+   * store blip, or the job would sit in `submitting` with its task id forgotten. Retries
+   * the write with backoff until the store answers; gives up (undefined) only when the
+   * service is stopped, and then the restart recovery handles the job.
+   */
+  private async untilStored(
+    log: Logger,
+    write: () => Promise<JobRecord | undefined>,
+  ): Promise<JobRecord | undefined> {
+    let delay = this.deps.options.pollInitialMs;
+    for (;;) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError)) throw err;
+        if (this.stopped) return undefined;
+        log.warn({ err, retryInMs: delay }, 'store unavailable after the service call; retrying the write');
+        await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        if (this.stopped) return undefined;
+        delay = Math.min(delay * 2, this.deps.options.pollMaxMs);
+      }
+    }
   }
 
   /** Merges a service result (webhook, poll or synchronous answer) into the job. */
@@ -297,12 +322,6 @@ export class JobService {
       this.forget(jobId);
       return;
     }
-    const heardAt = this.lastWebhookAt.get(jobId);
-    const silentFor = heardAt === undefined ? Infinity : this.now() - heardAt;
-    if (silentFor < this.deps.options.webhookSilenceMs) {
-      this.schedulePoll(job, this.deps.options.webhookSilenceMs - silentFor);
-      return;
-    }
     const log = this.deps.logger.child({ jobId, taskId: job.taskId, operation: job.operation });
     if (this.now() - job.createdAt > this.deps.options.maxDurationMs) {
       log.warn('job exceeded its maximum duration');
@@ -315,6 +334,13 @@ export class JobService {
         at: this.now(),
       });
       this.forget(jobId);
+      return;
+    }
+    // Checked after the duration: a task that keeps webhooking progress must still time out.
+    const heardAt = this.lastWebhookAt.get(jobId);
+    const silentFor = heardAt === undefined ? Infinity : this.now() - heardAt;
+    if (silentFor < this.deps.options.webhookSilenceMs) {
+      this.schedulePoll(job, this.deps.options.webhookSilenceMs - silentFor);
       return;
     }
     try {
