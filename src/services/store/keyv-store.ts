@@ -255,7 +255,43 @@ class StoreCore {
   }
 }
 
+/**
+ * Records this process wrote in the last few seconds. One process owns the jobs it
+ * serves (writes are serialised by the in-process lock), so during a burst of
+ * webhooks for a job `apply` can merge onto the record it just wrote instead of
+ * reading it back: one Redis round trip and one parse less per webhook. Entries
+ * live at most RECENT_MS (and never past the record's own TTL); a failed write
+ * drops the entry so the next apply reads the store again.
+ */
+const RECENT_MS = 15_000;
+const RECENT_MAX = 5_000;
+
+class RecentRecords {
+  private readonly map = new Map<string, { job: JobRecord; until: number }>();
+  get(id: string): JobRecord | undefined {
+    const hit = this.map.get(id);
+    if (!hit) return undefined;
+    if (Date.now() > hit.until) {
+      this.map.delete(id);
+      return undefined;
+    }
+    return hit.job;
+  }
+  set(job: JobRecord, ttlMs: number): void {
+    if (this.map.size >= RECENT_MAX) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
+    }
+    this.map.delete(job.id);
+    this.map.set(job.id, { job, until: Date.now() + Math.min(RECENT_MS, ttlMs) });
+  }
+  delete(id: string): void {
+    this.map.delete(id);
+  }
+}
+
 class KeyvJobStore implements JobStore {
+  private readonly recent = new RecentRecords();
   constructor(private readonly core: StoreCore) {}
 
   async create(job: JobRecord): Promise<void> {
@@ -307,7 +343,7 @@ class KeyvJobStore implements JobStore {
   async apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined> {
     const { core } = this;
     return core.withLock(jobKey(jobId), async () => {
-      const current = await core.readJob(jobId);
+      const current = this.recent.get(jobId) ?? (await core.readJob(jobId));
       if (current === undefined) return undefined;
       const { job: next, changed } = mergeJob(current, update);
       if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
@@ -322,10 +358,16 @@ class KeyvJobStore implements JobStore {
       const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
       // Task index before the record: if the record write fails, a retry sees the
       // taskId as new again and rewrites the index.
-      if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
-        await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+      try {
+        if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
+          await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+        }
+        await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
+      } catch (error) {
+        this.recent.delete(jobId);
+        throw error;
       }
-      await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
+      this.recent.set(record, core.jobTtl(record));
       if (becameFinal) {
         // The record is final and stored: a failure here must not make the caller
         // retry (the retry would be a no-op and hide the change). listUnfinished
