@@ -1,19 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../src/app.js';
-import { parseConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
-import { startEmulator, type Emulator } from './emulator/server.js';
+import type { Emulator } from './emulator/server.js';
 import {
   startFakeDiscord,
   type FakeDiscord,
   type FakeMessage,
   type JsonObject,
 } from './fake-discord/index.js';
-import { eventually, freePort } from './helpers/harness.js';
+import { eventually, startHarness, type Harness } from './helpers/harness.js';
 
 /**
  * End to end through the real bot (createApp) with a fake Discord (REST,
@@ -63,48 +57,25 @@ function text(m: FakeMessage): string {
   ].join('\n');
 }
 
+let h: Harness;
 let fake: FakeDiscord;
 let emulator: Emulator;
-let app: App;
-let dataDir: string;
 
 beforeAll(async () => {
   fake = await startFakeDiscord({ warmUpValidators: true });
-  emulator = await startEmulator({ scenario: { stepMs: 30, steps: [20, 60] } });
-  dataDir = await mkdtemp(join(tmpdir(), 'training-e2e-'));
-  const port = await freePort();
-  const config = parseConfig({
-    DISCORD_TOKEN: fake.token,
-    DISCORD_APPLICATION_ID: fake.applicationId,
-    DISCORD_GUILD_ID: fake.guildId,
-    DISCORD_API_URL: fake.apiUrl,
-    MEDIA_API_URL: emulator.url,
-    MEDIA_API_KEY: emulator.apiKey,
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    POLL_INITIAL_MS: '150',
-    POLL_MAX_MS: '600',
-    WEBHOOK_SILENCE_MS: '1500',
-    MEDIA_TIMEOUT_MS: '5000',
-  });
-  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', secrets: [fake.token] });
-  app = await createApp(config, {
-    logger,
+  // Bot and fake Discord share one clock: CDN link expiry and session TTL move together.
+  h = await startHarness({
+    webhooks: true,
+    reuse: { fake },
     now: () => fake.now(),
-    storeNamespace: `tp${randomBytes(3).toString('hex')}`,
-    webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 },
+    emulator: { scenario: { stepMs: 30, steps: [20, 60] } },
   });
-  await app.start();
+  emulator = h.emulator;
 });
 
 afterAll(async () => {
-  await app?.stop(3000);
-  await emulator?.close();
+  await h?.close();
   await fake?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
 const uploadRequests = () => emulator.requests.filter((r) => r.path === '/ai-photo-upload');
