@@ -6,19 +6,13 @@
  * the restarted server still holds the jobs created before it, like a production Redis
  * with persistence; cleanup is `SHUTDOWN NOSAVE`.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
-import { eventually, freePort, percentagesShown, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, percentagesShown, startHarness, type Harness } from './helpers/harness.js';
+import { HAS_REDIS_SERVER as HAS_REDIS, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
 
-const run = promisify(execFile);
-const HAS_REDIS =
-  !spawnSync('redis-server', ['--version']).error && !spawnSync('redis-cli', ['--version']).error;
 if (!HAS_REDIS)
   console.warn(
     '[e2e-redis-outage] redis-server / redis-cli not found on PATH: the Redis outage test is SKIPPED',
@@ -26,65 +20,6 @@ if (!HAS_REDIS)
 
 const wire = (m: FakeMessage): string => JSON.stringify(m.data);
 const isFinalSong = (text: string): boolean => text.includes('Extend song 2');
-
-interface PrivateRedis {
-  port: number;
-  dir: string;
-  start(): Promise<void>;
-  up(): Promise<boolean>;
-  /** SHUTDOWN SAVE: the data survives the next start. */
-  stop(): Promise<void>;
-  /** SHUTDOWN NOSAVE, ignoring errors (cleanup). */
-  kill(): Promise<void>;
-}
-
-async function privateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
-  const dir = await mkdtemp(join(tmpdir(), 'mediabot-redis-'));
-  const cli = (...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]);
-  const ping = async (): Promise<boolean> => {
-    try {
-      return (await cli('ping')).stdout.trim() === 'PONG';
-    } catch {
-      return false;
-    }
-  };
-  return {
-    port,
-    dir,
-    async start() {
-      await run('redis-server', [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'yes',
-        '--dir',
-        dir,
-        '--dbfilename',
-        'dump.rdb',
-        '--pidfile',
-        join(dir, 'redis.pid'),
-        '--logfile',
-        join(dir, 'redis.log'),
-      ]);
-      await eventually(ping, 5000, `redis-server on port ${port}`);
-    },
-    up: ping,
-    async stop() {
-      await cli('shutdown', 'save').catch(() => undefined); // the connection drops: an "error" is normal
-      await eventually(async () => !(await ping()), 5000, 'redis-server to stop');
-    },
-    async kill() {
-      await cli('shutdown', 'nosave').catch(() => undefined);
-    },
-  };
-}
 
 async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url);

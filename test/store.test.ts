@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
+import { HAS_REDIS_SERVER, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,7 +40,7 @@ const REDIS_SKIP_REASON = 'REDIS_URL is unset and nothing answers on 127.0.0.1:6
 if (redisUrl === undefined)
   console.warn(`[store.test] Redis conformance suite SKIPPED: ${REDIS_SKIP_REASON}`);
 
-const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+const hasRedisServer = HAS_REDIS_SERVER;
 if (!hasRedisServer) console.warn('[store.test] Redis outage test SKIPPED: no redis-server binary on PATH');
 
 const RUN_ID = `t${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
@@ -399,61 +399,27 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
 // Redis outage: a private redis-server we can stop and start
 // ---------------------------------------------------------------------------
 
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function freePort(from: number): Promise<number> {
-  for (let port = from; port < from + 50; port += 1) if (!(await portAnswers(port))) return port;
-  throw new Error('no free port for the private redis-server');
-}
-
 describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
   let port = 0;
   let dir = '';
   const unhandled: unknown[] = [];
   const onUnhandled = (error: unknown): void => void unhandled.push(error);
 
-  const startRedis = async (): Promise<void> => {
-    const r = spawnSync('redis-server', [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--daemonize',
-      'yes',
-      '--dir',
-      dir,
-      '--logfile',
-      join(dir, 'redis.log'),
-    ]);
-    expect(r.status).toBe(0);
-    for (let i = 0; i < 100 && !(await portAnswers(port)); i += 1) await sleep(50);
-  };
-  const stopRedis = (): void => {
-    spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave']);
-  };
+  let redis: PrivateRedis;
+  const startRedis = (): Promise<void> => redis.start();
+  // Outage = SHUTDOWN NOSAVE: these tests do not need the data to survive.
+  const stopRedis = (): Promise<void> => redis.kill();
 
   beforeAll(async () => {
-    port = await freePort(6390);
-    dir = await mkdtemp(join(tmpdir(), 'store-redis-'));
+    redis = await privateRedis();
+    port = redis.port;
+    dir = redis.dir;
     process.on('unhandledRejection', onUnhandled);
     process.on('uncaughtException', onUnhandled);
   });
 
-  afterEach(() => {
-    stopRedis();
+  afterEach(async () => {
+    await stopRedis();
   });
 
   afterAll(async () => {
@@ -509,7 +475,7 @@ describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
       expect((await stores.jobs.getByTaskId('task-out-1'))?.id).toBe('out-1');
 
       // 3. Redis dies: every call, even 20 at once, rejects within the bound.
-      stopRedis();
+      await stopRedis();
       const burst = await Promise.all(
         Array.from({ length: 20 }, (_, i) => {
           const [label, op] = ops[i % ops.length] as [string, () => Promise<unknown>];
@@ -535,7 +501,7 @@ describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
       expect(await stores.kv.get('k')).toEqual({ back: true });
 
       await stores.close();
-      stopRedis();
+      await stopRedis();
 
       // Nothing crashed or went unhandled, the logs were not flooded, and no secret leaked.
       expect(unhandled).toEqual([]);

@@ -1,0 +1,71 @@
+/** A private redis-server (own port, own directory) a test can stop and start under the code it tests. */
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { eventually, freePort } from './harness.js';
+
+const run = promisify(execFile);
+
+export const HAS_REDIS_SERVER =
+  !spawnSync('redis-server', ['--version']).error && !spawnSync('redis-cli', ['--version']).error;
+
+export interface PrivateRedis {
+  port: number;
+  dir: string;
+  start(): Promise<void>;
+  up(): Promise<boolean>;
+  /** SHUTDOWN SAVE: the data survives the next start. */
+  stop(): Promise<void>;
+  /** SHUTDOWN NOSAVE, ignoring errors (cleanup). */
+  kill(): Promise<void>;
+}
+
+export async function privateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'mediabot-redis-'));
+  const cli = (...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]);
+  const ping = async (): Promise<boolean> => {
+    try {
+      return (await cli('ping')).stdout.trim() === 'PONG';
+    } catch {
+      return false;
+    }
+  };
+  return {
+    port,
+    dir,
+    async start() {
+      await run('redis-server', [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'yes',
+        '--dir',
+        dir,
+        '--dbfilename',
+        'dump.rdb',
+        '--pidfile',
+        join(dir, 'redis.pid'),
+        '--logfile',
+        join(dir, 'redis.log'),
+      ]);
+      await eventually(ping, 5000, `redis-server on port ${port}`);
+    },
+    up: ping,
+    async stop() {
+      await cli('shutdown', 'save').catch(() => undefined); // the connection drops: an "error" is normal
+      await eventually(async () => !(await ping()), 5000, 'redis-server to stop');
+    },
+    async kill() {
+      await cli('shutdown', 'nosave').catch(() => undefined);
+    },
+  };
+}
