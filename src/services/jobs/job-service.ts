@@ -188,8 +188,7 @@ export class JobService {
 
   /** Applies an update; when it changed the job, renders it and queues the edit. */
   async update(jobId: string, update: JobUpdate, source = 'bot'): Promise<JobRecord | undefined> {
-    const prev = this.deps.store.apply(jobId, update);
-    const r = await prev;
+    const r = await this.deps.store.apply(jobId, update);
     if (!r) return undefined;
     const { job, changed } = r;
     if (changed) {
@@ -290,7 +289,6 @@ export class JobService {
     const t = this.timers.get(jobId);
     if (t) clearTimeout(t);
     this.timers.delete(jobId);
-    if (this.stopped) return;
   }
 
   private nextDelay(jobId: string): number {
