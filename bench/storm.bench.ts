@@ -85,7 +85,6 @@ async function storm(label: string, channelCount: number) {
   const h = await startHarness({
     webhooks: true,
     redis: await redisAnswers(),
-    productionRateLimit: true,
     fake: {
       rateLimits: true,
       guild: { channels: Array.from({ length: channelCount }, (_, i) => ({ name: `jobs-${i}` })) },
@@ -214,7 +213,6 @@ async function throughputRatio() {
   const h = await startHarness({
     webhooks: true,
     redis: true,
-    // The limiter would answer part of this single-IP flood with cheap 429s: measure the real path.
     fake: { validation: 'off' },
     env: { WEBHOOK_SILENCE_MS: '600000' },
   });

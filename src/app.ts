@@ -14,12 +14,14 @@ import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
 import { TrainingSessions } from './services/training/sessions.js';
 import { buildServer, type HttpServer } from './webhooks/server.js';
+import type { AuthFailureLimit } from './webhooks/auth-failures.js';
+import { JobKeys } from './webhooks/job-keys.js';
 
 export interface AppOptions {
   logger: Logger;
   now?: () => number;
-  /** Per-IP webhook rate limit; default 1200/s, above the pace of 100 jobs reporting every 100 ms. */
-  webhookRateLimit?: { max: number; timeWindowMs: number };
+  /** Per-source budget of failed webhook authentications (default DEFAULT_AUTH_FAILURE_LIMIT). */
+  webhookAuthFailures?: AuthFailureLimit;
   /** Key namespace in the store (tests isolate runs sharing one Redis). */
   storeNamespace?: string;
 }
@@ -95,8 +97,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
   });
 
+  // Job secrets this process knows, so webhooks for them authenticate without a store read.
+  const jobKeys = new JobKeys();
   const jobs = new JobService({
     store: stores.jobs,
+    jobKeys,
     media,
     edits,
     render: renderJob,
@@ -144,13 +149,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
 
   const server = await buildServer({
     logger,
+    trustProxy: config.http.trustProxy,
     webhook: {
       store: stores.jobs,
       applyResult: (jobId, result) => jobs.applyResult(jobId, result, 'webhook'),
       metrics,
-      ...(opts.webhookRateLimit
-        ? { rateLimit: opts.webhookRateLimit }
-        : { rateLimit: { max: 1200, timeWindowMs: 1000 } }),
+      keys: jobKeys,
+      ...(opts.webhookAuthFailures ? { authFailures: opts.webhookAuthFailures } : {}),
     },
     health: {
       discordReady: () => client.isReady(),

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -53,6 +54,37 @@ const int = (min: number, max: number, what: string) =>
         .max(max, `must be at most ${max} (${what})`),
     );
 
+/**
+ * TRUST_PROXY → Fastify `trustProxy`: `false` (default: the TCP peer is the
+ * source), `true` (trust every X-Forwarded-For hop: only when the port is
+ * reachable through the proxy alone), a hop count, or a comma list of proxy
+ * addresses / CIDRs (`loopback`, `linklocal`, `uniquelocal` allowed).
+ */
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const trustProxy = z.string().transform((v, ctx): boolean | number | string[] => {
+  const t = v.trim().toLowerCase();
+  if (t === 'false') return false;
+  if (t === 'true') return true;
+  if (/^\d+$/.test(t)) return Number(t);
+  const list = t.split(',').map((x) => x.trim());
+  const bad = list.filter((x) => {
+    if (PROXY_NAMES.has(x)) return false;
+    const [addr, bits, ...rest] = x.split('/');
+    if (rest.length > 0 || !addr) return true;
+    const family = isIP(addr);
+    if (family === 0) return true;
+    return bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be true, false, a hop count or a comma list of proxy IPs/CIDRs (not ${bad.join(', ')})`,
+    });
+    return z.NEVER;
+  }
+  return list;
+});
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const schema = z.object({
@@ -82,6 +114,7 @@ const schema = z.object({
   PUBLIC_URL: optional(httpUrl('public base URL of this server, for webhooks')),
   HOST: withDefault(z.string(), '0.0.0.0'),
   PORT: withDefault(int(0, 65535, 'a TCP port'), '3000'),
+  TRUST_PROXY: withDefault(trustProxy, 'false'),
   REDIS_URL: optional(
     z.string().regex(/^rediss?:\/\/.+/, 'must be a redis:// or rediss:// URL (unset: embedded SQLite)'),
   ),
@@ -120,7 +153,7 @@ export interface Config {
     upscaleTimeoutMs: number;
   };
   publicUrl?: string;
-  http: { host: string; port: number };
+  http: { host: string; port: number; trustProxy: boolean | number | string[] };
   store: { redisUrl?: string; dataDir: string; jobTtlMs: number };
   jobs: { maxDurationMs: number; pollInitialMs: number; pollMaxMs: number; webhookSilenceMs: number };
   photos: { maxBytes: number; sessionTtlMs: number };
@@ -161,7 +194,7 @@ function toConfig(e: Env): Config {
       upscaleTimeoutMs: e.MEDIA_UPSCALE_TIMEOUT_MS,
     },
     ...opt('publicUrl', e.PUBLIC_URL),
-    http: { host: e.HOST, port: e.PORT },
+    http: { host: e.HOST, port: e.PORT, trustProxy: e.TRUST_PROXY },
     store: { ...opt('redisUrl', e.REDIS_URL), dataDir: e.DATA_DIR, jobTtlMs: e.JOB_TTL_DAYS * 86_400_000 },
     jobs: {
       maxDurationMs: e.JOB_MAX_DURATION_MINUTES * 60_000,

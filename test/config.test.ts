@@ -125,7 +125,7 @@ describe('parseConfig', () => {
         timeoutMs: c.media.timeoutMs,
         upscaleTimeoutMs: c.media.upscaleTimeoutMs,
       },
-      http: { host: '0.0.0.0', port: 3000 },
+      http: { host: '0.0.0.0', port: 3000, trustProxy: false },
       store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs },
       jobs: c.jobs,
       photos: c.photos,
@@ -182,10 +182,37 @@ describe('parseConfig', () => {
     expect(c.media.paths.upscale).toBe('/up');
     expect(c.media.photoFormat).toBe('url');
     expect(c.publicUrl).toBe('https://bot.example.test');
-    expect(c.http).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(c.http).toEqual({ host: '127.0.0.1', port: 8080, trustProxy: false });
     expect(c.store.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(c.store.dataDir).toBe('/var/lib/bot');
     expect(c.logLevel).toBe('debug');
+  });
+
+  it('TRUST_PROXY: booleans, hop counts, address/CIDR lists; anything else is one clear line', () => {
+    const tp = (v: string) => parseConfig({ ...REQUIRED, TRUST_PROXY: v }).http.trustProxy;
+    expect(tp('false')).toBe(false);
+    expect(tp('TRUE')).toBe(true);
+    expect(tp('2')).toBe(2);
+    expect(tp('10.0.0.0/8, 127.0.0.1,::1,fd00::/8,loopback')).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+      '::1',
+      'fd00::/8',
+      'loopback',
+    ]);
+    for (const bad of ['yes', '10.0.0.0/33', 'proxy.example', '1.2.3.4/8/9']) {
+      const err = (() => {
+        try {
+          parseConfig({ ...REQUIRED, TRUST_PROXY: bad });
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).problems).toHaveLength(1);
+      expect((err as ConfigError).problems[0]).toMatch(/^TRUST_PROXY: must be true, false, a hop count/);
+    }
   });
 
   it('unrelated variables are ignored', () => {

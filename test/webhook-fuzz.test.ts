@@ -19,7 +19,6 @@ import { createStores, stateRank, type JobRecord, type Stores } from '../src/ser
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { WEBHOOK_BODY_LIMIT } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
-import { startHarness } from './helpers/harness.js';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -645,54 +644,6 @@ describe('webhook fuzzing (seeded)', () => {
       expect(res.headers['retry-after']).toBeDefined();
     } finally {
       await failing.close();
-    }
-  });
-});
-
-describe('per-IP webhook rate limit (production default from createApp)', () => {
-  it('answers 429 past the limit, as JSON with an error code, and recovers after the window', async () => {
-    const h = await startHarness({ webhooks: true, productionRateLimit: true });
-    try {
-      const url = '/webhooks/media/00000000-0000-0000-0000-000000000000';
-      const hit = () =>
-        h.app.server.inject({
-          method: 'POST',
-          url,
-          headers: { 'content-type': 'application/json', 'x-webhook-secret': 'x' },
-          payload: '{}',
-          remoteAddress: '127.0.0.9',
-        });
-      // Production default: 1200 per second and IP. Fire them together so they land in one window.
-      const LIMIT = 1200;
-      const burst = await Promise.all(Array.from({ length: LIMIT + 60 }, hit));
-      const codes = burst.map((r) => r.statusCode);
-      const limited = burst.filter((r) => r.statusCode === 429);
-      expect(limited.length).toBeGreaterThanOrEqual(60);
-      expect(codes.filter((c) => c === 404).length).toBeLessThanOrEqual(LIMIT);
-      expect(codes.filter((c) => c !== 404 && c !== 429)).toEqual([]);
-      const sample = limited[0];
-      if (sample) {
-        expectWellFormed(sample, '429');
-        // Regression: the plugin's error has no code and was labelled INTERNAL.
-        expect(JSON.parse(sample.body)).toMatchObject({ error: { code: 'RATE_LIMITED' } });
-        expect(sample.headers['retry-after']).toBeDefined();
-      }
-      // Another address is not affected.
-      const otherIp = await h.app.server.inject({
-        method: 'POST',
-        url,
-        headers: { 'content-type': 'application/json', 'x-webhook-secret': 'x' },
-        payload: '{}',
-        remoteAddress: '127.0.0.10',
-      });
-      expect(otherIp.statusCode).toBe(404);
-      // After the window the same address is served again.
-      await new Promise((r) => setTimeout(r, 1100));
-      const again = await hit();
-      expect(again.statusCode).toBe(404);
-      h.fake.assertNoViolations();
-    } finally {
-      await h.close();
     }
   });
 });

@@ -5,6 +5,8 @@ import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobStore } from '../services/store/types.js';
 import type { TaskResult } from '../services/media/types.js';
 import type { Metrics } from '../metrics.js';
+import { AuthFailureGuard, type AuthFailureLimit } from './auth-failures.js';
+import { JobKeys, type JobKeyInfo } from './job-keys.js';
 
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
@@ -17,41 +19,13 @@ export interface WebhookDeps {
     source: 'webhook',
   ): Promise<Pick<JobRecord, 'taskId'> | undefined>;
   metrics?: Metrics;
-  /** Per-IP limit; far above the real service's pace. */
-  rateLimit?: { max: number; timeWindowMs: number };
+  /** Memo of job secrets; the app shares it with JobService so its own jobs are known before the first delivery. */
+  keys?: JobKeys;
+  /** Per-source budget of failed authentications (default DEFAULT_AUTH_FAILURE_LIMIT). */
+  authFailures?: AuthFailureLimit;
 }
 
 const JOB_ID = /^[0-9a-f-]{36}$/i;
-
-/** What the route needs to authenticate a delivery; immutable for a job's life. */
-interface JobKeyInfo {
-  secret: string;
-  operation: JobRecord['operation'];
-  taskId?: string;
-}
-
-/**
- * Bounded memo of jobId → secret/operation. A job's secret never changes, so
- * after the first delivery the route authenticates without a store read; the
- * merge itself still goes through the store (and answers 503 when it is down).
- */
-class JobKeyCache {
-  private readonly map = new Map<string, JobKeyInfo>();
-  constructor(private readonly max = 20_000) {}
-  get(id: string): JobKeyInfo | undefined {
-    return this.map.get(id);
-  }
-  set(id: string, info: JobKeyInfo): void {
-    if (this.map.size >= this.max) {
-      const oldest = this.map.keys().next().value;
-      if (oldest !== undefined) this.map.delete(oldest);
-    }
-    this.map.set(id, info);
-  }
-  delete(id: string): void {
-    this.map.delete(id);
-  }
-}
 
 /** Constant-time comparison (job secrets all have the same length, so the length check leaks nothing). */
 export function secretMatches(given: string, expected: string): boolean {
@@ -64,9 +38,34 @@ export function secretMatches(given: string, expected: string): boolean {
  * `POST /webhooks/media/:jobId`: 401 wrong/missing secret, 404 unknown job,
  * 400 malformed body, 413 over 1 MiB, 503 store down, 202 accepted. The Discord
  * edit happens after the response (edit queue), so the service is answered fast.
+ *
+ * No limit applies to deliveries that authenticate: the service flushes its
+ * backlog in bursts after an outage and a refused delivery would be lost.
+ * Failed authentications are counted per source address (`req.ip`, see
+ * TRUST_PROXY); a source over its budget is answered 429 for the requests that
+ * would need a store read to be judged, while everything decidable from memory
+ * (its valid deliveries included) is answered as usual.
  */
 export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, deps) => {
-  const keys = new JobKeyCache();
+  const keys = deps.keys ?? new JobKeys();
+  const guard = new AuthFailureGuard(deps.authFailures);
+  // One store read per job however many of its deliveries arrive before it is answered.
+  const lookups = new Map<string, Promise<JobKeyInfo | undefined>>();
+  const lookup = (jobId: string): Promise<JobKeyInfo | undefined> => {
+    let p = lookups.get(jobId);
+    if (!p) {
+      p = deps.store
+        .get(jobId)
+        .then((record) => {
+          if (!record) return undefined;
+          keys.remember(record);
+          return keys.get(jobId);
+        })
+        .finally(() => lookups.delete(jobId));
+      lookups.set(jobId, p);
+    }
+    return p;
+  };
 
   // The spec does not say which content type the service sends: read any body as JSON
   // rather than lose a delivery to a 415 (application/json keeps Fastify's own parser).
@@ -86,58 +85,50 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
       deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
   });
 
-  if (deps.rateLimit) {
-    const { default: rateLimit } = await import('@fastify/rate-limit');
-    await app.register(rateLimit, {
-      global: false,
-      max: deps.rateLimit.max,
-      timeWindow: deps.rateLimit.timeWindowMs,
-    });
-  }
-
   app.post<{ Params: { jobId: string } }>(
     '/webhooks/media/:jobId',
-    {
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      ...(deps.rateLimit
-        ? { config: { rateLimit: { max: deps.rateLimit.max, timeWindow: deps.rateLimit.timeWindowMs } } }
-        : {}),
-    },
+    { bodyLimit: WEBHOOK_BODY_LIMIT },
     async (req, reply) => {
+      const refuse = (status: 401 | 404, code: string, message: string) => {
+        // Counted without waiting: the answer does not depend on it.
+        void guard.fail(req.ip).catch(() => undefined);
+        return reply.code(status).send(problem(code, message));
+      };
       const given = req.headers['x-webhook-secret'];
       if (typeof given !== 'string' || given === '') {
-        return reply.code(401).send(problem('WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required'));
+        return refuse(401, 'WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required');
       }
       const { jobId } = req.params;
-      if (!JOB_ID.test(jobId)) return reply.code(404).send(problem('JOB_NOT_FOUND', 'unknown job'));
+      if (!JOB_ID.test(jobId)) return refuse(404, 'JOB_NOT_FOUND', 'unknown job');
 
       let job: JobKeyInfo | undefined = keys.get(jobId);
-      try {
-        if (!job) {
-          const record = await deps.store.get(jobId);
-          if (record) {
-            job = {
-              secret: record.secret,
-              operation: record.operation,
-              ...(record.taskId ? { taskId: record.taskId } : {}),
-            };
-            keys.set(jobId, job);
-          }
-        }
-      } catch (err) {
-        if (err instanceof StoreUnavailableError) {
-          deps.metrics?.storeErrors.inc();
-          req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
+      if (!job) {
+        const waitMs = await guard.throttledForMs(req.ip);
+        if (waitMs > 0) {
           return reply
-            .code(503)
-            .header('retry-after', '5')
-            .send(problem(err.code, 'store temporarily unavailable'));
+            .code(429)
+            .header('retry-after', String(Math.ceil(waitMs / 1000)))
+            .send(
+              problem('WEBHOOK_AUTH_THROTTLED', 'too many failed webhook authentications from this address'),
+            );
         }
-        throw err;
+        try {
+          job = await lookup(jobId);
+        } catch (err) {
+          if (err instanceof StoreUnavailableError) {
+            deps.metrics?.storeErrors.inc();
+            req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
+            return reply
+              .code(503)
+              .header('retry-after', '5')
+              .send(problem(err.code, 'store temporarily unavailable'));
+          }
+          throw err;
+        }
       }
-      if (!job) return reply.code(404).send(problem('JOB_NOT_FOUND', 'unknown job'));
+      if (!job) return refuse(404, 'JOB_NOT_FOUND', 'unknown job');
       if (!secretMatches(given, job.secret)) {
-        return reply.code(401).send(problem('WEBHOOK_SECRET_INVALID', 'wrong webhook secret'));
+        return refuse(401, 'WEBHOOK_SECRET_INVALID', 'wrong webhook secret');
       }
 
       let result: TaskResult;

@@ -7,6 +7,15 @@ export interface ServerDeps {
   logger: Logger;
   webhook: WebhookDeps;
   health: HealthDeps;
+  /** Fastify `trustProxy` (config TRUST_PROXY): which proxies' X-Forwarded-For sets `req.ip`. */
+  trustProxy?: TrustProxy;
+}
+
+export type TrustProxy = boolean | number | string[];
+
+/** A hop count as proxy-addr's own hop rule (Fastify's types only take it as a function). */
+function fastifyTrustProxy(t: TrustProxy): boolean | string[] | ((addr: string, hop: number) => boolean) {
+  return typeof t === 'number' ? (_addr, hop) => hop < t : t;
 }
 
 /** Builds the HTTP app without listening (tests use `app.inject()`). */
@@ -19,6 +28,7 @@ export async function buildServer(deps: ServerDeps) {
     // webhook storm); routes log the job id themselves.
     childLoggerFactory: (logger) => logger,
     bodyLimit: 1024 * 1024,
+    trustProxy: fastifyTrustProxy(deps.trustProxy ?? false),
     // Router-level errors (malformed %-encoding, a path parameter over maxParamLength) bypass
     // setErrorHandler: answer them in the same `{error: {code, message}}` shape.
     frameworkErrors: (err, _req, reply) => {
@@ -34,7 +44,7 @@ export async function buildServer(deps: ServerDeps) {
     const status = err.statusCode ?? 500;
     if (status >= 500) req.log.error({ err }, 'request failed');
     // Fastify's own errors (bad JSON 400, body too large 413, wrong content type 415) keep their status.
-    // Errors without a code (e.g. @fastify/rate-limit's 429) get one from their status, not INTERNAL.
+    // Errors without a code get one from their status, not INTERNAL.
     const code = err.code ?? (status === 429 ? 'RATE_LIMITED' : status >= 500 ? 'INTERNAL' : 'BAD_REQUEST');
     return reply.code(status).send(problem(code, status >= 500 ? 'internal error' : err.message));
   });

@@ -32,8 +32,6 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   fake?: FakeDiscordOptions;
   emulator?: EmulatorOptions;
-  /** Keep the app's production webhook rate limit (default: raised out of the tests' way). */
-  productionRateLimit?: boolean;
   /** The app's clock (createApp `now`); e.g. `() => fake.now()` so `fake.advanceTime` ages jobs too. Default Date.now. */
   now?: () => number;
   /** Reuse a running fake Discord / emulator / data dir (restart tests). */
@@ -92,7 +90,6 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logger,
     storeNamespace: namespace,
     ...(opts.now ? { now: opts.now } : {}),
-    ...(opts.productionRateLimit ? {} : { webhookRateLimit: { max: 100_000, timeWindowMs: 60_000 } }),
   });
   await app.start();
   let botStopped = false;

@@ -34,8 +34,14 @@ export interface JobServiceOptions {
   notFoundLimit?: number;
 }
 
+/** Where the webhook route looks up job secrets without a store read. */
+export interface JobKeyMemo {
+  remember(job: Pick<JobRecord, 'id' | 'secret' | 'operation' | 'taskId'>): void;
+}
+
 export interface JobServiceDeps {
   store: JobStore;
+  jobKeys?: JobKeyMemo;
   media: TaskFetcher;
   edits: EditSink;
   render: (job: JobRecord, now: number) => MessagePayload;
@@ -93,6 +99,7 @@ export class JobService {
       version: 1,
     };
     await this.deps.store.create(job);
+    this.deps.jobKeys?.remember(job);
     this.deps.metrics?.jobs.inc({ operation: job.operation, state: 'submitting' });
     return job;
   }
@@ -130,6 +137,7 @@ export class JobService {
     log.info({ taskId: outcome.taskId }, 'submitted');
     const queued = { state: 'queued', taskId: outcome.taskId, at: this.now() } as const;
     const updated = await this.untilStored(log, () => this.update(job.id, queued));
+    if (updated) this.deps.jobKeys?.remember(updated);
     if (updated && !isFinal(updated)) {
       this.schedulePoll(
         updated,
@@ -249,6 +257,7 @@ export class JobService {
         continue;
       }
       resumed++;
+      this.deps.jobKeys?.remember(job);
       this.show(job);
       // Spread the first polls so a restart with many jobs does not burst the service.
       this.schedulePoll(job, Math.min(this.deps.options.pollInitialMs, 1000) + i * 50);
