@@ -135,6 +135,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     store: stores.jobs,
     kv: stores.kv,
     training,
+    edits,
     now,
   };
   const route = createInteractionRouter(commands, components, context);

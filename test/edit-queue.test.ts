@@ -177,9 +177,34 @@ describe('EditQueue (fake clock)', () => {
     expect(transport.calls.length).toBeLessThanOrEqual(4);
     expect(transport.maxInFlightPerJob).toBe(1);
     expect(transport.calls.at(-1)?.label).toBe('final');
-    // Interaction route: at least interactionMinIntervalMs between two edits of the message.
+    // Interaction route: progress spaced by window / (limit - reserve) = 5000 / 3 ms…
     const times = transport.calls.map((c) => c.at);
-    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1000);
+    for (let i = 1; i < times.length - 1; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1666);
+    // …and the final goes out as soon as it is pushed (the previous edit had answered).
+    expect(times.at(-1)).toBe(T0 + 990);
+  });
+
+  it('interaction route: progress leaves two slots of every window to the final', async () => {
+    const { transport, queue } = setup({ options: { interactionLimit: 5, finalReserve: 2 } });
+    transport.latencyMs = 20;
+    const ref: JobMessageRef = { channelId: '2', interaction: freshInteraction() };
+    // A progress push every 50 ms for 12 s, then the final.
+    for (let i = 0; i < 240; i++) {
+      queue.push(req('job', `p${i}`, ref));
+      await tick(50);
+    }
+    const finalAt = Date.now();
+    queue.push(req('job', 'final', ref, true));
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    const calls = transport.calls;
+    expect(calls.at(-1)?.label).toBe('final');
+    expect(calls.at(-1)?.at).toBe(finalAt);
+    // Never more than 3 progress edits in any 5 s (answer-time window), never more than 5 edits.
+    for (const c of calls) {
+      const inWindow = calls.filter((d) => d.at <= c.at && d.at > c.at - 5000 - 20);
+      expect(inWindow.filter((d) => d.label !== 'final').length).toBeLessThanOrEqual(3);
+      expect(inWindow.length).toBeLessThanOrEqual(5);
+    }
   });
 
   it('a final is never replaced by a later progress and is delivered last', async () => {
@@ -198,15 +223,23 @@ describe('EditQueue (fake clock)', () => {
 
   // ---------------------------------------------------------------- channel budget
 
-  it('shares one channel budget between messages: ≤ channelLimit per window, finals first', async () => {
+  it('shares one channel budget between messages: finals overtake queued progress, ≤ channelLimit per window', async () => {
     const { transport, queue } = setup();
     const channelId = '200000000000000009';
     const refs = Array.from({ length: 10 }, (_, i) => channelRef(channelId, `30000000000000000${i}`));
     refs.forEach((ref, i) => queue.push(req(`job${i}`, 'p0', ref)));
     await tick(1000);
-    expect(transport.calls).toHaveLength(5); // jobs 0..4; 5..9 wait
+    // Progress takes at most limit - finalReserve = 3 slots of the window; jobs 3..9 wait.
+    expect(transport.calls.map((c) => c.jobId)).toEqual(['job0', 'job1', 'job2']);
     queue.push(req('job2', 'final', refs[2]!, true)); // idle message gets a final
     queue.push(req('job9', 'final', refs[9]!, true)); // waiting progress replaced by a final
+    await tick(1);
+    // The reserved slots: both finals go at once, ahead of the seven waiting progress edits.
+    expect(transport.calls.slice(3).map((c) => `${c.jobId}|${c.label}`)).toEqual([
+      'job9|final',
+      'job2|final',
+    ]);
+    expect(transport.calls[4]?.at).toBe(T0 + 1000);
     // Keep every message busy with progress for a while.
     for (let s = 0; s < 20; s++) {
       refs.forEach((ref, i) => {
@@ -217,22 +250,64 @@ describe('EditQueue (fake clock)', () => {
     refs.forEach((ref, i) => {
       if (i !== 2 && i !== 9) queue.push(req(`job${i}`, 'final', ref, true));
     });
+    const finalsPushedAt = Date.now();
     expect(await drainWithClock(queue, 120_000)).toBe(true);
 
-    // Sliding window: any 5 s span holds at most 5 edits of the channel.
+    // Any 5 s span (counted from the answers, 50 ms after each send) holds at most 5 edits of the channel.
     const times = transport.calls.map((c) => c.at);
     for (let i = 0; i < times.length; i++) {
-      const inWindow = times.filter((t) => t <= times[i]! && t > times[i]! - 5000).length;
+      const inWindow = times.filter((t) => t <= times[i]! && t > times[i]! - 5050).length;
       expect(inWindow).toBeLessThanOrEqual(5);
     }
-    // Second window: the two finals go before the progress of waiting messages.
-    const second = transport.calls.slice(5, 10).map((c) => `${c.jobId}|${c.label}`);
-    // (Among finals the longer-waiting message goes first: job9 has waited since t=0.)
-    expect(second.slice(0, 2)).toEqual(['job9|final', 'job2|final']);
-    expect(second.slice(2).map((s) => s.split('|')[0])).toEqual(['job5', 'job6', 'job7']);
+    // Once the eight finals were pushed, no progress went out, and they took the whole budget:
+    // the last within N s + 2 s.
+    const after = transport.calls.filter((c) => c.at >= finalsPushedAt);
+    expect(after.map((c) => c.label)).toEqual(Array(8).fill('final'));
+    expect(after.at(-1)!.at - finalsPushedAt).toBeLessThanOrEqual((8 + 2) * 1000);
     // Every message's last edit is its final.
     for (let i = 0; i < 10; i++) expect(transport.callsFor(`job${i}`).at(-1)?.label).toBe('final');
     expect(transport.maxInFlightPerJob).toBe(1);
+  });
+
+  it('a final waiting on a channel holds back every other job’s progress there', async () => {
+    const { transport, queue } = setup();
+    const channelId = '200000000000000019';
+    const a = channelRef(channelId, '300000000000000101');
+    const b = channelRef(channelId, '300000000000000102');
+    transport.latencyMs = 300;
+    queue.push(req('a', 'p1', a));
+    await tick(10); // a's progress in flight
+    queue.push(req('a', 'final', a, true)); // waits for a's edit to come back
+    queue.push(req('b', 'p1', b)); // budget free, but a final of the channel is waiting
+    await tick(100);
+    expect(transport.calls.map((c) => `${c.jobId}|${c.label}`)).toEqual(['a|p1']);
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    expect(transport.calls.map((c) => `${c.jobId}|${c.label}`)).toEqual(['a|p1', 'a|final', 'b|p1']);
+  });
+
+  it('takes its channel budget from the ChannelBudget passed in (a shared one can replace it)', async () => {
+    const asked: string[] = [];
+    let grant = false;
+    const settled: string[] = [];
+    const { transport, queue } = setup({
+      channelBudget: {
+        acquire: async (channelId, kind) => {
+          asked.push(`${channelId}:${kind}`);
+          return grant ? 0 : 700;
+        },
+        settled: (channelId) => void settled.push(channelId),
+        blocked: () => undefined,
+      },
+    });
+    queue.push(req('job', 'final', channelRef('42', '300000000000000201'), true));
+    await tick(1);
+    expect(asked).toEqual(['42:final']);
+    expect(transport.calls).toHaveLength(0);
+    grant = true;
+    await tick(700);
+    expect(transport.calls.map((c) => c.label)).toEqual(['final']);
+    await tick(100);
+    expect(settled).toEqual(['42']);
   });
 
   // ---------------------------------------------------------------- routes
@@ -383,7 +458,7 @@ describe('EditQueue (fake clock)', () => {
   // ---------------------------------------------------------------- accounting
 
   it('depth(), inFlight(), drain() and close()', async () => {
-    const { transport, queue } = setup({ options: { channelLimit: 2 } });
+    const { transport, queue } = setup({ options: { channelLimit: 2, finalReserve: 0 } });
     const channelId = '200000000000000003';
     for (let i = 0; i < 4; i++)
       queue.push(req(`job${i}`, 'p', channelRef(channelId, `30000000000000001${i}`)));

@@ -224,6 +224,81 @@ describe('/training-photos end to end', () => {
     fake.assertNoViolations();
   });
 
+  it('session message updates go through the edit queue and its routing rules', async () => {
+    const channelId = fake.defaultChannelId;
+    const user = fake.addUser({ username: 'queued-sessions' });
+    const pushed: { key: string; route: string }[] = [];
+    const edits = h.app.edits;
+    const push = edits.push.bind(edits);
+    edits.push = (req) => {
+      pushed.push({ key: req.jobId, route: req.ref.interaction ? 'interaction' : 'channel' });
+      push(req);
+    };
+    try {
+      const start = fake.sendCommand({
+        name: 'training-photos',
+        subcommand: 'start',
+        userId: user,
+        channelId,
+        options: { ethnicity: 'asian', gender: 'female' },
+      });
+      const sessionMsg = await start.waitForMessage((m) => m.content.includes('0 / 30 photos'));
+      const key = `training-message:${sessionMsg.id}`;
+
+      // Token fresh: the add's update is queued and sent through the interaction webhook, without the bot token.
+      const add = fake.sendCommand({
+        name: 'training-photos',
+        subcommand: 'add',
+        userId: user,
+        attachments: asAttachments(photoFiles(2, 'q1')),
+      });
+      await add.waitForMessage((m) => m.content.startsWith('Added 2 photos'));
+      await eventually(
+        () => text(fake.messages.get(sessionMsg.id)!).includes('2 / 30 photos'),
+        5000,
+        'update',
+      );
+      expect(pushed.map((p) => p.key)).toContain(key);
+      const viaWebhook = fake.requests.filter(
+        (r) => r.method === 'PATCH' && r.path.endsWith(`/messages/${sessionMsg.id}`),
+      );
+      expect(viaWebhook.length).toBeGreaterThan(0);
+      for (const r of viaWebhook) {
+        expect(r.path).toMatch(/^\/webhooks\//);
+        expect(r.auth).not.toBe('bot');
+      }
+
+      // 20 min later the token is stale (the queue's rule: 14 min): the channel edit with the bot token.
+      fake.advanceTime(20 * 60_000);
+      const add2 = fake.sendCommand({
+        name: 'training-photos',
+        subcommand: 'add',
+        userId: user,
+        attachments: asAttachments(photoFiles(1, 'q2')),
+      });
+      await add2.waitForMessage((m) => m.content.startsWith('Added 1 photo'));
+      await eventually(
+        () => text(fake.messages.get(sessionMsg.id)!).includes('3 / 30 photos'),
+        5000,
+        'update',
+      );
+      const last = fake.requests
+        .filter((r) => r.method === 'PATCH' && r.path.endsWith(`/messages/${sessionMsg.id}`))
+        .at(-1);
+      expect(last?.path).toBe(`/channels/${channelId}/messages/${sessionMsg.id}`);
+      expect(add2.followUps.filter((m) => !m.ephemeral)).toEqual([]);
+
+      // Cancel closes the message through the queue as a final: nothing may overwrite it after.
+      const cancel = fake.sendCommand({ name: 'training-photos', subcommand: 'cancel', userId: user });
+      await cancel.message();
+      await eventually(() => /cancel/i.test(text(fake.messages.get(sessionMsg.id)!)), 5000, 'closed');
+      expect(pushed.filter((p) => p.key === key).length).toBeGreaterThanOrEqual(3);
+      fake.assertNoViolations();
+    } finally {
+      edits.push = push;
+    }
+  });
+
   it('renews expired CDN links through /attachments/refresh-urls before submitting', async () => {
     const channelId = fake.defaultChannelId;
     const user = fake.addUser({ username: 'late-submitter' });

@@ -4,12 +4,10 @@ import {
   LabelBuilder,
   MessageFlags,
   ModalBuilder,
-  Routes,
   SlashCommandBuilder,
   type Attachment,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
-  type Interaction,
   type ModalSubmitInteraction,
 } from 'discord.js';
 import { MediaRequestInvalidError } from '../services/media/errors.js';
@@ -34,6 +32,7 @@ import {
   statusOf,
   type AddResult,
   type PhotoInput,
+  type SessionMessageRef,
   type TrainingSession,
 } from '../services/training/sessions.js';
 import { runJob } from './run-job.js';
@@ -42,10 +41,6 @@ import { UserError, type BotContext, type Command, type ComponentHandler } from 
 const PHOTO_OPTIONS = 10;
 const AGE_MIN = 1;
 const AGE_MAX = 120;
-/** Interaction tokens last 15 min; edits through them stop a little before. */
-const TOKEN_FRESH_MS = 14 * 60_000;
-/** Discord refuses (30046) channel edits of messages older than 1 h beyond a small budget. */
-const OLD_MESSAGE_MS = 55 * 60_000;
 /** Modal file-upload fields (each takes up to 10 files). */
 const MODAL_FIELDS = ['photos1', 'photos2', 'photos3'] as const;
 
@@ -158,43 +153,71 @@ function replyOptions(p: SessionPayload) {
   return { content: p.content, components: p.components, allowedMentions: { parse: [] } };
 }
 
+/** The edit queue's key for a session message: one per message (a closed message is never edited again). */
+export const sessionMessageKey = (messageId: string): string => `training-message:${messageId}`;
+
 /**
- * Best-effort edit of the session's public message from another interaction:
- * through the interaction webhook that posted it while its token is fresh,
- * else as a channel message edit with the bot token — which Discord refuses
- * (30046) for messages older than 1 h, so that is not even tried. Failures are
- * logged, never shown. Returns whether the message was updated.
+ * Queues an edit of a session's public message on the bot's one edit path
+ * (coalesced, rate-budgeted, through the interaction webhook that posted it
+ * while its token is fresh, else the channel edit with the bot token; see
+ * EditQueue). `final`: the message is closed (submitted, cancelled) and never
+ * edited again. `original`: edit the interaction's `@original` (the message a
+ * component sits on) rather than a message of its webhook by id. Returns false
+ * when the routing rules cannot reach the message any more (the caller may post
+ * a new one). A message found deleted is forgotten by the session.
  */
-async function editSessionMessage(
-  i: Interaction,
+function editSessionMessage(
   ctx: BotContext,
-  s: TrainingSession,
+  key: string,
+  ref: SessionMessageRef | undefined,
   p: SessionPayload,
-): Promise<boolean> {
-  const ref = s.message;
+  opts: { final?: boolean; original?: boolean } = {},
+): boolean {
   if (!ref) return false;
-  const age = ctx.now() - ref.createdAt;
-  const body = { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
-  try {
-    if (age < TOKEN_FRESH_MS) {
-      await i.client.rest.patch(Routes.webhookMessage(ref.applicationId, ref.token, ref.id), {
-        body,
-        auth: false,
-      });
-    } else if (age < OLD_MESSAGE_MS) {
-      await i.client.rest.patch(Routes.channelMessage(ref.channelId, ref.id), { body });
-    } else {
-      return false;
-    }
-    return true;
-  } catch (err) {
-    // Not the error object itself: REST errors carry the URL, which holds the interaction token.
-    ctx.logger.warn(
-      { key: s.key, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) },
-      'could not update the training session message',
-    );
-    return false;
-  }
+  const final = opts.final ?? false;
+  const target = {
+    channelId: ref.channelId,
+    messageId: ref.id,
+    interaction: {
+      applicationId: ref.applicationId,
+      token: ref.token,
+      createdAt: ref.createdAt,
+      ...(opts.original ? {} : { messageId: ref.id }),
+    },
+  };
+  // Even a closing note is not worth one of the few edits Discord allows on messages older
+  // than 1 h (30046): those are kept for job results.
+  if (!ctx.edits.editable(target, ref.createdAt, false)) return false;
+  ctx.edits.push({
+    jobId: sessionMessageKey(ref.id),
+    ref: target,
+    messageCreatedAt: ref.createdAt,
+    payload: { content: p.content, embeds: [], components: p.components, allowed_mentions: { parse: [] } },
+    final,
+    onGone: () => {
+      // Deleted or out of reach: the next add posts a fresh session message.
+      ctx.training
+        .get(key)
+        .then((cur) => (cur?.message?.id === ref.id ? ctx.training.setMessage(key, undefined) : undefined))
+        .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not forget the session message'));
+    },
+  });
+  return true;
+}
+
+/** The reply an interaction posted, as a session message reference. */
+function replyRef(
+  i: ChatInputCommandInteraction | ModalSubmitInteraction | ButtonInteraction,
+  messageId: string,
+  channelId: string,
+): SessionMessageRef {
+  return {
+    id: messageId,
+    channelId,
+    applicationId: i.applicationId,
+    token: i.token,
+    createdAt: i.createdTimestamp,
+  };
 }
 
 /**
@@ -208,16 +231,10 @@ async function showSession(
   s: TrainingSession,
 ): Promise<void> {
   const payload = renderSessionMessage(s);
-  if (await editSessionMessage(i, ctx, s, payload)) return;
+  if (editSessionMessage(ctx, s.key, s.message, payload)) return;
   const msg = await i.followUp(replyOptions(payload));
   await ctx.training
-    .setMessage(s.key, {
-      id: msg.id,
-      channelId: s.channelId,
-      applicationId: i.applicationId,
-      token: i.token,
-      createdAt: i.createdTimestamp,
-    })
+    .setMessage(s.key, replyRef(i, msg.id, s.channelId))
     .catch((err: unknown) => ctx.logger.warn({ err, key: s.key }, 'could not record the session message'));
 }
 
@@ -285,26 +302,25 @@ async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<v
     withResponse: true,
   });
   const messageId = res.resource?.message?.id;
-  if (messageId) {
+  const ref = messageId ? replyRef(i, messageId, channelId) : undefined;
+  if (ref) {
     await ctx.training
-      .setMessage(key, {
-        id: messageId,
-        channelId,
-        applicationId: i.applicationId,
-        token: i.token,
-        createdAt: i.createdTimestamp,
-      })
+      .setMessage(key, ref)
       .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not record the session message'));
   }
   if (photos.length === 0) return;
+  // The checked photos are shown through the edit queue like every later update of this message.
+  const show = async (p: SessionPayload) => {
+    if (!editSessionMessage(ctx, key, ref, p)) await i.editReply(replyOptions(p));
+  };
   let result: AddResult;
   try {
     result = await addPhotos(ctx, key, photos);
   } catch (err) {
-    await i.editReply(replyOptions(renderSessionMessage(session))).catch(() => undefined);
+    await show(renderSessionMessage(session)).catch(() => undefined);
     throw err;
   }
-  await i.editReply(replyOptions(renderSessionMessage(result.session)));
+  await show(renderSessionMessage(result.session));
   if (result.refused.length > 0) {
     await i.followUp({
       content: renderAddResult(result),
@@ -349,7 +365,7 @@ async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<
     content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
     flags: MessageFlags.Ephemeral,
   });
-  await editSessionMessage(i, ctx, s, renderClosedSessionMessage(s, 'cancelled'));
+  editSessionMessage(ctx, key, s.message, renderClosedSessionMessage(s, 'cancelled'), { final: true });
 }
 
 /**
@@ -367,8 +383,11 @@ async function submit(
   assertReady(await requireSession(ctx, key));
   await guard(() =>
     ctx.training.whileSubmitting(key, async () => {
-      if (i.isButton()) await i.deferUpdate();
-      else await i.deferReply();
+      if (i.isButton()) {
+        await i.deferUpdate();
+        // This message becomes the live job message: no queued session update may land on it.
+        ctx.edits.forget(sessionMessageKey(i.message.id));
+      } else await i.deferReply();
       // Re-read once adds already in flight are written: exactly what is uploaded is what gets deleted.
       const session = await ctx.training.getSettled(key);
       if (!session || !statusOf(session).ready) {
@@ -428,8 +447,11 @@ async function submit(
         .delete(key)
         .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not delete the submitted session'));
       const stillShown = !i.isButton() || i.message.id !== session.message?.id;
-      if (stillShown)
-        await editSessionMessage(i, ctx, session, renderClosedSessionMessage(session, 'submitted'));
+      if (stillShown) {
+        editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
+          final: true,
+        });
+      }
     }),
   );
 }
@@ -509,7 +531,11 @@ async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<
   if (i.isFromMessage()) {
     await i.deferUpdate();
     const result = await addPhotos(ctx, key, photos);
-    await i.editReply(replyOptions(renderSessionMessage(result.session)));
+    // The message the Add button sits on, edited as the modal interaction's @original.
+    const payload = renderSessionMessage(result.session);
+    const ref = replyRef(i, i.message.id, i.message.channelId);
+    if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
+      await i.editReply(replyOptions(payload));
     await i.followUp({
       content: renderAddResult(result),
       flags: MessageFlags.Ephemeral,

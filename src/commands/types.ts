@@ -7,6 +7,7 @@ import type {
 } from 'discord.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobService } from '../services/jobs/job-service.js';
 import type { MediaClient } from '../services/media/client.js';
 import type { JobStore, KeyValueStore } from '../services/store/types.js';
@@ -21,6 +22,8 @@ export interface BotContext {
   store: JobStore;
   kv: KeyValueStore;
   training: TrainingSessions;
+  /** The one path for editing messages the bot keeps up to date (session messages too). */
+  edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;
   now: () => number;
 }
 

@@ -10,8 +10,16 @@ export type { MessagePayload };
  * errors); the edit queue classifies them.
  */
 export interface DiscordTransport {
-  /** PATCH /webhooks/{app}/{token}/messages/@original — no bot token, budgeted per interaction. */
-  editInteractionOriginal(applicationId: string, token: string, body: MessagePayload): Promise<void>;
+  /**
+   * PATCH /webhooks/{app}/{token}/messages/{messageId} (default `@original`, else a
+   * follow-up of that interaction) — no bot token, budgeted per interaction.
+   */
+  editInteractionOriginal(
+    applicationId: string,
+    token: string,
+    body: MessagePayload,
+    messageId?: string,
+  ): Promise<void>;
   /** PATCH /channels/{c}/messages/{m} — bot token, one budget per channel. */
   editChannelMessage(channelId: string, messageId: string, body: MessagePayload): Promise<void>;
 }
@@ -31,8 +39,8 @@ export interface DiscordTransport {
  */
 export function createRestTransport(deps: { botRest: REST; interactionRest: REST }): DiscordTransport {
   return {
-    async editInteractionOriginal(applicationId, token, body) {
-      await deps.interactionRest.patch(Routes.webhookMessage(applicationId, token, '@original'), {
+    async editInteractionOriginal(applicationId, token, body, messageId = '@original') {
+      await deps.interactionRest.patch(Routes.webhookMessage(applicationId, token, messageId), {
         body,
         auth: false,
       });

@@ -1,32 +1,47 @@
 import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
-import type { JobMessageRef } from '../store/types.js';
+import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
 import type { DiscordTransport, MessagePayload } from './discord-transport.js';
 
+export type { ChannelBudget, EditKind } from './channel-budget.js';
+
 /**
- * Coalesced, rate-budgeted edits of the one live message per job.
+ * Coalesced, rate-budgeted edits of every message the bot keeps up to date (job
+ * messages, training-session messages): the one edit path to Discord.
  *
- * - Per message (key = jobId): at most one edit in flight; the newest pushed
- *   state replaces the queued one, so intermediate progress may be skipped;
- *   once a final state is pushed nothing replaces it and it is retried.
- * - Route: interaction webhook while its token is fresh (budgeted per
- *   interaction → only a per-message minimum interval), else the channel
- *   message edit with the bot token (one sliding-window budget per channel,
- *   counted here so we never pile requests into @discordjs/rest's queue, where
- *   they would go out later with stale content).
- * - One wake-up timer for the whole queue; every push / completion / timer
- *   runs `pump()`, which scans the waiting messages and sends what the budgets
- *   allow. A bot has at most a few hundred live jobs, so a scan is cheap and
- *   keeps the logic in one place.
+ * - Per message (key = jobId or any stable id): at most one edit in flight; the
+ *   newest pushed state replaces the queued one, so intermediate progress may be
+ *   skipped; once a final state is pushed nothing replaces it and it is retried.
+ * - Route: interaction webhook while its token is fresh (its own budget per
+ *   interaction, ~5 / 5 s, kept here per message), else the channel message edit
+ *   with the bot token (one budget per channel, behind `ChannelBudget` so several
+ *   instances can share it).
+ * - Finals first, fast: on both routes progress edits leave `finalReserve` slots
+ *   of every window free, so a final goes out as soon as it is pushed; on a
+ *   channel no progress is sent while any final of that channel waits.
+ * - Windows are counted from Discord's answer, not from the send, so latency can
+ *   never squeeze one edit too many into Discord's window (0 429s).
+ * - One wake-up timer for the whole queue; every push / completion / timer runs
+ *   `pump()`, which scans the waiting messages and sends what the budgets allow.
  */
 
 export type EditRoute = 'interaction' | 'channel';
 export type EditOutcome =
   'ok' | 'rate_limited' | 'gone' | 'token_invalid' | 'old_message' | 'invalid' | 'error';
 
+/** Where a message lives and how it can be edited (a job's JobMessageRef is one). */
+export interface EditMessageRef {
+  channelId: string;
+  /** Needed for the channel route (bot token). */
+  messageId?: string;
+  /** Interaction webhook that posted the message; `messageId` set for a follow-up, else `@original`. */
+  interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
+}
+
 export interface EditRequest {
+  /** The message's key in the queue: a job id, or any id stable for that one message. */
   jobId: string;
-  ref: JobMessageRef;
+  ref: EditMessageRef;
   /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
   messageCreatedAt: number;
   /**
@@ -35,16 +50,23 @@ export interface EditRequest {
    */
   payload: MessagePayload | (() => MessagePayload);
   final: boolean;
+  /** Called (besides `onMessageGone`) when this message turns out deleted or inaccessible. */
+  onGone?: (reason: string) => void;
 }
 
 export interface EditQueueOptions {
   /** Interaction tokens live 15 min; stop using them a bit earlier. */
   interactionFreshMs: number;
-  /** Minimum gap between two edits of one message on the interaction route. */
-  interactionMinIntervalMs: number;
-  /** Channel route budget: `channelLimit` edits per `channelWindowMs` per channel (sliding window). */
+  /** Interaction route budget: `interactionLimit` edits per `interactionWindowMs` per message. */
+  interactionLimit: number;
+  interactionWindowMs: number;
+  /** Channel route budget (used when no `channelBudget` is passed in). */
   channelLimit: number;
   channelWindowMs: number;
+  /** Slots per window that progress edits leave for finals, on each route. */
+  finalReserve: number;
+  /** Interaction route: minimum gap between two progress edits of a message (a bar moves steadily, not in bursts). */
+  progressIntervalMs: number;
   /** Channel route: messages older than this only get their final state (Discord error 30046). */
   oldMessageMs: number;
   /** Failed attempts (5xx, network, 30046) tolerated per state before giving up. */
@@ -55,9 +77,12 @@ export interface EditQueueOptions {
 
 export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = {
   interactionFreshMs: 14 * 60_000,
-  interactionMinIntervalMs: 1000,
+  interactionLimit: 5,
+  interactionWindowMs: 5000,
   channelLimit: 5,
   channelWindowMs: 5000,
+  finalReserve: 2,
+  progressIntervalMs: 1000,
   oldMessageMs: 3_600_000,
   finalRetryLimit: 8,
   baseBackoffMs: 1000,
@@ -67,6 +92,8 @@ export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = {
 export interface EditQueueDeps {
   transport: DiscordTransport;
   logger: Logger;
+  /** Channel route budget; default an in-process one from the options. */
+  channelBudget?: ChannelBudget;
   /** Clock (epoch ms). Timers are the global ones, so vitest fake timers drive both. */
   now?: () => number;
   /** Jitter source in [0, 1). */
@@ -106,13 +133,20 @@ interface QueuedState {
   attempts: number;
 }
 
+interface Waiting {
+  slot: Slot;
+  state: QueuedState;
+  target: Extract<Target, { route: 'channel' }>;
+}
+
 type Target =
-  | { route: 'interaction'; applicationId: string; token: string }
+  | { route: 'interaction'; applicationId: string; token: string; messageId?: string }
   | { route: 'channel'; channelId: string; messageId: string };
 
 interface Slot {
   jobId: string;
-  ref: JobMessageRef;
+  ref: EditMessageRef;
+  onGone: ((reason: string) => void) | undefined;
   messageCreatedAt: number;
   /** Latest state not yet sent (the in-flight one is held by its request). */
   pending: QueuedState | undefined;
@@ -122,6 +156,8 @@ interface Slot {
   /** A final was pushed: later pushes are ignored. */
   finalSeen: boolean;
   lastSentAt: number;
+  /** Interaction route: answer times of this message's edits within the window (oldest first). */
+  interactionDone: number[];
   /** Backoff / retry_after for this message. */
   notBefore: number;
   /** Consecutive failures of this message, drives the backoff exponent. */
@@ -129,13 +165,6 @@ interface Slot {
   /** Discord rejected the interaction token: channel route from now on. */
   interactionDead: boolean;
   touchedAt: number;
-}
-
-interface ChannelBudget {
-  /** Dispatch times within the current window, oldest first. */
-  sent: number[];
-  /** Set by a 429 on this channel. */
-  blockedUntil: number;
 }
 
 type Failure =
@@ -151,11 +180,13 @@ export class EditQueue {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly slots = new Map<string, Slot>();
-  private readonly channels = new Map<string, ChannelBudget>();
+  private readonly budget: ChannelBudget;
+  /** Channels whose dispatch loop is running (an async budget may answer later). */
+  private readonly lanes = new Set<string>();
+  /** Channels pushed to while their lane ran: pump again when it ends. */
+  private readonly laneDirty = new Set<string>();
   /** jobId → ended at. Insertion order is chronological, so pruning stops at the first live entry. */
   private readonly ended = new Map<string, number>();
-  /** A global 429 on the bot REST pauses every channel edit. */
-  private botBlockedUntil = 0;
   private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
   private pumpQueued = false;
@@ -166,6 +197,13 @@ export class EditQueue {
     this.opts = { ...DEFAULT_EDIT_QUEUE_OPTIONS, ...deps.options };
     this.now = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
+    this.budget =
+      deps.channelBudget ??
+      new MemoryChannelBudget({
+        limit: this.opts.channelLimit,
+        windowMs: this.opts.channelWindowMs,
+        finalReserve: this.opts.finalReserve,
+      });
   }
 
   push(req: EditRequest): void {
@@ -179,12 +217,14 @@ export class EditQueue {
       slot = {
         jobId: req.jobId,
         ref: req.ref,
+        onGone: req.onGone,
         messageCreatedAt: req.messageCreatedAt,
         pending: undefined,
         waitingSince: t,
         inFlight: false,
         finalSeen: false,
         lastSentAt: Number.NEGATIVE_INFINITY,
+        interactionDone: [],
         notBefore: 0,
         failures: 0,
         interactionDead: false,
@@ -195,12 +235,43 @@ export class EditQueue {
     if (slot.finalSeen) return;
     // The latest ref wins: the messageId may only be known after the first edit.
     slot.ref = req.ref;
+    if (req.onGone) slot.onGone = req.onGone;
     slot.messageCreatedAt = req.messageCreatedAt;
     slot.touchedAt = t;
     if (!slot.pending) slot.waitingSince = t;
     slot.pending = { payload: req.payload, final: req.final, pushedAt: t, attempts: 0 };
     if (req.final) slot.finalSeen = true;
     this.schedulePump();
+  }
+
+  /**
+   * Whether a state pushed now for this message would be sent rather than dropped
+   * by the routing rules (a fresh interaction token, or a message id and, for a
+   * non-final, a message younger than the old-message limit).
+   */
+  editable(ref: EditMessageRef, messageCreatedAt: number, final: boolean): boolean {
+    const t = this.now();
+    if (ref.interaction && t - ref.interaction.createdAt < this.opts.interactionFreshMs) return true;
+    if (!ref.messageId) return false;
+    return final || t - messageCreatedAt < this.opts.oldMessageMs;
+  }
+
+  /**
+   * Stops editing this message through `key` (another key takes it over): the
+   * queued state is dropped and later pushes are ignored. An edit already in
+   * flight still lands.
+   */
+  forget(key: string): void {
+    const slot = this.slots.get(key);
+    if (slot) {
+      slot.pending = undefined;
+      this.endSlot(slot);
+    } else {
+      this.ended.delete(key);
+      this.ended.set(key, this.now());
+    }
+    this.reportDepth();
+    this.checkDrain();
   }
 
   /** States queued and not yet sent (in-flight ones not included). */
@@ -266,7 +337,9 @@ export class EditQueue {
     if (this.closed) return;
     const t = this.now();
     let wake = Number.POSITIVE_INFINITY;
-    const waitingByChannel = new Map<string, { slot: Slot; state: QueuedState; target: Target }[]>();
+    const waitingByChannel = new Map<string, Waiting[]>();
+    /** Channels where a final waits (ready or not): their progress is held back. */
+    const finalWaiting = new Set<string>();
 
     for (const slot of this.slots.values()) {
       const state = slot.pending;
@@ -274,12 +347,13 @@ export class EditQueue {
         if (!slot.inFlight && t - slot.touchedAt > IDLE_TTL_MS) this.slots.delete(slot.jobId);
         continue;
       }
-      if (slot.inFlight) continue;
       const target = this.targetFor(slot, t);
       if (!target) {
-        this.dropUnroutable(slot, state);
+        if (!slot.inFlight) this.dropUnroutable(slot, state);
         continue;
       }
+      if (target.route === 'channel' && state.final) finalWaiting.add(target.channelId);
+      if (slot.inFlight) continue;
       if (target.route === 'channel' && !state.final && t - slot.messageCreatedAt >= this.opts.oldMessageMs) {
         // Discord allows only a few edits of messages older than 1 h: keep them for the final.
         slot.pending = undefined;
@@ -287,9 +361,8 @@ export class EditQueue {
         continue;
       }
       let readyAt = slot.notBefore;
-      if (target.route === 'interaction') {
-        readyAt = Math.max(readyAt, slot.lastSentAt + this.opts.interactionMinIntervalMs);
-      }
+      if (target.route === 'interaction')
+        readyAt = Math.max(readyAt, this.interactionReadyAt(slot, state, t));
       if (readyAt > t) {
         wake = Math.min(wake, readyAt);
         continue;
@@ -304,41 +377,85 @@ export class EditQueue {
     }
 
     for (const [channelId, waiting] of waitingByChannel) {
-      const budget = this.channelBudget(channelId, t);
-      const blockedUntil = Math.max(budget.blockedUntil, this.botBlockedUntil);
-      if (blockedUntil > t) {
-        wake = Math.min(wake, blockedUntil);
+      if (this.lanes.has(channelId)) {
+        this.laneDirty.add(channelId);
         continue;
       }
       // Finals first (the user is waiting for the result), then the message waiting longest.
       waiting.sort(
         (a, b) => Number(b.state.final) - Number(a.state.final) || a.slot.waitingSince - b.slot.waitingSince,
       );
-      let sent = 0;
-      for (const w of waiting) {
-        if (budget.sent.length >= this.opts.channelLimit) break;
-        budget.sent.push(t);
-        this.send(w.slot, w.state, w.target, t);
-        sent++;
-      }
-      if (sent < waiting.length) {
-        wake = Math.min(wake, (budget.sent[0] ?? t) + this.opts.channelWindowMs);
-      }
+      void this.runLane(channelId, waiting, finalWaiting.has(channelId));
     }
 
-    for (const [channelId, budget] of this.channels) {
-      this.pruneWindow(budget, t);
-      if (budget.sent.length === 0 && budget.blockedUntil <= t) this.channels.delete(channelId);
-    }
     this.armWake(wake, t);
     this.reportDepth();
     this.checkDrain();
   }
 
+  /**
+   * Interaction route: a final may take any free slot of the message's window;
+   * progress leaves `finalReserve` free and is spaced by `progressIntervalMs`.
+   */
+  private interactionReadyAt(slot: Slot, state: QueuedState, t: number): number {
+    const { interactionLimit: limit, interactionWindowMs: windowMs, finalReserve } = this.opts;
+    const done = slot.interactionDone;
+    while (done[0] !== undefined && done[0] <= t - windowMs) done.shift();
+    const cap = state.final ? limit : Math.max(1, limit - finalReserve);
+    let readyAt = t;
+    if (done.length >= cap) readyAt = (done[done.length - cap] ?? t) + windowMs;
+    if (!state.final) readyAt = Math.max(readyAt, slot.lastSentAt + this.opts.progressIntervalMs);
+    return readyAt;
+  }
+
+  /**
+   * Sends what the channel's budget grants, best first; stops at the first refusal
+   * (what follows is no better) and wakes up when the budget says.
+   */
+  private async runLane(channelId: string, waiting: Waiting[], holdProgress: boolean): Promise<void> {
+    this.lanes.add(channelId);
+    try {
+      for (const w of waiting) {
+        if (!w.state.final && holdProgress) break;
+        let waitMs: number;
+        try {
+          const answer = this.budget.acquire(channelId, w.state.final ? 'final' : 'progress', this.now());
+          // An in-process budget answers synchronously: no await, so nothing can change meanwhile.
+          waitMs = typeof answer === 'number' ? answer : await answer;
+        } catch (err) {
+          this.deps.logger.warn({ err, channelId }, 'channel budget unavailable; retrying shortly');
+          this.armWake(this.now() + this.opts.baseBackoffMs, this.now());
+          break;
+        }
+        const t = this.now();
+        if (waitMs > 0) {
+          this.armWake(t + waitMs, t);
+          break;
+        }
+        if (this.closed || w.slot.pending !== w.state || w.slot.inFlight) {
+          // Superseded while the budget answered: the slot is spent, the newer state goes next pump.
+          this.budget.settled(channelId, t);
+          continue;
+        }
+        this.send(w.slot, w.state, w.target, t);
+      }
+    } finally {
+      this.lanes.delete(channelId);
+      if (this.laneDirty.delete(channelId)) this.schedulePump();
+      this.reportDepth();
+      this.checkDrain();
+    }
+  }
+
   private targetFor(slot: Slot, t: number): Target | undefined {
     const i = slot.ref.interaction;
     if (i && !slot.interactionDead && t - i.createdAt < this.opts.interactionFreshMs) {
-      return { route: 'interaction', applicationId: i.applicationId, token: i.token };
+      return {
+        route: 'interaction',
+        applicationId: i.applicationId,
+        token: i.token,
+        ...(i.messageId ? { messageId: i.messageId } : {}),
+      };
     }
     if (slot.ref.messageId) {
       return { route: 'channel', channelId: slot.ref.channelId, messageId: slot.ref.messageId };
@@ -357,21 +474,6 @@ export class EditQueue {
     } else {
       this.deps.logger.debug({ jobId: slot.jobId }, 'progress edit dropped: no usable route yet');
     }
-  }
-
-  private channelBudget(channelId: string, t: number): ChannelBudget {
-    let budget = this.channels.get(channelId);
-    if (!budget) {
-      budget = { sent: [], blockedUntil: 0 };
-      this.channels.set(channelId, budget);
-    }
-    this.pruneWindow(budget, t);
-    return budget;
-  }
-
-  private pruneWindow(budget: ChannelBudget, t: number): void {
-    while (budget.sent[0] !== undefined && budget.sent[0] <= t - this.opts.channelWindowMs)
-      budget.sent.shift();
   }
 
   private armWake(at: number, t: number): void {
@@ -409,7 +511,12 @@ export class EditQueue {
       if (typeof state.payload === 'function') state.payload = state.payload();
       const payload = state.payload;
       if (target.route === 'interaction') {
-        await this.deps.transport.editInteractionOriginal(target.applicationId, target.token, payload);
+        await this.deps.transport.editInteractionOriginal(
+          target.applicationId,
+          target.token,
+          payload,
+          ...(target.messageId ? [target.messageId] : []),
+        );
       } else {
         await this.deps.transport.editChannelMessage(target.channelId, target.messageId, payload);
       }
@@ -419,6 +526,9 @@ export class EditQueue {
     }
     slot.inFlight = false;
     slot.touchedAt = this.now();
+    // Windows count from Discord's answer (see the class comment).
+    if (target.route === 'channel') this.budget.settled(target.channelId, slot.touchedAt);
+    else slot.interactionDone.push(slot.touchedAt);
     try {
       if (ok) this.onSuccess(slot, state, target.route);
       else this.onFailure(slot, state, target.route, error);
@@ -461,6 +571,7 @@ export class EditQueue {
         slot.pending = undefined;
         this.endSlot(slot);
         this.safeCall(() => this.deps.onMessageGone?.(slot.jobId, failure.reason));
+        this.safeCall(() => slot.onGone?.(failure.reason));
         return;
       }
       case 'token_invalid': {
@@ -478,8 +589,7 @@ export class EditQueue {
         );
         if (route === 'channel') {
           // The channel edit bucket is per channel, so every message in it waits.
-          if (failure.global) this.botBlockedUntil = Math.max(this.botBlockedUntil, until);
-          else this.channelBudget(slot.ref.channelId, t).blockedUntil = until;
+          this.budget.blocked(failure.global ? undefined : slot.ref.channelId, until);
         } else {
           slot.notBefore = Math.max(slot.notBefore, until);
         }

@@ -1,10 +1,4 @@
-import {
-  ButtonStyle,
-  ComponentType,
-  type APIActionRowComponent,
-  type APIButtonComponent,
-  type APIComponentInMessageActionRow,
-} from 'discord.js';
+import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
 import { TRAINING_ADD_BUTTON, TRAINING_MODAL, TRAINING_SUBMIT_BUTTON } from '../discord/custom-ids.js';
 import { formatBytes } from './download.js';
 import { MAX_PHOTOS, MIN_PHOTOS, quote, statusOf, type AddResult, type TrainingSession } from './sessions.js';
@@ -16,7 +10,7 @@ import { MAX_PHOTOS, MIN_PHOTOS, quote, statusOf, type AddResult, type TrainingS
 
 export interface SessionPayload {
   content: string;
-  components: APIActionRowComponent<APIComponentInMessageActionRow>[];
+  components: APIActionRowComponent<APIButtonComponent>[];
 }
 
 const MAX_CONTENT = 2000;
