@@ -78,9 +78,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
 
   // Channel edits get their own bot-token REST that rejects on 429 instead of sleeping inside it:
   // the edit queue then waits itself and sends the *latest* state, not a stale one.
-  const editRest = new REST({ api: config.discord.apiUrl, rejectOnRateLimit: () => true }).setToken(
-    config.discord.token,
-  );
+  // offset 0: its bucket resets when Discord says, as the queue's own budget assumes.
+  const editRest = new REST({
+    api: config.discord.apiUrl,
+    rejectOnRateLimit: () => true,
+    offset: 0,
+  }).setToken(config.discord.token);
   for (const rest of [interactionRest, editRest]) {
     rest.on('response', (req, res) =>
       metrics.discordRequests.inc({ route: req.route, status: String(res.status) }),

@@ -296,6 +296,7 @@ describe('EditQueue (fake clock)', () => {
           return grant ? 0 : 700;
         },
         settled: (channelId) => void settled.push(channelId),
+        released: () => undefined,
         blocked: () => undefined,
       },
     });

@@ -17,8 +17,10 @@ export interface ChannelBudget {
    * headroom for finals.
    */
   acquire(channelId: string, kind: EditKind, now: number): number | Promise<number>;
-  /** The granted edit came back (any outcome): its window is counted from now. */
+  /** The granted edit came back (any outcome but a rate limit): its window is counted from now. */
   settled(channelId: string, now: number): void;
+  /** The granted edit was refused for a rate limit (by Discord or the REST client): it used no slot. */
+  released(channelId: string, now: number): void;
   /** Discord answered 429: nothing goes to `channelId` (every channel when undefined: global) before `until`. */
   blocked(channelId: string | undefined, until: number): void;
 }
@@ -70,6 +72,11 @@ export class MemoryChannelBudget implements ChannelBudget {
     const st = this.state(channelId, now);
     if (st.open > 0) st.open--;
     st.done.push(now);
+  }
+
+  released(channelId: string, now: number): void {
+    const st = this.state(channelId, now);
+    if (st.open > 0) st.open--;
   }
 
   blocked(channelId: string | undefined, until: number): void {

@@ -238,10 +238,14 @@ export class EditQueue {
     if (req.onGone) slot.onGone = req.onGone;
     slot.messageCreatedAt = req.messageCreatedAt;
     slot.touchedAt = t;
-    if (!slot.pending) slot.waitingSince = t;
+    const replaced = slot.pending !== undefined;
+    if (!replaced) slot.waitingSince = t;
     slot.pending = { payload: req.payload, final: req.final, pushedAt: t, attempts: 0 };
     if (req.final) slot.finalSeen = true;
-    this.schedulePump();
+    // A progress state replacing a waiting one changes nothing the scheduler decided (the
+    // wake-up, the lane or the completion of the edit in flight will pick it up): no scan.
+    // Under a storm this skips almost every pump.
+    if (!replaced || req.final) this.schedulePump();
   }
 
   /**
@@ -435,6 +439,7 @@ export class EditQueue {
         if (this.closed || w.slot.pending !== w.state || w.slot.inFlight) {
           // Superseded while the budget answered: the slot is spent, the newer state goes next pump.
           this.budget.settled(channelId, t);
+          this.laneDirty.add(channelId);
           continue;
         }
         this.send(w.slot, w.state, w.target, t);
@@ -526,9 +531,13 @@ export class EditQueue {
     }
     slot.inFlight = false;
     slot.touchedAt = this.now();
-    // Windows count from Discord's answer (see the class comment).
-    if (target.route === 'channel') this.budget.settled(target.channelId, slot.touchedAt);
-    else slot.interactionDone.push(slot.touchedAt);
+    // Windows count from Discord's answer (see the class comment); a rate-limited edit used no slot.
+    const limited =
+      !ok && (error instanceof RateLimitError || (error instanceof DiscordAPIError && error.status === 429));
+    if (target.route === 'channel') {
+      if (limited) this.budget.released(target.channelId, slot.touchedAt);
+      else this.budget.settled(target.channelId, slot.touchedAt);
+    } else if (!limited) slot.interactionDone.push(slot.touchedAt);
     try {
       if (ok) this.onSuccess(slot, state, target.route);
       else this.onFailure(slot, state, target.route, error);

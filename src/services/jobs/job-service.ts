@@ -304,18 +304,20 @@ export class JobService {
 
   private schedulePoll(job: JobRecord, delayMs: number): void {
     if (this.stopped || !job.taskId || isFinal(job)) return;
-    this.cancelPoll(job.id);
+    // The timer keeps only the id: a record held by each of thousands of pending timers adds up.
+    const jobId = job.id;
+    this.cancelPoll(jobId);
     const timer = setTimeout(
       () => {
-        this.timers.delete(job.id);
-        void this.poll(job.id).catch((err: unknown) =>
-          this.deps.logger.error({ err, jobId: job.id }, 'poll crashed; will retry'),
+        this.timers.delete(jobId);
+        void this.poll(jobId).catch((err: unknown) =>
+          this.deps.logger.error({ err, jobId }, 'poll crashed; will retry'),
         );
       },
       Math.max(0, delayMs),
     );
     timer.unref();
-    this.timers.set(job.id, timer);
+    this.timers.set(jobId, timer);
   }
 
   private cancelPoll(jobId: string): void {

@@ -53,6 +53,8 @@ export interface Stores {
 
 const DAY_MS = 86_400_000;
 const UNFINISHED_KEY = 'unfinished';
+/** Records read at once when listing unfinished jobs. */
+const LIST_BATCH = 100;
 const idListSchema = z.array(z.string());
 const jobKey = (jobId: string): string => `job:${jobId}`;
 const taskKey = (taskId: string): string => `task:${taskId}`;
@@ -399,7 +401,12 @@ class KeyvJobStore implements JobStore {
     const { core } = this;
     return core.withLock(UNFINISHED_KEY, async () => {
       const ids = await core.readIdList(UNFINISHED_KEY);
-      const jobs = await Promise.all(ids.map((id) => core.readJob(id)));
+      // In batches: with thousands of jobs, reading them all at once keeps every reply,
+      // parse and validation alive together and grows the heap for good (RSS).
+      const jobs: (JobRecord | undefined)[] = [];
+      for (let i = 0; i < ids.length; i += LIST_BATCH) {
+        jobs.push(...(await Promise.all(ids.slice(i, i + LIST_BATCH).map((id) => core.readJob(id)))));
+      }
       const live = jobs.filter((job): job is JobRecord => job !== undefined && !isTerminalState(job.state));
       if (live.length !== ids.length) {
         // Expired, corrupt or final jobs: prune them (we hold the list's lock).
