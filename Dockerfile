@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: compile TypeScript (dev dependencies and the sqlite3 native build tools live here).
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
@@ -11,7 +11,7 @@ COPY scripts ./scripts
 RUN npm run build
 
 # Runtime stage: production dependencies and compiled JS only, as a non-root user.
-FROM node:20-slim AS runtime
+FROM node:24-slim AS runtime
 ENV NODE_ENV=production DATA_DIR=/data PORT=3000
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -20,6 +20,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
   && npm ci --omit=dev && npm cache clean --force \
   && apt-get purge -y python3 make g++ && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app/dist ./dist
+# `npm run register` / `npm run invite` in the image run the compiled scripts through this launcher.
+COPY scripts/run.mjs ./scripts/run.mjs
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

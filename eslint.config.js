@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['node_modules', 'dist', 'data', 'coverage'] },
@@ -20,6 +21,11 @@ export default tseslint.config(
         { object: 'process', property: 'env', message: 'Read config, not process.env (src/config.ts only).' },
       ],
     },
+  },
+  {
+    // Plain Node scripts (no TypeScript program behind them).
+    files: ['**/*.mjs'],
+    languageOptions: { globals: globals.node },
   },
   {
     files: ['src/config.ts'],

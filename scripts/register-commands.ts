@@ -1,18 +1,20 @@
 /**
- * `npm run register`: the same GET-compare-overwrite the bot does on start, on demand.
+ * `npm run register`: the same GET-compare-overwrite the bot does on start, on
+ * demand. Needs the Discord variables only (not the media service's).
  */
 import { REST } from 'discord.js';
-import { ConfigError, loadDotEnv, parseConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
+import { ConfigError, loadDotEnv, parseDiscordConfig } from '../src/config.js';
+import { createLogger, resolveLogFormat } from '../src/logger.js';
 import { commandData } from '../src/commands/index.js';
 import { syncCommands } from '../src/services/discord/command-sync.js';
 
 loadDotEnv();
 try {
-  const config = parseConfig();
+  const config = parseDiscordConfig();
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.discord.token, config.media.apiKey],
+    secrets: [config.discord.token],
+    format: resolveLogFormat(config.logFormat, process.stdout.isTTY),
   });
   const rest = new REST({ api: config.discord.apiUrl }).setToken(config.discord.token);
   const result = await syncCommands({

@@ -13,7 +13,8 @@ import { JobService } from './services/jobs/job-service.js';
 import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
 import { TrainingSessions } from './services/training/sessions.js';
-import { buildServer, type HttpServer } from './webhooks/server.js';
+import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
+import { inPhase } from './start-errors.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 
@@ -166,7 +167,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       pingStore: () => stores.jobs.ping(),
       registry: metrics.registry,
     },
+    metrics:
+      config.metrics.port !== undefined
+        ? false
+        : { ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) },
   });
+  const metricsServer =
+    config.metrics.port === undefined
+      ? undefined
+      : await buildMetricsServer({
+          logger,
+          registry: metrics.registry,
+          ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}),
+        });
 
   let stopping: Promise<void> | undefined;
 
@@ -178,14 +191,25 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     context,
     async start() {
-      const url = await server.listen({ host: config.http.host, port: config.http.port });
+      const url = await inPhase('http', () =>
+        server.listen({ host: config.http.host, port: config.http.port }),
+      );
       logger.info(
         { url, store: stores.backend, mode: config.publicUrl ? 'webhooks' : 'polling' },
         'HTTP server listening',
       );
-      const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-      await client.login(config.discord.token);
-      await ready;
+      if (metricsServer && config.metrics.port !== undefined) {
+        const metricsPort = config.metrics.port;
+        const metricsUrl = await inPhase('metrics-http', () =>
+          metricsServer.listen({ host: config.http.host, port: metricsPort }),
+        );
+        logger.info({ url: `${metricsUrl}/metrics` }, 'metrics listening');
+      }
+      await inPhase('discord', async () => {
+        const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+        await client.login(config.discord.token);
+        await ready;
+      });
       logger.info({ user: client.user?.tag }, 'connected to Discord');
       let sync: SyncResult | undefined;
       try {
@@ -207,6 +231,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       stopping ??= (async () => {
         logger.info('shutting down');
         await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
+        await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));
         jobs.stop();
         const drained = await edits.drain(drainMs);
         if (!drained)

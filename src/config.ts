@@ -86,6 +86,7 @@ const trustProxy = z.string().transform((v, ctx): boolean | number | string[] =>
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 const schema = z.object({
   DISCORD_TOKEN: required('your bot token from the Developer Portal').pipe(
@@ -120,6 +121,15 @@ const schema = z.object({
   ),
   DATA_DIR: withDefault(z.string(), './data'),
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'info'),
+  LOG_FORMAT: withDefault(
+    z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(', ')} (auto: pretty on a terminal)` }),
+    'auto',
+  ),
+  METRICS_PORT: optional(int(1, 65535, 'a separate TCP port for /metrics')),
+  METRICS_TOKEN: optional(
+    z.string().regex(/^[\x21-\x7e]{16,}$/, 'must be at least 16 printable characters, no spaces'),
+  ),
+  REDIS_START_TIMEOUT_SECONDS: withDefault(int(0, 600, 'seconds to wait for Redis at start'), '30'),
   JOB_TTL_DAYS: withDefault(int(1, 365, 'days finished jobs are kept'), '30'),
   JOB_MAX_DURATION_MINUTES: withDefault(
     int(1, 7 * 24 * 60, 'minutes before an unfinished job times out'),
@@ -154,10 +164,13 @@ export interface Config {
   };
   publicUrl?: string;
   http: { host: string; port: number; trustProxy: boolean | number | string[] };
-  store: { redisUrl?: string; dataDir: string; jobTtlMs: number };
+  /** `/metrics`: on the main port unless `port` is set; `token` set: `Authorization: Bearer <token>` required. */
+  metrics: { port?: number; token?: string };
+  store: { redisUrl?: string; dataDir: string; jobTtlMs: number; redisStartTimeoutMs: number };
   jobs: { maxDurationMs: number; pollInitialMs: number; pollMaxMs: number; webhookSilenceMs: number };
   photos: { maxBytes: number; sessionTtlMs: number };
   logLevel: (typeof LOG_LEVELS)[number];
+  logFormat: (typeof LOG_FORMATS)[number];
 }
 
 /** Thrown with one human line per problem; main prints them and exits 1. */
@@ -195,7 +208,13 @@ function toConfig(e: Env): Config {
     },
     ...opt('publicUrl', e.PUBLIC_URL),
     http: { host: e.HOST, port: e.PORT, trustProxy: e.TRUST_PROXY },
-    store: { ...opt('redisUrl', e.REDIS_URL), dataDir: e.DATA_DIR, jobTtlMs: e.JOB_TTL_DAYS * 86_400_000 },
+    metrics: { ...opt('port', e.METRICS_PORT), ...opt('token', e.METRICS_TOKEN) },
+    store: {
+      ...opt('redisUrl', e.REDIS_URL),
+      dataDir: e.DATA_DIR,
+      jobTtlMs: e.JOB_TTL_DAYS * 86_400_000,
+      redisStartTimeoutMs: e.REDIS_START_TIMEOUT_SECONDS * 1000,
+    },
     jobs: {
       maxDurationMs: e.JOB_MAX_DURATION_MINUTES * 60_000,
       pollInitialMs: e.POLL_INITIAL_MS,
@@ -204,17 +223,72 @@ function toConfig(e: Env): Config {
     },
     photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
   };
+}
+
+function problemsOf(error: z.ZodError): string[] {
+  return error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`);
 }
 
 /** Parses an environment (default: process.env); throws ConfigError listing every problem. */
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`);
-    throw new ConfigError(problems);
+  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
+  if (parsed.data.METRICS_PORT !== undefined && parsed.data.METRICS_PORT === parsed.data.PORT) {
+    throw new ConfigError(['METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT)']);
   }
   return toConfig(parsed.data);
+}
+
+/**
+ * What `npm run register` and `npm run invite` need: the Discord variables only
+ * (they never talk to the media service, so MEDIA_API_KEY is not asked for).
+ */
+export interface DiscordConfig {
+  discord: Config['discord'];
+  logLevel: Config['logLevel'];
+  logFormat: Config['logFormat'];
+}
+
+const discordSchema = schema.pick({
+  DISCORD_TOKEN: true,
+  DISCORD_APPLICATION_ID: true,
+  DISCORD_GUILD_ID: true,
+  DISCORD_API_URL: true,
+  LOG_LEVEL: true,
+  LOG_FORMAT: true,
+});
+
+export function parseDiscordConfig(env: Record<string, string | undefined> = process.env): DiscordConfig {
+  const parsed = discordSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
+  const e = parsed.data;
+  return {
+    discord: {
+      token: e.DISCORD_TOKEN,
+      applicationId: e.DISCORD_APPLICATION_ID,
+      ...opt('guildId', e.DISCORD_GUILD_ID),
+      apiUrl: e.DISCORD_API_URL,
+    },
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+  };
+}
+
+/** `npm run invite`: the application id (and a guild to preselect), nothing secret. */
+const inviteSchema = schema.pick({ DISCORD_APPLICATION_ID: true, DISCORD_GUILD_ID: true });
+
+export function parseInviteConfig(env: Record<string, string | undefined> = process.env): {
+  applicationId: string;
+  guildId?: string;
+} {
+  const parsed = inviteSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
+  return {
+    applicationId: parsed.data.DISCORD_APPLICATION_ID,
+    ...opt('guildId', parsed.data.DISCORD_GUILD_ID),
+  };
 }
 
 /** Loads `./.env` into process.env when present (real env wins), like `node --env-file-if-exists`. */
@@ -227,5 +301,5 @@ export function loadDotEnv(file = '.env'): void {
 
 /** Values that must never be printed; the logger redacts them wherever they appear. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.media.apiKey];
+  return [config.discord.token, config.media.apiKey, ...(config.metrics.token ? [config.metrics.token] : [])];
 }

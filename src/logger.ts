@@ -1,10 +1,20 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 
 /**
- * pino JSON logs. Secrets are removed twice: by key (tokens, keys, webhook
- * secrets wherever they sit in a logged object) and by value (the configured
- * token and API key, in case one ends up inside a message or error text).
+ * pino logs: JSON lines (level names, ISO times) for log collectors, or
+ * pino-pretty's coloured one-liners for a person at a terminal. Secrets are
+ * removed twice: by key (tokens, keys, webhook secrets wherever they sit in a
+ * logged object) and by value (the configured token and API key, in case one
+ * ends up inside a message or error text), before either format sees the line.
  */
+
+export type LogFormat = 'json' | 'pretty';
+
+/** `auto`: pretty when stdout is a terminal, JSON otherwise (files, pipes, containers). */
+export function resolveLogFormat(format: LogFormat | 'auto', isTty: boolean): LogFormat {
+  return format === 'auto' ? (isTty ? 'pretty' : 'json') : format;
+}
 const REDACT_PATHS = [
   'token',
   'secret',
@@ -38,6 +48,10 @@ const INTERACTION_TOKEN_IN_URL = /(\/(?:webhooks|interactions)\/\d{5,25}\/)[A-Za
 export function createLogger(opts: {
   level: string;
   secrets?: string[];
+  /** Default json. `pretty` renders each (already scrubbed) JSON line with pino-pretty. */
+  format?: LogFormat;
+  /** Colours in pretty mode (default: when the destination is a terminal). */
+  colorize?: boolean;
   destination?: DestinationStream;
 }): Logger {
   const secrets = secretForms((opts.secrets ?? []).filter((s) => s.length >= 6));
@@ -56,8 +70,23 @@ export function createLogger(opts: {
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     base: { service: 'media-bot' },
     serializers: { err: pino.stdSerializers.err },
+    // "level":"info" and ISO times read better than 30 and epoch ms, for people and collectors alike.
+    formatters: { level: (label: string) => ({ level: label }) },
+    timestamp: pino.stdTimeFunctions.isoTime,
   };
-  const destination = opts.destination ?? pino.destination({ dest: 1, sync: true });
+  const out = opts.destination ?? pino.destination({ dest: 1, sync: true });
+  let destination: DestinationStream = out;
+  if (opts.format === 'pretty') {
+    // pino-pretty's formatter, applied in-process to each finished (scrubbed) line.
+    const prettify = prettyFactory({
+      colorize: opts.colorize ?? (opts.destination === undefined && process.stdout.isTTY),
+      ignore: 'pid,hostname,service,component',
+      messageFormat: '{if component}{component}: {end}{msg}',
+      translateTime: 'SYS:HH:MM:ss.l',
+      singleLine: true,
+    });
+    destination = { write: (line: string) => void out.write(prettify(line)) };
+  }
   // Value-level scrub on the finished line: it covers what the key paths cannot see
   // (an Error's message promoted to `msg`, `cause` chains, child bindings, stacks, URLs).
   const target: DestinationStream & { flush?: (cb: (err?: Error | null) => void) => void } = destination;

@@ -1,6 +1,8 @@
 import { ConfigError, loadDotEnv, parseConfig, secretsOf, type Config } from './config.js';
-import { createLogger } from './logger.js';
-import { createApp } from './app.js';
+import { createLogger, resolveLogFormat } from './logger.js';
+import { createApp, type App } from './app.js';
+import { describeStartFailure, inPhase } from './start-errors.js';
+import { waitForRedis } from './services/store/wait-for-redis.js';
 
 /** Entry point: config → app → start; graceful shutdown on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -18,17 +20,21 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: secretsOf(config),
+    format: resolveLogFormat(config.logFormat, process.stdout.isTTY),
+  });
 
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
 
-  const app = await createApp(config, { logger });
+  let app: App | undefined;
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'signal received');
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
-    void app.stop().then(
+    void (app ? app.stop() : Promise.resolve()).then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
@@ -40,10 +46,28 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 
   try {
+    const { redisUrl } = config.store;
+    if (redisUrl !== undefined) {
+      await inPhase('store', () =>
+        waitForRedis({ url: redisUrl, timeoutMs: config.store.redisStartTimeoutMs, logger }),
+      );
+    }
+    app = await inPhase('store', () => createApp(config, { logger }));
     await app.start();
   } catch (err) {
-    logger.fatal({ err }, 'could not start');
-    await app.stop(1000).catch(() => undefined);
+    // One human line for the operator; the stack only for those who ask (LOG_LEVEL=debug).
+    logger.debug({ err }, 'start failure details');
+    const line = describeStartFailure(err, {
+      discordApiUrl: config.discord.apiUrl,
+      host: config.http.host,
+      port: config.http.port,
+      ...(config.metrics.port !== undefined ? { metricsPort: config.metrics.port } : {}),
+      ...(config.store.redisUrl !== undefined ? { redisUrl: config.store.redisUrl } : {}),
+      dataDir: config.store.dataDir,
+      redisWaitSeconds: Math.round(config.store.redisStartTimeoutMs / 1000),
+    });
+    process.stderr.write(`Cannot start: ${line}\n`);
+    await app?.stop(1000).catch(() => undefined);
     process.exit(1);
   }
 }

@@ -126,10 +126,12 @@ describe('parseConfig', () => {
         upscaleTimeoutMs: c.media.upscaleTimeoutMs,
       },
       http: { host: '0.0.0.0', port: 3000, trustProxy: false },
-      store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs },
+      metrics: {},
+      store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs, redisStartTimeoutMs: 30_000 },
       jobs: c.jobs,
       photos: c.photos,
       logLevel: 'info',
+      logFormat: 'auto',
     };
     expect(c).toEqual(expected);
     // Unset optional variables leave no key behind (exactOptionalPropertyTypes).

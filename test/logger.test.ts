@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
+import { createLogger, resolveLogFormat } from '../src/logger.js';
 
 const TOKEN = 'MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.discord-bot-token-value';
 const API_KEY = 'media-api-key-0123456789abcdef';
@@ -165,7 +165,7 @@ describe('createLogger: configured secrets by value', () => {
       percentage: 40,
       msg: 'progress',
       service: 'media-bot',
-      level: 30,
+      level: 'info',
     });
     expect(c.text()).not.toContain('[REDACTED]');
   });
@@ -214,5 +214,33 @@ describe('createLogger: Discord interaction tokens inside URLs', () => {
     const c = capture();
     c.logger.info({ url: '/webhooks/media/3f2b8c1e-2d4a-4f6b-9c8d-0e1f2a3b4c5d' }, 'webhook');
     expect(c.text()).toContain('/webhooks/media/3f2b8c1e-2d4a-4f6b-9c8d-0e1f2a3b4c5d');
+  });
+});
+
+describe('createLogger: formats', () => {
+  it('pretty: one readable line per record, secrets still scrubbed, no colours off a terminal', () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      secrets: [TOKEN],
+      format: 'pretty',
+      colorize: false,
+      destination: { write: (s: string) => void lines.push(s) },
+    });
+    logger
+      .child({ component: 'jobs' })
+      .info({ jobId: 'j1', note: `has ${TOKEN}` }, 'job finished: upscale in 3 s');
+    const text = lines.join('');
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: jobs: job finished: upscale in 3 s/);
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain('\u001b[');
+    expect(() => JSON.parse(text)).toThrow();
+  });
+
+  it('resolveLogFormat: auto is pretty on a terminal, JSON otherwise; explicit values win', () => {
+    expect(resolveLogFormat('auto', true)).toBe('pretty');
+    expect(resolveLogFormat('auto', false)).toBe('json');
+    expect(resolveLogFormat('json', true)).toBe('json');
+    expect(resolveLogFormat('pretty', false)).toBe('pretty');
   });
 });

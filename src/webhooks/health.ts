@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
 
@@ -9,7 +10,13 @@ export interface HealthDeps {
   registry: Registry;
 }
 
-/** `/healthz` (process up), `/readyz` (Discord + store), `/metrics` (Prometheus text). */
+export interface MetricsDeps {
+  registry: Registry;
+  /** Set: `/metrics` answers 401 unless `Authorization: Bearer <token>` matches. */
+  token?: string;
+}
+
+/** `/healthz` (process up) and `/readyz` (Discord + store): cheap, open, for load balancers and orchestrators. */
 export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) => {
   app.get('/healthz', async () => ({ ok: true }));
 
@@ -23,8 +30,23 @@ export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) =>
     }
     return reply.code(discord && store ? 200 : 503).send({ ok: discord && store, discord, store });
   });
+};
 
-  app.get('/metrics', async (_req, reply) => {
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** `/metrics` (Prometheus text), optionally behind a bearer token (compared in constant time). */
+export const metricsRoutes: FastifyPluginAsync<MetricsDeps> = async (app, deps) => {
+  const expected = deps.token === undefined ? undefined : digest(`Bearer ${deps.token}`);
+  app.get('/metrics', async (req, reply) => {
+    if (expected !== undefined) {
+      const given = req.headers.authorization;
+      if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+        reply.header('www-authenticate', 'Bearer realm="metrics"');
+        return reply.code(401).send({
+          error: { code: 'UNAUTHORIZED', message: 'metrics need Authorization: Bearer <METRICS_TOKEN>' },
+        });
+      }
+    }
     reply.header('content-type', deps.registry.contentType);
     return deps.registry.metrics();
   });

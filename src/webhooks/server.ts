@@ -1,6 +1,6 @@
 import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
-import { healthRoutes, type HealthDeps } from './health.js';
+import { healthRoutes, metricsRoutes, type HealthDeps, type MetricsDeps } from './health.js';
 import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
 
 export interface ServerDeps {
@@ -9,6 +9,11 @@ export interface ServerDeps {
   health: HealthDeps;
   /** Fastify `trustProxy` (config TRUST_PROXY): which proxies' X-Forwarded-For sets `req.ip`. */
   trustProxy?: TrustProxy;
+  /**
+   * `/metrics` on this server (default, open unless a token is set), or `false`
+   * when it has its own port (METRICS_PORT, see buildMetricsServer).
+   */
+  metrics?: { token?: string } | false;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -50,8 +55,28 @@ export async function buildServer(deps: ServerDeps) {
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).send(problem('NOT_FOUND', 'no such route')));
   await app.register(healthRoutes, deps.health);
+  if (deps.metrics !== false) {
+    await app.register(metricsRoutes, {
+      registry: deps.health.registry,
+      ...(deps.metrics?.token !== undefined ? { token: deps.metrics.token } : {}),
+    });
+  }
   await app.register(mediaWebhookRoutes, deps.webhook);
   return app;
 }
 
 export type HttpServer = Awaited<ReturnType<typeof buildServer>>;
+
+/** `/metrics` alone, for METRICS_PORT: keep it off the public webhook port (e.g. bind it to a private network). */
+export async function buildMetricsServer(deps: { logger: Logger } & MetricsDeps) {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'metrics-http' }),
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send(problem('NOT_FOUND', 'no such route')));
+  await app.register(metricsRoutes, {
+    registry: deps.registry,
+    ...(deps.token !== undefined ? { token: deps.token } : {}),
+  });
+  return app;
+}

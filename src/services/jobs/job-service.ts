@@ -134,7 +134,7 @@ export class JobService {
       const result = outcome;
       return this.untilStored(log, () => this.applyResult(job.id, result, 'submit'));
     }
-    log.info({ taskId: outcome.taskId }, 'submitted');
+    log.info({ taskId: outcome.taskId, userId: job.userId }, `job submitted: ${job.operation}`);
     const queued = { state: 'queued', taskId: outcome.taskId, at: this.now() } as const;
     const updated = await this.untilStored(log, () => this.update(job.id, queued));
     if (updated) this.deps.jobKeys?.remember(updated);
@@ -202,6 +202,7 @@ export class JobService {
     if (changed) {
       if (update.state !== undefined && update.state === job.state) {
         this.deps.metrics?.jobs.inc({ operation: job.operation, state: job.state });
+        this.logMilestone(job, source);
       }
       this.deps.logger.debug(
         {
@@ -218,6 +219,29 @@ export class JobService {
       if (isFinal(job)) this.cancelPoll(jobId);
     }
     return job;
+  }
+
+  /**
+   * One info line per final state (finished, failed), with the operation and how long
+   * it took; `submit` logs the acceptance, progress stays at debug.
+   */
+  private logMilestone(job: JobRecord, source: string): void {
+    const base = { jobId: job.id, taskId: job.taskId, operation: job.operation, userId: job.userId, source };
+    const seconds = (from: number | undefined) =>
+      from === undefined ? undefined : Math.round((this.now() - from) / 100) / 10;
+    if (job.state === 'finished') {
+      const durationSeconds = seconds(job.submittedAt ?? job.createdAt);
+      this.deps.logger.info(
+        { ...base, durationSeconds },
+        `job finished: ${job.operation} in ${durationSeconds} s`,
+      );
+    } else if (job.state === 'failed') {
+      const durationSeconds = seconds(job.createdAt);
+      this.deps.logger.info(
+        { ...base, durationSeconds, error: job.error?.code },
+        `job failed: ${job.operation} after ${durationSeconds} s (${job.error?.code ?? 'unknown'})`,
+      );
+    }
   }
 
   /** Queues the job's current state for its Discord message. */

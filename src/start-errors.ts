@@ -1,0 +1,163 @@
+/**
+ * Start failures as one human line: what failed, why, and which variable to
+ * check. main.ts prints that line (the stack only at debug level) and exits 1.
+ * Each start phase wraps its error in a StartError so the line can name the
+ * right variable even when the underlying error is a bare ECONNREFUSED.
+ */
+
+export type StartPhase = 'store' | 'http' | 'metrics-http' | 'discord';
+
+export class StartError extends Error {
+  constructor(
+    readonly phase: StartPhase,
+    cause: unknown,
+  ) {
+    super(`${phase} failed to start`, { cause });
+    this.name = 'StartError';
+  }
+}
+
+/** Attaches a phase to whatever `run` throws. */
+export async function inPhase<T>(phase: StartPhase, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw err instanceof StartError ? err : new StartError(phase, err);
+  }
+}
+
+export interface StartContext {
+  discordApiUrl: string;
+  host: string;
+  port: number;
+  metricsPort?: number;
+  redisUrl?: string;
+  dataDir: string;
+  redisWaitSeconds: number;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+const FS_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC', 'EISDIR', 'ENOENT']);
+
+/** The error and everything under it (`cause` chains, AggregateError members), outermost first. */
+function chain(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  const walk = (e: unknown, depth: number): void => {
+    if (e === undefined || e === null || depth > 8 || out.includes(e)) return;
+    out.push(e);
+    if (e instanceof AggregateError) for (const inner of e.errors) walk(inner, depth + 1);
+    if (e instanceof Error) walk(e.cause, depth + 1);
+  };
+  walk(err, 0);
+  return out;
+}
+
+function codeOf(e: unknown): string | undefined {
+  if (typeof e !== 'object' || e === null) return undefined;
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' ? code : typeof code === 'number' ? String(code) : undefined;
+}
+
+function statusOf(e: unknown): number | undefined {
+  if (typeof e !== 'object' || e === null) return undefined;
+  const status = (e as { status?: unknown }).status;
+  return typeof status === 'number' ? status : undefined;
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+const firstCode = (err: unknown, codes: ReadonlySet<string>): string | undefined =>
+  chain(err)
+    .map(codeOf)
+    .find((c): c is string => c !== undefined && codes.has(c));
+
+/** A Redis URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+export function isRedisAuthError(err: unknown): boolean {
+  return chain(err).some((e) => /WRONGPASS|NOAUTH|invalid username-password|NOPERM/i.test(messageOf(e)));
+}
+
+/** One line, no trailing period juggling: "<what failed> (<why>): check <VARIABLE>…". */
+export function describeStartFailure(err: unknown, ctx: StartContext): string {
+  const phase = err instanceof StartError ? err.phase : undefined;
+  const inner = err instanceof StartError ? err.cause : err;
+  const all = chain(inner);
+  const short = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
+  const last = short(messageOf(all[all.length - 1] ?? inner));
+
+  switch (phase) {
+    case 'discord': {
+      const invalidToken = all.some(
+        (e) => codeOf(e) === 'TokenInvalid' || statusOf(e) === 401 || codeOf(e) === '4004',
+      );
+      if (invalidToken) {
+        return 'Discord rejected the bot token (401 Unauthorized): check DISCORD_TOKEN (Developer Portal → Bot → Reset Token).';
+      }
+      if (all.some((e) => codeOf(e) === 'DisallowedIntents' || codeOf(e) === '4014')) {
+        return 'Discord refused the gateway intents the bot asked for: check the application in the Developer Portal (Bot → Privileged Gateway Intents).';
+      }
+      const net = firstCode(inner, NETWORK_CODES);
+      if (net) {
+        return `Cannot reach Discord at ${ctx.discordApiUrl} (${net}): check DISCORD_API_URL and this machine's network.`;
+      }
+      return `Could not connect to Discord (${last}): check DISCORD_TOKEN and DISCORD_API_URL.`;
+    }
+    case 'http':
+    case 'metrics-http': {
+      const port = phase === 'http' ? ctx.port : (ctx.metricsPort ?? ctx.port);
+      const variable = phase === 'http' ? 'PORT' : 'METRICS_PORT';
+      const code = all.map(codeOf).find((c) => c !== undefined);
+      if (code === 'EADDRINUSE') {
+        return `Port ${port} on ${ctx.host} is already in use (EADDRINUSE): check ${variable} (and HOST), or stop the process using it.`;
+      }
+      if (code === 'EACCES') {
+        return `Not allowed to listen on ${ctx.host}:${port} (EACCES): check ${variable}; ports below 1024 need privileges.`;
+      }
+      if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+        return `${ctx.host} is not an address of this machine (${code}): check HOST.`;
+      }
+      return `Could not open the HTTP server on ${ctx.host}:${port} (${last}): check HOST and ${variable}.`;
+    }
+    case 'store':
+    case undefined: {
+      if (ctx.redisUrl !== undefined) {
+        const where = redactUrl(ctx.redisUrl);
+        if (isRedisAuthError(inner)) {
+          return `Redis at ${where} refused the credentials (${last}): check the user and password in REDIS_URL.`;
+        }
+        const net = firstCode(inner, NETWORK_CODES);
+        return `Cannot reach Redis at ${where}${net ? ` (${net})` : ` (${last})`} after waiting ${ctx.redisWaitSeconds} s: check REDIS_URL and that Redis is running.`;
+      }
+      const fs = firstCode(inner, FS_CODES);
+      const sqlite = all.map(codeOf).find((c) => c?.startsWith('SQLITE_'));
+      if (fs !== undefined || sqlite !== undefined || phase === 'store') {
+        return `DATA_DIR ${ctx.dataDir} is not usable (${fs ?? sqlite ?? last}): check DATA_DIR; it must be a writable directory (or set REDIS_URL).`;
+      }
+      return `Unexpected error while starting (${last}); run with LOG_LEVEL=debug for details.`;
+    }
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * Black-box start failures: the bot as a real process (what `npm start` runs),
+ * each way start can fail ends with ONE human line naming the cause and the
+ * variable to check, exit code 1, and no stack trace at the default log level.
+ * Also: LOG_FORMAT both ways, `npm run invite`, and `npm run register` with the
+ * Discord variables only.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
+import { freePort, REDIS_URL } from './helpers/harness.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], env: Record<string, string>, timeoutMs = 25_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      // Only what the test gives: no .env, no inherited configuration.
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`process did not exit in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const startBot = (env: Record<string, string>) => run(['--import', 'tsx', 'src/main.ts'], env);
+
+/** The one human line, and no stack anywhere. */
+function expectOneLine(r: Run, ...patterns: RegExp[]): string {
+  expect(r.code, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(1);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+  expect(lines, r.stderr).toHaveLength(1);
+  const line = lines[0] ?? '';
+  expect(line.startsWith('Cannot start: ')).toBe(true);
+  for (const p of patterns) expect(line).toMatch(p);
+  const all = r.stdout + r.stderr;
+  expect(all).not.toMatch(/\n\s+at .+:\d+:\d+/);
+  expect(all).not.toContain('"stack"');
+  return line;
+}
+
+describe('start failures: one line, the variable to check, exit 1, no stack', () => {
+  let fake: FakeDiscord;
+  let dataDir: string;
+  let base: Record<string, string>;
+  let busy: Server;
+  let busyPort: number;
+
+  beforeAll(async () => {
+    fake = await startFakeDiscord({ warmUpValidators: false });
+    dataDir = await mkdtemp(join(tmpdir(), 'mediabot-start-'));
+    base = {
+      DISCORD_TOKEN: fake.token,
+      DISCORD_APPLICATION_ID: fake.applicationId,
+      DISCORD_GUILD_ID: fake.guildId,
+      DISCORD_API_URL: fake.apiUrl,
+      MEDIA_API_KEY: 'test-key',
+      MEDIA_API_URL: 'http://127.0.0.1:9',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_FORMAT: 'json',
+    };
+    busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const addr = busy.address();
+    busyPort = typeof addr === 'object' && addr ? addr.port : 0;
+  });
+  afterAll(async () => {
+    await new Promise((r) => busy?.close(r));
+    await fake?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it.concurrent('a bot token Discord rejects (401)', async () => {
+    const r = await startBot({
+      ...base,
+      DISCORD_TOKEN: 'not-the-right-token',
+      PORT: String(await freePort()),
+    });
+    expectOneLine(r, /Discord rejected the bot token/, /DISCORD_TOKEN/);
+  });
+
+  it.concurrent('Discord unreachable (closed port)', async () => {
+    const closed = await freePort();
+    const r = await startBot({
+      ...base,
+      DISCORD_API_URL: `http://127.0.0.1:${closed}/api`,
+      PORT: String(await freePort()),
+    });
+    expectOneLine(
+      r,
+      /Cannot reach Discord at http:\/\/127\.0\.0\.1:\d+\/api \(ECONNREFUSED\)/,
+      /DISCORD_API_URL/,
+    );
+  });
+
+  it.concurrent('the HTTP port is already in use', async () => {
+    const r = await startBot({ ...base, PORT: String(busyPort) });
+    expectOneLine(r, new RegExp(`Port ${busyPort} on 127\\.0\\.0\\.1 is already in use`), /check PORT/);
+  });
+
+  it.concurrent('Redis unreachable: waits the bounded time, then one line (after one warning)', async () => {
+    const closed = await freePort();
+    const r = await startBot({
+      ...base,
+      REDIS_URL: `redis://127.0.0.1:${closed}`,
+      REDIS_START_TIMEOUT_SECONDS: '1',
+      PORT: String(await freePort()),
+    });
+    expectOneLine(
+      r,
+      /Cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\) after waiting 1 s/,
+      /REDIS_URL/,
+    );
+    // JSON logs (LOG_FORMAT=json): the one warning says what it waits for; no "retrying" then crash.
+    const records = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(records.filter((x) => x.level === 'warn').map((x) => x.msg)).toEqual([
+      'Redis does not answer yet; waiting for it before starting',
+    ]);
+    expect(r.stdout).not.toMatch(/retrying|registered|HTTP server listening/);
+  });
+
+  it.concurrent('Redis refuses the credentials: no waiting, one line without the password', async () => {
+    const url = new URL(REDIS_URL);
+    url.username = 'no-such-user';
+    url.password = 'hunter2-wrong';
+    const r = await startBot({ ...base, REDIS_URL: url.toString(), PORT: String(await freePort()) });
+    const line = expectOneLine(r, /refused the credentials/, /REDIS_URL/);
+    expect(line).not.toContain('hunter2-wrong');
+  });
+
+  it.concurrent('DATA_DIR is not a usable directory', async () => {
+    const file = join(dataDir, 'a-file');
+    await writeFile(file, 'x');
+    const r = await startBot({ ...base, DATA_DIR: join(file, 'sub'), PORT: String(await freePort()) });
+    expectOneLine(r, /DATA_DIR .*a-file\/sub is not usable \(ENOTDIR\)/, /check DATA_DIR/);
+  });
+
+  it.concurrent('LOG_LEVEL=debug adds the details (stack) to the logs, still one human line', async () => {
+    const r = await startBot({
+      ...base,
+      DISCORD_TOKEN: 'not-the-right-token',
+      LOG_LEVEL: 'debug',
+      PORT: String(await freePort()),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stdout).toContain('start failure details');
+    expect(r.stdout).toContain('"stack"');
+  });
+});
+
+describe('LOG_FORMAT', () => {
+  const env = async (format: string) => ({
+    DISCORD_TOKEN: 'x'.repeat(30),
+    DISCORD_APPLICATION_ID: '123456789012345678',
+    MEDIA_API_KEY: 'k',
+    REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    REDIS_START_TIMEOUT_SECONDS: '1',
+    LOG_FORMAT: format,
+  });
+
+  it.concurrent('json: one JSON object per line with level names and ISO times', async () => {
+    const r = await startBot(await env('json'));
+    const first = r.stdout.split('\n')[0] ?? '';
+    const rec = JSON.parse(first) as Record<string, unknown>;
+    expect(rec['level']).toBe('warn');
+    expect(String(rec['time'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it.concurrent('pretty: a readable line, not JSON (even when stdout is not a terminal)', async () => {
+    const r = await startBot(await env('pretty'));
+    const first = r.stdout.split('\n')[0] ?? '';
+    expect(first).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: Redis does not answer yet/);
+    expect(r.stdout).not.toContain('{"level"');
+  });
+
+  it('an unknown LOG_FORMAT is a config error', async () => {
+    const r = await startBot({ ...(await env('xml')) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('LOG_FORMAT: must be one of auto, json, pretty');
+  });
+});
+
+describe('npm run invite / register', () => {
+  it.concurrent(
+    'invite: the URL with scopes bot + applications.commands and exactly the bits used',
+    async () => {
+      const r = await run(['scripts/run.mjs', 'invite'], { DISCORD_APPLICATION_ID: '123456789012345678' });
+      expect(r.code, r.stderr).toBe(0);
+      const url = new URL(/https:\/\/discord\.com\/oauth2\/authorize\S+/.exec(r.stdout)?.[0] ?? '');
+      expect(url.searchParams.get('client_id')).toBe('123456789012345678');
+      expect(url.searchParams.get('scope')).toBe('bot applications.commands');
+      // Send Messages, Embed Links, Attach Files, Read Message History, Create Public Threads, Send Messages in Threads.
+      const bits = [1n << 11n, 1n << 14n, 1n << 15n, 1n << 16n, 1n << 35n, 1n << 38n].reduce((a, b) => a | b);
+      expect(url.searchParams.get('permissions')).toBe(bits.toString());
+      for (const name of [
+        'Send Messages',
+        'Attach Files',
+        'Create Public Threads',
+        'Send Messages in Threads',
+      ]) {
+        expect(r.stdout).toContain(name);
+      }
+    },
+  );
+
+  it.concurrent('invite without DISCORD_APPLICATION_ID: one clear error', async () => {
+    const r = await run(['scripts/run.mjs', 'invite'], {});
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('DISCORD_APPLICATION_ID: required');
+  });
+
+  it('register needs only the Discord variables (no MEDIA_API_KEY)', async () => {
+    const fake = await startFakeDiscord({ warmUpValidators: false });
+    try {
+      const r = await run(['scripts/run.mjs', 'register-commands'], {
+        DISCORD_TOKEN: fake.token,
+        DISCORD_APPLICATION_ID: fake.applicationId,
+        DISCORD_GUILD_ID: fake.guildId,
+        DISCORD_API_URL: fake.apiUrl,
+        LOG_LEVEL: 'warn',
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toContain('MEDIA_API_KEY');
+      expect(fake.guildCommands().length).toBeGreaterThan(0);
+      expect(r.stdout).toMatch(/guild commands/);
+    } finally {
+      await fake.close();
+    }
+  });
+});
