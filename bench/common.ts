@@ -1,10 +1,11 @@
 /** Shared pieces of the benchmarks. */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
-import { REDIS_URL, eventually, type Harness } from '../test/helpers/harness.js';
+import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
 export const pct = (xs: number[], p: number): number => {
@@ -121,4 +122,83 @@ export function loadFromChild(spec: {
       }
     });
   });
+}
+
+/** Compiles the bot as the Docker image does (`tsc -p tsconfig.build.json` → dist/). */
+export function buildBot(): void {
+  const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
+  if (r.status !== 0) throw new Error('building the bot (tsc -p tsconfig.build.json) failed');
+}
+
+export interface BotProcess {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  /** Everything it printed so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the bot as its own process (compiled `dist/src/main.js`, or through tsx
+ * with `tsx: true`) against the given fake Discord, emulator and Redis.
+ */
+export async function spawnBot(opts: {
+  fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
+  emulator: { url: string; apiKey: string };
+  redisUrl: string;
+  tsx?: boolean;
+  nodeFlags?: string[];
+  env?: Record<string, string>;
+}): Promise<BotProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = [
+    ...(opts.nodeFlags ?? []),
+    ...(opts.tsx ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']),
+  ];
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      DISCORD_TOKEN: opts.fake.token,
+      DISCORD_APPLICATION_ID: opts.fake.applicationId,
+      DISCORD_GUILD_ID: opts.fake.guildId,
+      DISCORD_API_URL: opts.fake.apiUrl,
+      MEDIA_API_URL: opts.emulator.url,
+      MEDIA_API_KEY: opts.emulator.apiKey,
+      REDIS_URL: opts.redisUrl,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_URL: url,
+      LOG_LEVEL: 'info',
+      ...opts.env,
+    },
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  return {
+    child,
+    port,
+    url,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** VmRSS and VmHWM (lifetime peak) of a process, in bytes (Linux /proc). */
+export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
 }

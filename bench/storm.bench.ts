@@ -110,6 +110,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
   const stormEdits = jobs.map(
     (j) => (h.fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0) - (editsBefore.get(j.id) ?? 0),
   );
+  const allEdits = jobs.map((j) => h.fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0);
   // Progress edits sent while another job's final was known and not yet delivered.
   let progressWhileFinalWaited = 0;
   for (const j of jobs) {
@@ -147,6 +148,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     'finished→final p50 ms': r1(pct(toFinal, 50)),
     'finished→final p95 ms': r1(pct(toFinal, 95)),
     'finished→final max ms': r1(Math.max(...toFinal)),
+    'edits per message in all (incl. queued) max': Math.max(...allEdits),
     'edits per job (storm) max': Math.max(...stormEdits),
     'edits per job (storm) mean': r1(stormEdits.reduce((a, b) => a + b, 0) / stormEdits.length),
     '429s received': h.fake.count429 - count429Before,

@@ -1,79 +1,138 @@
 /**
  * Webhook intake throughput: the bot's `POST /webhooks/media/:jobId` against a
- * bare Fastify + Keyv(Redis) handler doing one get + one set per request, in
- * the same run, both loaded by autocannon from a separate process (so the
- * generator is not the bottleneck). All from one address, as a media service
- * flushing its backlog would: nothing valid may be refused.
+ * bare Fastify + Keyv(Redis) handler doing one get + one set per request, in the
+ * same run. Each server runs in its own process (the bot compiled, as in the
+ * Docker image), the fake Discord and the emulator stay in this one, and the load
+ * comes from autocannon in yet another process, so neither the generator nor the
+ * test doubles compete with the server's event loop. One private redis-server
+ * serves both. All load from one address, as a media service flushing its
+ * backlog would send it: nothing valid may be refused.
  */
-import Fastify from 'fastify';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
-import { REDIS_URL, startHarness } from '../test/helpers/harness.js';
-import type { JobRecord } from '../src/services/store/types.js';
-import { loadFromChild, redisAnswers, r1, startJobs, type LoadResult } from './common.js';
+import { pino } from 'pino';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
+import { startFakeDiscord } from '../test/fake-discord/index.js';
+import { eventually } from '../test/helpers/harness.js';
+import { HAS_REDIS_SERVER, privateRedis } from '../test/helpers/private-redis.js';
+import { createStores } from '../src/services/store/index.js';
+import { buildBot, loadFromChild, r1, spawnBot, vmOf, mib, type LoadResult } from './common.js';
 
 const JOBS = 100;
 const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
-  if (!(await redisAnswers())) return { scenario: 'webhook throughput', skipped: 'no Redis at REDIS_URL' };
-  // The fake Discord shares this process: its OpenAPI validation would be billed to the bot.
-  const h = await startHarness({
-    webhooks: true,
-    redis: true,
-    fake: { validation: 'off' },
-    env: { WEBHOOK_SILENCE_MS: '600000' },
+  if (!HAS_REDIS_SERVER) return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
+  buildBot();
+  const redis = await privateRedis();
+  await redis.start();
+  const redisUrl = `redis://127.0.0.1:${redis.port}`;
+  const fake = await startFakeDiscord({ validation: 'off' });
+  const emulator = await startEmulator({});
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-tp-'));
+  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
+  const bot = await spawnBot({
+    fake,
+    emulator,
+    redisUrl,
+    env: { LOG_LEVEL: 'warn', WEBHOOK_SILENCE_MS: '600000' },
   });
-  const { jobs } = await startJobs(h, [h.fake.defaultChannelId], JOBS);
-  const targets = jobs.map((j) => ({ id: j.id, secret: j.secret, taskId: j.taskId ?? '' }));
+  let bare: ReturnType<typeof spawn> | undefined;
+  try {
+    await eventually(
+      async () => (await fetch(`${bot.url}/readyz`).catch(() => undefined))?.status === 200,
+      60_000,
+      'bot ready',
+    );
+    // 100 live jobs, made the way members make them.
+    emulator.setScenario({ hold: true, dropWebhooks: 'all' });
+    for (let i = 0; i < JOBS; i++) {
+      fake.sendCommand({
+        name: 'extend-song',
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+      });
+    }
+    const jobs = await eventually(
+      async () => {
+        const all = await stores.jobs.listUnfinished();
+        const ready = all.filter((j) => j.taskId && j.message.messageId && j.state === 'queued');
+        return ready.length >= JOBS ? ready : undefined;
+      },
+      120_000,
+      'jobs submitted',
+    );
+    const targets = jobs.map((j) => ({ id: j.id, secret: j.secret, taskId: j.taskId ?? '' }));
 
-  const kv = new Keyv({ store: new KeyvRedis(REDIS_URL), namespace: `bare${Date.now()}` });
-  for (const j of jobs) await kv.set(`job:${j.id}`, j);
-  const bare = Fastify({ bodyLimit: 1024 * 1024 });
-  bare.post<{ Params: { id: string }; Body: { percentage: number } }>('/hook/:id', async (req, reply) => {
-    const job = (await kv.get(`job:${req.params.id}`)) as JobRecord | undefined;
-    if (!job || req.headers['x-webhook-secret'] !== job.secret) return reply.code(401).send({});
-    await kv.set(`job:${req.params.id}`, {
-      ...job,
-      percentage: Math.max(job.percentage, req.body.percentage),
+    const kv = new Keyv({ store: new KeyvRedis(redisUrl), namespace: 'bare' });
+    // The same records as the bot's, so both move the same bytes.
+    for (const j of jobs) await kv.set(`job:${j.id}`, j);
+    await kv.disconnect();
+    const bareProc = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('./bare-server.ts', import.meta.url)), redisUrl, 'bare'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    bare = bareProc;
+    const bareUrl = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      bareProc.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n')[0];
+        if (out.includes('\n') && line) resolve(line.trim());
+      });
+      bareProc.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
     });
-    return reply.code(202).send({ ok: true });
-  });
-  const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
 
-  const run = (url: string, pathPrefix: string, durationSec = SECONDS) =>
-    loadFromChild({ url, pathPrefix, jobs: targets, connections: CONNECTIONS, durationSec });
-  // Warm both, then alternate so machine noise hits both alike.
-  await run(h.baseUrl, '/webhooks/media/', 1);
-  await run(bareUrl, '/hook/', 1);
-  const bot: LoadResult[] = [];
-  const base: LoadResult[] = [];
-  for (let i = 0; i < 2; i++) {
-    bot.push(await run(h.baseUrl, '/webhooks/media/'));
-    base.push(await run(bareUrl, '/hook/'));
+    const run = (url: string, pathPrefix: string, durationSec = SECONDS) =>
+      loadFromChild({ url, pathPrefix, jobs: targets, connections: CONNECTIONS, durationSec });
+    // Warm both, then alternate so machine noise hits both alike.
+    await run(bot.url, '/webhooks/media/', 1);
+    await run(bareUrl, '/hook/', 1);
+    const botRuns: LoadResult[] = [];
+    const bareRuns: LoadResult[] = [];
+    for (let i = 0; i < 2; i++) {
+      botRuns.push(await run(bot.url, '/webhooks/media/'));
+      bareRuns.push(await run(bareUrl, '/hook/'));
+    }
+    const botVm = await vmOf(bot.child.pid ?? 0);
+
+    const mean = (rs: LoadResult[]) => rs.reduce((a, r) => a + r.rps, 0) / rs.length;
+    const botRps = mean(botRuns);
+    const bareRps = mean(bareRuns);
+    return {
+      scenario: `webhook throughput, ${JOBS} jobs, ${CONNECTIONS} connections, one address; bot, bare handler and autocannon each in its own process`,
+      'bot req/s': Math.round(botRps),
+      'bare fastify+keyv/redis get+set req/s': Math.round(bareRps),
+      'ratio bot/bare': Math.round((botRps / bareRps) * 100) / 100,
+      'bot deliveries': botRuns.reduce((a, r) => a + r.total, 0),
+      'bot refused (non-2xx)': botRuns.reduce((a, r) => a + r.non2xx, 0),
+      'bot errors/timeouts': botRuns.reduce((a, r) => a + r.errors + r.timeouts, 0),
+      'bot p50 ms': r1(Math.max(...botRuns.map((r) => r.p50))),
+      'bot p99 ms': r1(Math.max(...botRuns.map((r) => r.p99))),
+      'bare p99 ms': r1(Math.max(...bareRuns.map((r) => r.p99))),
+      'bot rss MiB after load': mib(botVm.rss),
+      'discord edits during the run': fake.requests.filter((r) => r.method === 'PATCH').length,
+    };
+  } finally {
+    if (bare && bare.exitCode === null) {
+      const exited = new Promise((r) => bare?.once('exit', r));
+      bare.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    }
+    await bot.stop();
+    await stores.close().catch(() => undefined);
+    await redis.kill();
+    await rm(redis.dir, { recursive: true, force: true });
+    await rm(dataDir, { recursive: true, force: true });
+    await emulator.close();
+    await fake.close();
   }
-  await bare.close();
-  await kv.clear().catch(() => undefined);
-  await kv.disconnect();
-  await h.close();
-
-  const mean = (rs: LoadResult[], f: (r: LoadResult) => number) =>
-    rs.reduce((a, r) => a + f(r), 0) / rs.length;
-  const botRps = mean(bot, (r) => r.rps);
-  const bareRps = mean(base, (r) => r.rps);
-  return {
-    scenario: `webhook throughput, ${JOBS} jobs, ${CONNECTIONS} connections, one address, autocannon in a child process`,
-    'bot req/s': Math.round(botRps),
-    'bare fastify+keyv/redis get+set req/s': Math.round(bareRps),
-    'ratio bot/bare': Math.round((botRps / bareRps) * 100) / 100,
-    'bot deliveries': bot.reduce((a, r) => a + r.total, 0),
-    'bot refused (non-2xx)': bot.reduce((a, r) => a + r.non2xx, 0),
-    'bot errors/timeouts': bot.reduce((a, r) => a + r.errors + r.timeouts, 0),
-    'bot p50 ms': r1(Math.max(...bot.map((r) => r.p50))),
-    'bot p99 ms': r1(Math.max(...bot.map((r) => r.p99))),
-    'bare p99 ms': r1(Math.max(...base.map((r) => r.p99))),
-  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

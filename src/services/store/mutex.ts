@@ -19,7 +19,22 @@ export class KeyedMutex {
   readonly #tails = new Map<string, Promise<void>>();
 
   async run<T>(key: string, fn: () => Promise<T>, maxWaitMs: number, onTimeout: () => Error): Promise<T> {
-    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const busy = this.#tails.get(key);
+    if (busy === undefined) {
+      // Uncontended (the common case, e.g. every webhook of a storm): no wait, so no timer.
+      let releaseTurn: () => void = () => undefined;
+      const tail = new Promise<void>((resolve) => {
+        releaseTurn = resolve;
+      });
+      this.#tails.set(key, tail);
+      try {
+        return await fn();
+      } finally {
+        releaseTurn();
+        if (this.#tails.get(key) === tail) this.#tails.delete(key);
+      }
+    }
+    const previous = busy;
     let releaseTurn: () => void = () => undefined;
     const turn = new Promise<void>((resolve) => {
       releaseTurn = resolve;
