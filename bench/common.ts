@@ -174,6 +174,7 @@ export async function spawnBot(opts: {
       PORT: String(port),
       PUBLIC_URL: url,
       LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
       ...opts.env,
     },
   });

@@ -8,35 +8,27 @@
  * them all over (secrets memo, poll timers, edit-queue slots). Prints the child's
  * VmRSS / VmHWM with 0 and with 10 000 jobs.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { pino } from 'pino';
 import { startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
-import { eventually, freePort } from '../test/helpers/harness.js';
+import { eventually } from '../test/helpers/harness.js';
 import { HAS_REDIS_SERVER, privateRedis } from '../test/helpers/private-redis.js';
 import { openBackend } from '../src/services/store/backend.js';
 import type { JobRecord } from '../src/services/store/types.js';
-import { mib } from './common.js';
+import { buildBot, mib, spawnBot, vmOf, type BotProcess } from './common.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const TSX = process.env.BENCH_TSX === '1';
 const DAY = 86_400_000;
-
-async function vm(pid: number): Promise<{ rss: number; hwm: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) =>
-    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-}
 
 async function runBot(jobs: number): Promise<Record<string, unknown>> {
   const fake = await startFakeDiscord({ validation: 'off' });
   const emulator = await startEmulator({});
   const redis = await privateRedis();
   await redis.start();
-  let child: ChildProcess | undefined;
+  let bot: BotProcess | undefined;
   try {
     const redisUrl = `redis://127.0.0.1:${redis.port}`;
     const backend = await openBackend({
@@ -83,44 +75,29 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
     if (ids.length > 0) await backend.set('unfinished', ids, 7 * DAY);
     await backend.close();
 
-    const port = await freePort();
-    const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-    const args = [...flags, ...(TSX ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'])];
-    child = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        DISCORD_TOKEN: fake.token,
-        DISCORD_APPLICATION_ID: fake.applicationId,
-        DISCORD_GUILD_ID: fake.guildId,
-        DISCORD_API_URL: fake.apiUrl,
-        MEDIA_API_URL: emulator.url,
-        MEDIA_API_KEY: emulator.apiKey,
-        REDIS_URL: redisUrl,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        LOG_LEVEL: 'info',
-      },
+    bot = await spawnBot({
+      fake,
+      emulator,
+      redisUrl,
+      tsx: TSX,
+      nodeFlags: (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     });
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    const out = () => bot?.output() ?? '';
     const t0 = Date.now();
-    await eventually(() => out.includes('recovered unfinished jobs'), 120_000, 'bot recovery');
+    await eventually(() => out().includes('recovered unfinished jobs'), 120_000, 'bot recovery');
     const recoveredMs = Date.now() - t0;
-    const pid = child.pid ?? 0;
+    const pid = bot.child.pid ?? 0;
     // Let recovery's work settle, then watch for 10 s.
     let peak = 0;
     let last = { rss: 0, hwm: 0 };
     for (let i = 0; i < 50; i++) {
       await new Promise((r) => setTimeout(r, 200));
-      last = await vm(pid);
+      last = await vmOf(pid);
       peak = Math.max(peak, last.rss);
     }
-    const resumed = /"resumed":(\d+)/.exec(out)?.[1];
+    const resumed = /"resumed":(\d+)/.exec(out())?.[1];
     // The bot's own view (prom-client default metrics): live heap vs what V8 holds.
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const metrics = await (await fetch(`${bot.url}/metrics`)).text();
     const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN);
     return {
       'tracked jobs': jobs,
@@ -132,11 +109,7 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
       'bot heap used / total MiB': `${mib(metric('nodejs_heap_size_used_bytes'))} / ${mib(metric('nodejs_heap_size_total_bytes'))}`,
     };
   } finally {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child?.once('exit', r));
-      child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-    }
+    await bot?.stop();
     await redis.kill();
     await rm(redis.dir, { recursive: true, force: true });
     await emulator.close();
@@ -146,16 +119,7 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {
   if (!HAS_REDIS_SERVER) return [{ scenario: 'bot RSS', skipped: 'redis-server not installed' }];
-  if (!TSX) {
-    const build = spawnSync(
-      process.execPath,
-      ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
-      {
-        stdio: 'inherit',
-      },
-    );
-    if (build.status !== 0) throw new Error('npm run build failed');
-  }
+  if (!TSX) buildBot();
   const how = TSX ? 'node --import tsx src/main.ts' : 'node dist/src/main.js';
   return [
     { scenario: `bot RSS, no jobs (${how})`, ...(await runBot(0)) },

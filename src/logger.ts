@@ -1,5 +1,10 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type { PrettyOptions, prettyFactory as PrettyFactory } from 'pino-pretty';
+
+/** pino-pretty costs ~10 MB of RSS once loaded: only a process that logs pretty loads it. */
+const loadPrettyFactory = (): ((options: PrettyOptions) => (line: string) => string) =>
+  (createRequire(import.meta.url)('pino-pretty') as { prettyFactory: typeof PrettyFactory }).prettyFactory;
 
 /**
  * pino logs: JSON lines (level names, ISO times) for log collectors, or
@@ -78,7 +83,7 @@ export function createLogger(opts: {
   let destination: DestinationStream = out;
   if (opts.format === 'pretty') {
     // pino-pretty's formatter, applied in-process to each finished (scrubbed) line.
-    const prettify = prettyFactory({
+    const prettify = loadPrettyFactory()({
       colorize: opts.colorize ?? (opts.destination === undefined && process.stdout.isTTY),
       ignore: 'pid,hostname,service,component',
       messageFormat: '{if component}{component}: {end}{msg}',
