@@ -8,7 +8,7 @@ import type { BotContext } from './commands/types.js';
 import { syncCommands, type SyncResult } from './services/discord/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { EditQueue } from './services/discord/edit-queue.js';
-import { renderJob } from './services/discord/render.js';
+import { renderJob, renderThreadLine } from './services/discord/render.js';
 import { JobService } from './services/jobs/job-service.js';
 import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
@@ -18,6 +18,7 @@ import { inPhase } from './start-errors.js';
 import { CommunityService } from './services/community/community.js';
 import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
+import { createThreadApi } from './services/community/threads.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 
@@ -123,6 +124,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     media,
     edits,
     render: renderJob,
+    renderReply: renderThreadLine,
     logger: logger.child({ component: 'jobs' }),
     metrics,
     now,
@@ -157,6 +159,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     community,
     settings: guildSettings,
     ledger,
+    threads: createThreadApi(client.rest),
     now,
   };
   const route = createInteractionRouter(commands, components, context);

@@ -1,4 +1,5 @@
 import {
+  DiscordAPIError,
   MessageFlags,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
@@ -6,7 +7,7 @@ import {
 } from 'discord.js';
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
-import { renderJob, type MessagePayload } from '../services/discord/render.js';
+import { renderJob, renderThreadLine, threadName, type MessagePayload } from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
@@ -103,8 +104,65 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
       // The interaction webhook still reaches the message for ~15 min.
       ctx.logger.warn({ err, jobId: job.id }, 'could not record the message id');
     }
+    // Before the service call, so no webhook can race the move into the thread.
+    if (guildId !== undefined && !(interaction.channel?.isThread() ?? false)) {
+      const threads = await ctx.settings
+        .get(guildId)
+        .then((s) => s.threads)
+        .catch(() => false);
+      if (threads) job = await moveIntoThread(interaction, ctx, job, messageId);
+    }
   }
   await ctx.jobs.submit(job, req.submit);
+}
+
+/**
+ * Threads on: a public thread from the reply, the live message inside it, the reply
+ * cut to one line linking it. Any failure (missing permission, Discord error) leaves
+ * the job in the channel as with threads off; the member is told once, ephemerally.
+ */
+async function moveIntoThread(
+  interaction: JobInteraction,
+  ctx: BotContext,
+  job: JobRecord,
+  replyId: string,
+): Promise<JobRecord> {
+  const channelId = job.message.channelId;
+  try {
+    const thread = await ctx.threads.startThread(channelId, replyId, threadName(job));
+    const live = await ctx.threads.postMessage(thread.id, renderJob(job, ctx.now()));
+    const moved = await ctx.jobs.moveToThread(
+      job.id,
+      {
+        channelId: thread.id,
+        ...(job.message.guildId ? { guildId: job.message.guildId } : {}),
+        messageId: live.id,
+      },
+      { ...job.message, messageId: replyId },
+    );
+    if (!moved) return job;
+    await interaction.editReply(toReplyOptions(renderThreadLine(moved)));
+    return moved;
+  } catch (err) {
+    const why =
+      err instanceof DiscordAPIError && (err.code === 50013 || err.code === 50001)
+        ? 'I am missing the **Create Public Threads** / **Send Messages in Threads** permission here'
+        : 'Discord did not let me start a thread';
+    ctx.logger.warn(
+      { err, jobId: job.id, channelId },
+      'could not move the job into a thread; it stays in the channel',
+    );
+    await interaction
+      .followUp({
+        content: `${why}, so this job runs here in the channel instead.`,
+        flags: MessageFlags.Ephemeral,
+        allowedMentions: { parse: [] },
+      })
+      .catch((e: unknown) =>
+        ctx.logger.warn({ err: e, jobId: job.id }, 'could not tell the member about the thread'),
+      );
+    return job;
+  }
 }
 
 const storeUserError = () =>

@@ -15,6 +15,7 @@ import type { TrainingSessions } from '../services/training/sessions.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
+import type { ThreadApi } from '../services/community/threads.js';
 
 /** Everything a command needs, passed in (no singletons), so tests can swap parts. */
 export interface BotContext {
@@ -32,6 +33,8 @@ export interface BotContext {
   /** Per-server settings (/settings). */
   settings: GuildSettingsStore;
   ledger: FairUseLedger;
+  /** Starting a job's thread and posting its live message there (bot token). */
+  threads: ThreadApi;
   now: () => number;
 }
 

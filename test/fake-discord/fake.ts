@@ -872,6 +872,24 @@ export class FakeDiscord {
       Object.assign(out, { topic: c.topic, nsfw: false, last_message_id: null, rate_limit_per_user: 0 });
     }
     if (c.type === 2) Object.assign(out, { bitrate: 64000, user_limit: 0, rtc_region: null, nsfw: false });
+    if (c.type === 10 || c.type === 11 || c.type === 12) {
+      delete out['permission_overwrites'];
+      delete out['position'];
+      Object.assign(out, {
+        owner_id: this.applicationId,
+        last_message_id: null,
+        rate_limit_per_user: 0,
+        message_count: 0,
+        member_count: 1,
+        total_message_sent: 0,
+        thread_metadata: {
+          archived: false,
+          auto_archive_duration: 1440,
+          archive_timestamp: new Date(this.clock.now()).toISOString(),
+          locked: false,
+        },
+      });
+    }
     return out;
   }
 
@@ -1997,6 +2015,35 @@ export class FakeDiscord {
       this.messages.set(id, msg);
       this.#emitMessage('MESSAGE_CREATE', msg);
       return { status: 200, body: data };
+    });
+    // Start a public thread from a message (Discord: the thread's id is the message's id; one thread per
+    // message, 160004; text or announcement channels only, 50024; Create Public Threads, else 50013).
+    this.#route('POST', '/channels/{channel_id}/messages/{message_id}/threads', 'bot', (ctx) => {
+      const channel = this.#channelFor(ctx, true);
+      if (channel.type !== 0 && channel.type !== 5) {
+        throw new DiscordHttpError(400, 50024, 'Cannot execute action on this channel type');
+      }
+      const msg = this.#channelMessage(ctx);
+      if (this.#channels.has(msg.id)) {
+        throw new DiscordHttpError(400, 160004, 'A thread has already been created for this message');
+      }
+      const body = this.#bodyObject(ctx);
+      const name = typeof body['name'] === 'string' ? body['name'] : '';
+      const thread: ChannelState = {
+        id: msg.id,
+        name,
+        type: channel.type === 5 ? 10 : 11,
+        topic: null,
+        parentId: channel.id,
+        position: 0,
+        botCanView: true,
+        botCanSend: channel.botCanSend,
+      };
+      this.#channels.set(thread.id, thread);
+      const json = this.#channelJson(thread, true);
+      msg.data['thread'] = json;
+      if (this.gateway.currentSession) this.gateway.dispatch('THREAD_CREATE', { ...json, newly_created: true });
+      return { status: 201, body: json };
     });
     this.#route('GET', '/channels/{channel_id}/messages/{message_id}', 'bot', (ctx) => {
       this.#channelFor(ctx, false);

@@ -557,3 +557,38 @@ export function renderJobSummaryLine(job: JobRecord, now: number): string {
     .filter((p): p is string => p !== undefined)
     .join(' · ');
 }
+
+const COMMAND_NAMES: Record<JobRecord['operation'], string> = {
+  upscale: 'upscale',
+  song: 'extend-song',
+  video: 'extend-video',
+  upload: 'training-photos',
+};
+
+/** A job's thread: the command and the first words of its prompt (or the task it extends), ≤ 100 chars. */
+export function threadName(job: Pick<JobRecord, 'operation' | 'params'>): string {
+  const p = job.params;
+  const subject = [p['prompt'], p['task_id']].find(
+    (v): v is string => typeof v === 'string' && v.trim() !== '',
+  );
+  const words = subject === undefined ? '' : subject.trim().replace(/\s+/g, ' ');
+  const name = words === '' ? COMMAND_NAMES[job.operation] : `${COMMAND_NAMES[job.operation]} · ${words}`;
+  return name.length <= 100 ? name : `${name.slice(0, 99).trimEnd()}…`;
+}
+
+/** The channel reply of a job that lives in a thread: one short line, ending on the final state. */
+export function renderThreadLine(job: JobRecord): MessagePayload {
+  const where = `<#${job.message.channelId}>`;
+  const state =
+    job.state === 'finished'
+      ? `${STATE_EMOJI.finished} finished`
+      : job.state === 'failed'
+        ? `${STATE_EMOJI.failed} failed`
+        : `${STATE_EMOJI.processing} running`;
+  return {
+    content: `${mention(job.userId)} **${title(job)}** · ${state} · ${where}`.trim(),
+    embeds: [],
+    components: [],
+    allowed_mentions: { parse: [] },
+  };
+}

@@ -45,6 +45,8 @@ export interface JobServiceDeps {
   media: TaskFetcher;
   edits: EditSink;
   render: (job: JobRecord, now: number) => MessagePayload;
+  /** The short channel line of a job that lives in a thread (JobRecord.reply). */
+  renderReply?: (job: JobRecord) => MessagePayload;
   logger: Logger;
   metrics?: Metrics;
   options: JobServiceOptions;
@@ -117,6 +119,16 @@ export class JobService {
   webhookFor(job: JobRecord): WebhookTarget | undefined {
     const base = this.deps.options.publicUrl;
     return base ? { url: `${base}/webhooks/media/${job.id}`, secret: job.secret } : undefined;
+  }
+
+  /** The job now lives in its thread: `message` is the live one there, `reply` the channel line. */
+  async moveToThread(
+    jobId: string,
+    message: JobMessageRef,
+    reply: JobMessageRef,
+  ): Promise<JobRecord | undefined> {
+    const r = await this.deps.store.apply(jobId, { thread: { message, reply }, at: this.now() });
+    return r?.job;
   }
 
   /** Records the message id of the job's public reply. */
@@ -270,6 +282,17 @@ export class JobService {
       payload: () => this.deps.render(job, this.now()),
       final: isFinal(job),
     });
+    // A job in its own thread: the channel's one-line reply ends on the final state.
+    if (job.reply && isFinal(job) && this.deps.renderReply) {
+      const renderReply = this.deps.renderReply;
+      this.deps.edits.push({
+        jobId: `${job.id}:reply`,
+        ref: job.reply,
+        messageCreatedAt: job.createdAt,
+        payload: () => renderReply(job),
+        final: true,
+      });
+    }
   }
 
   /**

@@ -65,6 +65,11 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     next.message.messageId = update.messageId;
   }
 
+  if (job.reply === undefined && update.thread !== undefined) {
+    next.message = update.thread.message;
+    next.reply = update.thread.reply;
+  }
+
   const lastEventAt = Math.max(job.lastEventAt ?? Number.NEGATIVE_INFINITY, at);
   // What a user can see (or what ends the job): worth a version bump and an edit.
   const changed =
@@ -75,7 +80,8 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     next.result !== job.result ||
     next.error !== job.error ||
     next.finishedAt !== job.finishedAt ||
-    next.message.messageId !== job.message.messageId;
+    next.message.messageId !== job.message.messageId ||
+    next.reply !== job.reply;
 
   if (!changed) {
     // Bookkeeping only (a re-delivery observed later: same text, newer `at`): keep

@@ -61,6 +61,7 @@ export const jobRecordSchema = z.object({
   operation: z.enum(OPERATIONS),
   userId: z.string(),
   message: jobMessageRefSchema,
+  reply: jobMessageRefSchema.exactOptional(),
   params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
   taskId: z.string().exactOptional(),
   cost: z.number().int().min(0).exactOptional(),

@@ -31,6 +31,11 @@ export interface JobRecord {
   operation: Operation;
   userId: string;
   message: JobMessageRef;
+  /**
+   * With a thread per job: the public reply in the channel (one short line linking the
+   * thread, edited to the final state at the end), while `message` is the live one in the thread.
+   */
+  reply?: JobMessageRef;
   /** What was submitted, as shown to the user (no secrets, no image bytes). */
   params: Record<string, string | number | boolean | string[]>;
   taskId?: string;
@@ -68,6 +73,8 @@ export interface JobUpdate {
   result?: TaskOutputs;
   error?: JobError;
   messageId?: string;
+  /** Moves the live message into the job's thread (once): see JobRecord.reply. */
+  thread?: { message: JobMessageRef; reply: JobMessageRef };
   /** Epoch ms the event was observed. */
   at: number;
 }
