@@ -2042,7 +2042,8 @@ export class FakeDiscord {
       this.#channels.set(thread.id, thread);
       const json = this.#channelJson(thread, true);
       msg.data['thread'] = json;
-      if (this.gateway.currentSession) this.gateway.dispatch('THREAD_CREATE', { ...json, newly_created: true });
+      if (this.gateway.currentSession)
+        this.gateway.dispatch('THREAD_CREATE', { ...json, newly_created: true });
       return { status: 201, body: json };
     });
     this.#route('GET', '/channels/{channel_id}/messages/{message_id}', 'bot', (ctx) => {
