@@ -19,6 +19,7 @@ import { CommunityService } from './services/community/community.js';
 import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
 import { createThreadApi } from './services/community/threads.js';
+import { GalleryPoster } from './services/community/gallery.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 
@@ -115,6 +116,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ledger,
     costs: config.community.costs,
     logger: logger.child({ component: 'community' }),
+    gallery: new GalleryPoster({
+      rest: client.rest,
+      settings: guildSettings,
+      kv: stores.kv,
+      logger: logger.child({ component: 'gallery' }),
+      now,
+    }),
   });
 
   const jobs = new JobService({

@@ -12,7 +12,7 @@ import { apiRoutes } from './routes/api.js';
 import { controlRoutes } from './routes/control.js';
 import { fileRoutes } from './routes/files.js';
 import { DEFAULT_SCENARIO, applyPatch } from './scenario.js';
-import type { Emulator, EmulatorOptions } from './types.js';
+import type { Emulator, EmulatorOptions, FileFault } from './types.js';
 
 export { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './core.js';
 export { DEFAULT_SCENARIO } from './scenario.js';
@@ -39,6 +39,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   installJsonParsing(app);
 
   let closed: Promise<void> | undefined;
+  const fileFaults = new Map<string, FileFault>();
   const emulator: Emulator = {
     get url() {
       return core.baseUrl;
@@ -73,6 +74,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     reset: () => core.reset(),
     onEvent: (listener) => core.onEvent(listener),
     waitFor: (predicate, timeoutMs = 2000) => waitFor(core, predicate, timeoutMs),
+    setFileFault: (match, fault) => {
+      if (fault === undefined) fileFaults.delete(match);
+      else fileFaults.set(match, fault);
+    },
   };
 
   await app.register(
@@ -82,7 +87,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       keepUploadBytes: options.keepUploadBytes ?? false,
     }),
   );
-  await app.register(fileRoutes);
+  await app.register(fileRoutes(fileFaults));
   await app.register(controlRoutes(emulator), { prefix: '/_emulator' });
 
   await app.listen({ port: options.port ?? 0, host });

@@ -174,4 +174,12 @@ export interface Emulator {
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   /** Subscribes to events; returns the unsubscribe function. */
   onEvent(listener: (event: EmulatorEvent) => void): () => void;
+  /**
+   * Result files whose name contains `match` are served differently from now on: `status`
+   * answers that HTTP error instead; `sizeBytes` pads the real file with zeros to that size
+   * (a large result). `undefined` removes the rule.
+   */
+  setFileFault(match: string, fault: FileFault | undefined): void;
 }
+
+export type FileFault = { status: number } | { sizeBytes: number };

@@ -58,6 +58,8 @@ const P = (...bits: number[]): string => bits.reduce((acc, b) => acc | (1n << Bi
 const DEFAULT_BOT_PERMISSIONS = P(10, 11, 14, 15, 16, 6, 18, 31, 38);
 const DEFAULT_MEMBER_PERMISSIONS = P(10, 11, 14, 15, 16, 6, 18, 31, 38, 0 /* CREATE_INSTANT_INVITE */);
 const ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
+const uploadLimitForTier = (tier: number): number =>
+  tier >= 3 ? 100 * 1024 * 1024 : tier === 2 ? 50 * 1024 * 1024 : ATTACHMENT_SIZE_LIMIT;
 const HOUR = 3_600_000;
 
 export const InteractionType = {
@@ -707,6 +709,15 @@ export class FakeDiscord {
   }
 
   // ===========================================================================================
+  // Guild boost level: the upload limit per file (Discord: 10 MiB, 50 MiB at tier 2, 100 MiB at tier 3)
+
+  #premiumTier = 0;
+
+  setGuildPremiumTier(tier: 0 | 1 | 2 | 3): void {
+    this.#premiumTier = tier;
+  }
+
+  // ===========================================================================================
   // Users, attachments, messages from users
 
   addUser(u: {
@@ -943,8 +954,8 @@ export class FakeDiscord {
       public_updates_channel_id: null,
       safety_alerts_channel_id: null,
       vanity_url_code: null,
-      premium_tier: 0,
-      premium_subscription_count: 0,
+      premium_tier: this.#premiumTier,
+      premium_subscription_count: this.#premiumTier * 7,
       premium_progress_bar_enabled: false,
       preferred_locale: this.guildLocale,
       nsfw_level: 0,
@@ -1274,7 +1285,7 @@ export class FakeDiscord {
     const payload: JsonObject = {
       app_permissions: appPermissions,
       application_id: this.applicationId,
-      attachment_size_limit: ATTACHMENT_SIZE_LIMIT,
+      attachment_size_limit: uploadLimitForTier(this.#premiumTier),
       authorizing_integration_owners: { '0': guildId },
       channel: { ...this.#channelJson(channel, true), permissions: appPermissions },
       channel_id: channelId,
@@ -1983,6 +1994,10 @@ export class FakeDiscord {
     });
     this.#route('POST', '/channels/{channel_id}/messages', 'bot', (ctx) => {
       const channel = this.#channelFor(ctx, true);
+      const limit = uploadLimitForTier(this.#premiumTier);
+      if (ctx.files.some((f) => f.bytes.length > limit)) {
+        throw new DiscordHttpError(413, 40005, 'Request entity too large');
+      }
       const body = this.#bodyObject(ctx);
       if (typeof body['flags'] === 'number' && (body['flags'] & MessageFlag.Ephemeral) !== 0) {
         body['flags'] = body['flags'] & ~MessageFlag.Ephemeral; // Discord ignores EPHEMERAL outside interactions

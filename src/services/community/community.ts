@@ -5,6 +5,7 @@ import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import type { FairUseLedger, Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
+import type { GalleryPoster } from './gallery.js';
 
 /** The slash command (as named in CREDIT_COSTS) behind each operation. */
 export const COMMAND_OF: Record<Operation, CostedCommand> = {
@@ -53,6 +54,7 @@ export class CommunityService {
       ledger: FairUseLedger;
       costs: Config['community']['costs'];
       logger: Logger;
+      gallery?: GalleryPoster;
     },
   ) {}
 
@@ -95,5 +97,6 @@ export class CommunityService {
     const refund =
       job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
     await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund });
+    if (job.state === 'finished' && this.deps.gallery) await this.deps.gallery.post(job);
   }
 }

@@ -592,3 +592,33 @@ export function renderThreadLine(job: JobRecord): MessagePayload {
     allowed_mentions: { parse: [] },
   };
 }
+
+/**
+ * A finished job in the gallery channel: who ran it (no ping), the command and its
+ * main parameters, a jump link to the job's message; the result files ride along as
+ * attachments, and those that could not (too large, download failed) are linked here.
+ */
+export function renderGalleryPost(
+  job: JobRecord,
+  attachments: { filename: string }[],
+  linked: { url: string; reason: string }[],
+): MessagePayload & { attachments: { id: string; filename: string }[] } {
+  const link = jobMessageLink(job);
+  const embed: APIEmbed = withTimestamp(
+    {
+      title: `${STATE_EMOJI.finished} ${title(job)}`,
+      description: lines(
+        `by ${mention(job.userId)}`,
+        link && `[Jump to the job](${link})`,
+        linked.length > 0 &&
+          `Not attached:\n${linked.map((l) => `• ${l.url} (${truncate(l.reason, 80)})`).join('\n')}`,
+      ),
+      color: COLORS.finished,
+      fields: [...taskField(job), ...paramFields(job, 10)],
+      footer: footer(job),
+    },
+    job.finishedAt ?? job.updatedAt,
+  );
+  const base = payload(`**${title(job)}** by ${mention(job.userId)}`.trim(), [embed]);
+  return { ...base, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
+}
