@@ -15,6 +15,9 @@ import { createStores } from './services/store/index.js';
 import { TrainingSessions } from './services/training/sessions.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
+import { CommunityService } from './services/community/community.js';
+import { FairUseLedger } from './services/community/fair-use.js';
+import { GuildSettingsStore } from './services/community/settings.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 
@@ -103,8 +106,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
 
   // Job secrets this process knows, so webhooks for them authenticate without a store read.
   const jobKeys = new JobKeys();
+  const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
+  // A slot is held at most as long as a job can run (then it times out and frees it anyway).
+  const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  const community = new CommunityService({
+    settings: guildSettings,
+    ledger,
+    costs: config.community.costs,
+    logger: logger.child({ component: 'community' }),
+  });
+
   const jobs = new JobService({
     store: stores.jobs,
+    onFinal: (job) => community.jobEnded(job),
     jobKeys,
     media,
     edits,
@@ -140,6 +154,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     kv: stores.kv,
     training,
     edits,
+    community,
+    settings: guildSettings,
+    ledger,
     now,
   };
   const route = createInteractionRouter(commands, components, context);

@@ -85,6 +85,50 @@ const trustProxy = z.string().transform((v, ctx): boolean | number | string[] =>
   return list;
 });
 
+const bool = (what: string) =>
+  z
+    .string()
+    .transform((v) => v.trim().toLowerCase())
+    .pipe(
+      z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], {
+        error: `must be true or false (${what})`,
+      }),
+    )
+    .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+
+/** The commands that cost credits, as named in CREDIT_COSTS. */
+export const COSTED_COMMANDS = ['upscale', 'extend-song', 'extend-video', 'training-photos'] as const;
+export type CostedCommand = (typeof COSTED_COMMANDS)[number];
+
+/** `upscale=1,extend-song=2,…`: every command given once, each a whole number 0-1000000. */
+const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number> => {
+  const out: Partial<Record<CostedCommand, number>> = {};
+  const problems: string[] = [];
+  for (const part of v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')) {
+    const m = /^([\w-]+)\s*=\s*(\d{1,7})$/.exec(part);
+    const name = m?.[1] as CostedCommand | undefined;
+    if (!m || !name || !(COSTED_COMMANDS as readonly string[]).includes(name)) {
+      problems.push(`"${part}"`);
+      continue;
+    }
+    const cost = Number(m[2]);
+    if (cost > 1_000_000) problems.push(`"${part}" (at most 1000000)`);
+    else out[name] = cost;
+  }
+  const missing = COSTED_COMMANDS.filter((c) => out[c] === undefined);
+  if (problems.length > 0 || missing.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be command=cost pairs for ${COSTED_COMMANDS.join(', ')}${problems.length ? `; not understood: ${problems.join(', ')}` : ''}${missing.length ? `; missing: ${missing.join(', ')}` : ''}`,
+    });
+    return z.NEVER;
+  }
+  return out as Record<CostedCommand, number>;
+});
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
@@ -143,6 +187,11 @@ const schema = z.object({
     String(10 * 1024 * 1024),
   ),
   TRAINING_SESSION_TTL_HOURS: withDefault(int(1, 24 * 7, 'hours a photo session is kept'), '24'),
+  DEFAULT_THREADS: withDefault(bool('a thread per job by default'), 'false'),
+  DEFAULT_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished jobs per member per server'), '3'),
+  DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
+  DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
+  CREDIT_COSTS: withDefault(creditCosts, 'upscale=1,extend-song=2,extend-video=6,training-photos=2'),
 });
 
 type Env = z.output<typeof schema>;
@@ -169,6 +218,11 @@ export interface Config {
   store: { redisUrl?: string; dataDir: string; jobTtlMs: number; redisStartTimeoutMs: number };
   jobs: { maxDurationMs: number; pollInitialMs: number; pollMaxMs: number; webhookSilenceMs: number };
   photos: { maxBytes: number; sessionTtlMs: number };
+  /** Per-guild settings' defaults (a server's own values, set with /settings, win) and credit costs. */
+  community: {
+    defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
+    costs: Record<CostedCommand, number>;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
   logFormat: (typeof LOG_FORMATS)[number];
 }
@@ -222,6 +276,15 @@ function toConfig(e: Env): Config {
       webhookSilenceMs: e.WEBHOOK_SILENCE_MS,
     },
     photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
+    community: {
+      defaults: {
+        threads: e.DEFAULT_THREADS,
+        maxActiveJobs: e.DEFAULT_MAX_ACTIVE_JOBS,
+        cooldownSeconds: e.DEFAULT_COOLDOWN_SECONDS,
+        dailyCredits: e.DEFAULT_DAILY_CREDITS,
+      },
+      costs: e.CREDIT_COSTS,
+    },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

@@ -36,7 +36,10 @@ function byName(list: Json[], name: string): JsonObject {
 interface DiscordStyle {
   /** Discord omits `required: false`; some API versions echo it. */
   omitRequiredFalse: boolean;
+  /** What Discord reports for a command that declares no contexts (declared ones are echoed). */
   contexts: Json;
+  /** Report `contexts` for every command, declared or not (a server-side change). */
+  forceContexts?: boolean;
   guildId?: string;
   /** Drop empty `options: []` of subcommands (Discord does). */
   dropEmptyOptions: boolean;
@@ -79,14 +82,14 @@ function asDiscordReturns(commands: JsonObject[], style: DiscordStyle): JsonObje
       id: `10000000000000000${i}`,
       application_id: APP_ID,
       version: `20000000000000000${i}`,
-      default_member_permissions: null,
+      default_member_permissions: c['default_member_permissions'] ?? null,
       type: 1,
       name: c['name'] ?? null,
       name_localizations: null,
       description: c['description'] ?? null,
       description_localizations: null,
       dm_permission: true,
-      contexts: style.contexts,
+      contexts: style.forceContexts ? style.contexts : (c['contexts'] ?? style.contexts),
       integration_types: [0],
       nsfw: false,
       ...(options.length > 0 || !style.dropEmptyOptions ? { options } : {}),
@@ -126,6 +129,7 @@ describe('normalizeCommands', () => {
       'extend-video',
       'training-photos',
       'tasks',
+      'settings',
     ]);
   });
 
@@ -209,10 +213,21 @@ describe('normalizeCommands', () => {
     const wider = asDiscordReturns(code, {
       omitRequiredFalse: true,
       contexts: [0, 1, 2],
+      forceContexts: true,
       dropEmptyOptions: true,
       reorder: false,
     });
     expect(normalizeCommands(wider, code)).not.toBe(normalizeCommands(code));
+  });
+
+  it('regression: one command declaring contexts does not make the others’ default contexts a difference', () => {
+    // /settings is guild-only (contexts [0]); the rest leave contexts to Discord, which reports [0, 1, 2].
+    const code = ours();
+    expect(code.filter((c) => c['contexts'] !== undefined).map((c) => c['name'])).toEqual(['settings']);
+    const discord = code.map((c) => ({ ...c, contexts: c['contexts'] ?? [0, 1, 2] }));
+    expect(normalizeCommands(discord, code)).toBe(normalizeCommands(code));
+    const widened = code.map((c) => ({ ...c, contexts: [0, 1, 2] }));
+    expect(normalizeCommands(widened, code)).not.toBe(normalizeCommands(code));
   });
 
   it('a non-default permission or nsfw on Discord’s side is a difference', () => {
@@ -269,7 +284,7 @@ describe('syncCommands', () => {
   it('unchanged (global): one GET, no PUT', async () => {
     const { rest, calls } = stubRest(asDiscordReturns(ours(), UNCHANGED_STYLE));
     const r = await syncCommands({ rest, applicationId: APP_ID, commands: code(), logger: silent });
-    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 5 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 6 });
     expect(calls).toEqual([{ method: 'get', route: Routes.applicationCommands(APP_ID) }]);
   });
 
@@ -282,7 +297,7 @@ describe('syncCommands', () => {
       commands: code(),
       logger: silent,
     });
-    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 5 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 6 });
     expect(calls).toEqual([{ method: 'get', route: Routes.applicationGuildCommands(APP_ID, GUILD_ID) }]);
   });
 
@@ -290,7 +305,7 @@ describe('syncCommands', () => {
     const { rest, calls } = stubRest([]);
     const commands = code();
     const r = await syncCommands({ rest, applicationId: APP_ID, commands, logger: silent });
-    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 5 });
+    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 6 });
     expect(calls.map((c) => c.method)).toEqual(['get', 'put']);
     expect(calls[1]?.route).toBe(Routes.applicationCommands(APP_ID));
     expect(calls[1]?.body).toEqual(commands);

@@ -130,6 +130,10 @@ describe('parseConfig', () => {
       store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs, redisStartTimeoutMs: 30_000 },
       jobs: c.jobs,
       photos: c.photos,
+      community: {
+        defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
+        costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
+      },
       logLevel: 'info',
       logFormat: 'auto',
     };

@@ -28,7 +28,14 @@ describe.each([
 
   it('registers the slash commands on first start', () => {
     const names = h.fake.guildCommands().map((c) => c['name']);
-    expect(names.sort()).toEqual(['extend-song', 'extend-video', 'tasks', 'training-photos', 'upscale']);
+    expect(names.sort()).toEqual([
+      'extend-song',
+      'extend-video',
+      'settings',
+      'tasks',
+      'training-photos',
+      'upscale',
+    ]);
   });
 
   it('/extend-song goes from queued through percentages to both songs', async () => {

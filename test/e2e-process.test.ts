@@ -67,7 +67,7 @@ describe('bot process killed mid-job', () => {
 
   it('delivers the final message after SIGKILL and restart, never leaking secrets in logs', async () => {
     const first = startBot();
-    await eventually(() => fake.guildCommands().length === 5, 30_000, 'commands registered');
+    await eventually(() => fake.guildCommands().length === 6, 30_000, 'commands registered');
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 15_000, 'ready');
 
     const cmd = fake.sendCommand({

@@ -4,10 +4,18 @@ import { extendSong } from './extend-song.js';
 import { extendVideo } from './extend-video.js';
 import { trainingPhotos, trainingComponents } from './training-photos.js';
 import { tasks } from './tasks.js';
+import { settings } from './settings.js';
 import { extendVideoModal, nextStepButtons } from './next-steps.js';
 
 /** The one registry of slash commands: what is here is what gets registered. */
-export const commands: readonly Command[] = [upscale, extendSong, extendVideo, trainingPhotos, tasks];
+export const commands: readonly Command[] = [
+  upscale,
+  extendSong,
+  extendVideo,
+  trainingPhotos,
+  tasks,
+  settings,
+];
 
 /** Buttons and modals, matched by custom_id prefix. */
 export const components: readonly ComponentHandler[] = [

@@ -31,9 +31,28 @@ export function toReplyOptions(p: MessagePayload) {
  * The job exists with its message before the service can send a webhook.
  */
 export async function runJob(interaction: JobInteraction, ctx: BotContext, req: JobRequest): Promise<void> {
+  const guildId = interaction.guildId ?? undefined;
+  const member = { ...(guildId !== undefined ? { guildId } : {}), userId: interaction.user.id };
+  // Fair use and credits: checked and reserved before anything is stored or sent.
+  const admission = await storeOrUserError(() =>
+    ctx.community.admit({ ...member, operation: req.operation }),
+  );
+  if (!admission.ok) {
+    await replyEphemeral(interaction, admission.message);
+    return;
+  }
+  const giveBack = () =>
+    ctx.community
+      .cancel({ ...member, jobId: admission.jobId })
+      .catch((e: unknown) =>
+        ctx.logger.warn({ err: e, jobId: admission.jobId }, 'could not give the reservation back'),
+      );
+
   let job: JobRecord;
   try {
     job = await ctx.jobs.create({
+      id: admission.jobId,
+      cost: admission.cost,
       operation: req.operation,
       userId: interaction.user.id,
       params: req.params,
@@ -48,12 +67,8 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
       },
     });
   } catch (err) {
-    if (err instanceof StoreUnavailableError) {
-      throw new UserError(
-        'store_unavailable',
-        'The bot is temporarily unavailable (storage is down). Please try again in a minute.',
-      );
-    }
+    await giveBack();
+    if (err instanceof StoreUnavailableError) throw storeUserError();
     throw err;
   }
 
@@ -78,6 +93,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     await ctx.store
       .apply(job.id, { state: 'failed', error: failed, at: ctx.now() })
       .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
+    await giveBack();
     throw err;
   }
   if (messageId) {
@@ -89,6 +105,21 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     }
   }
   await ctx.jobs.submit(job, req.submit);
+}
+
+const storeUserError = () =>
+  new UserError(
+    'store_unavailable',
+    'The bot is temporarily unavailable (storage is down). Please try again in a minute.',
+  );
+
+async function storeOrUserError<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StoreUnavailableError) throw storeUserError();
+    throw err;
+  }
 }
 
 /** Ephemeral text reply, whether or not the interaction was already answered. */

@@ -12,6 +12,9 @@ import type { JobService } from '../services/jobs/job-service.js';
 import type { MediaClient } from '../services/media/client.js';
 import type { JobStore, KeyValueStore } from '../services/store/types.js';
 import type { TrainingSessions } from '../services/training/sessions.js';
+import type { CommunityService } from '../services/community/community.js';
+import type { GuildSettingsStore } from '../services/community/settings.js';
+import type { FairUseLedger } from '../services/community/fair-use.js';
 
 /** Everything a command needs, passed in (no singletons), so tests can swap parts. */
 export interface BotContext {
@@ -24,6 +27,11 @@ export interface BotContext {
   training: TrainingSessions;
   /** The one path for editing messages the bot keeps up to date (session messages too). */
   edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;
+  /** Fair use, credits and what follows a job's end, per server. */
+  community: CommunityService;
+  /** Per-server settings (/settings). */
+  settings: GuildSettingsStore;
+  ledger: FairUseLedger;
   now: () => number;
 }
 

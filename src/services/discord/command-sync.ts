@@ -33,15 +33,20 @@ const OPTIONAL_WHEN_UNSET = ['contexts', 'integration_types', 'dm_permission'];
  * (discord.js #10596, #10920), which would re-register on every restart.
  */
 export function normalizeCommands(commands: readonly unknown[], declared?: readonly unknown[]): string {
-  const declaredKeys = new Set<string>();
+  // Per command: one command declaring `contexts` (e.g. a guild-only /settings) must not make
+  // Discord's default `contexts` of every other command count as a difference.
+  const declaredKeys = new Map<string, Set<string>>();
   for (const c of declared ?? commands) {
+    if (!c || typeof c !== 'object') continue;
+    const keys = new Set<string>();
     // Builders emit `contexts: undefined` etc.: only keys with a value count as declared.
-    if (c && typeof c === 'object')
-      for (const [k, v] of Object.entries(c)) if (v !== undefined && v !== null) declaredKeys.add(k);
+    for (const [k, v] of Object.entries(c)) if (v !== undefined && v !== null) keys.add(k);
+    declaredKeys.set(String((c as { name?: unknown }).name), keys);
   }
   const list = commands.map((c) => {
     const n = normalize(c as Json) as Record<string, Json>;
-    for (const k of OPTIONAL_WHEN_UNSET) if (!declaredKeys.has(k)) delete n[k];
+    const keys = declaredKeys.get(String(n['name']));
+    for (const k of OPTIONAL_WHEN_UNSET) if (!keys?.has(k)) delete n[k];
     return n;
   });
   list.sort((a, b) => String(a.name).localeCompare(String(b.name)));

@@ -228,7 +228,12 @@ function renderPending(job: JobRecord, now: number): MessagePayload {
   const embed: APIEmbed = withTimestamp(
     {
       title: title(job),
-      description: lines(mention(job.userId), `${STATE_EMOJI[job.state]} ${status}`, elapsed),
+      description: lines(
+        mention(job.userId),
+        `${STATE_EMOJI[job.state]} ${status}`,
+        elapsed,
+        job.cost !== undefined && `Cost: ${job.cost} credit${job.cost === 1 ? '' : 's'}`,
+      ),
       color: COLORS.queued,
       fields: [...taskField(job), ...paramFields(job)],
       footer: footer(job),

@@ -49,13 +49,22 @@ export interface JobServiceDeps {
   metrics?: Metrics;
   options: JobServiceOptions;
   now?: () => number;
+  /**
+   * A job reached finished/failed (once per transition this process applied; may be
+   * called again for the same job by another process or after a restart, so it must
+   * be idempotent). Errors are logged, never thrown into the job's path.
+   */
+  onFinal?: (job: JobRecord) => Promise<void>;
 }
 
 export interface NewJob {
+  /** Chosen by the caller when it reserves a fair-use slot first; default a random UUID. */
+  id?: string;
   operation: Operation;
   userId: string;
   message: JobMessageRef;
   params: JobRecord['params'];
+  cost?: number;
 }
 
 type SubmitCall = (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
@@ -86,12 +95,13 @@ export class JobService {
   async create(input: NewJob): Promise<JobRecord> {
     const now = this.now();
     const job: JobRecord = {
-      id: randomUUID(),
+      id: input.id ?? randomUUID(),
       secret: randomBytes(24).toString('hex'),
       operation: input.operation,
       userId: input.userId,
       message: input.message,
       params: input.params,
+      ...(input.cost !== undefined ? { cost: input.cost } : {}),
       state: 'submitting',
       percentage: 0,
       createdAt: now,
@@ -219,7 +229,12 @@ export class JobService {
         );
       }
       this.show(job);
-      if (isFinal(job)) this.cancelPoll(jobId);
+      if (isFinal(job)) {
+        this.cancelPoll(jobId);
+        this.deps
+          .onFinal?.(job)
+          .catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'after-final work failed'));
+      }
     }
     return job;
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import KeyvRedis, { createClient } from '@keyv/redis';
@@ -31,6 +32,13 @@ export interface Backend {
   writeRaw(key: string, raw: string): Promise<void>;
   /** Deletes every key of this namespace (tests, maintenance). */
   clearNamespace(): Promise<void>;
+  /**
+   * Tries to take the cross-process lock `key` for `ttlMs` (Redis: SET NX PX with a
+   * random token). Resolves to a release function, or undefined when another holder
+   * has it. SQLite serves one process only: the store's in-process mutex is the lock,
+   * so this always succeeds there.
+   */
+  tryLock(key: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
   close(): Promise<void>;
 }
 
@@ -47,6 +55,8 @@ export interface BackendOptions {
   /** SQLite only: how often expired rows are swept (Redis expires keys itself). Default 1 h; 0 disables. */
   sweepIntervalMs?: number;
 }
+
+const RELEASE_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
 // Plain JSON, so expired SQLite rows can be swept with json_extract().
 const serialize: Serialize = (data) => JSON.stringify(data);
@@ -145,6 +155,19 @@ async function openRedis(
         if (keys.length > 0) await client.unlink(keys);
       }
     },
+    async tryLock(key, ttlMs) {
+      const token = randomBytes(12).toString('hex');
+      const lockKey = prefixed(`lock:${key}`);
+      const ok = await client.set(lockKey, token, {
+        condition: 'NX',
+        expiration: { type: 'PX', value: ttlMs },
+      });
+      if (ok !== 'OK') return undefined;
+      return async () => {
+        // Delete only our own lock: after a pause past its TTL another holder may own it.
+        await client.eval(RELEASE_LOCK, { keys: [lockKey], arguments: [token] });
+      };
+    },
     async close() {
       // Every store call has settled or timed out by now: drop the connection (this
       // also stops a reconnect loop). Acknowledged writes are already in Redis.
@@ -205,6 +228,9 @@ async function openSqlite(
     },
     async clearNamespace() {
       await adapter.query(`DELETE FROM ${table} WHERE substr(key, 1, ?) = ?`, prefix.length, prefix);
+    },
+    async tryLock() {
+      return async () => undefined;
     },
     async close() {
       if (closed) return;

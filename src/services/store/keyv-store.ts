@@ -5,7 +5,7 @@ import { describeError, StoreUnavailableError } from './errors.js';
 import { isTerminalState, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
 import { jobRecordSchema } from './schema.js';
-import type { ApplyResult, JobRecord, JobStore, JobUpdate, KeyValueStore } from './types.js';
+import type { ApplyResult, JobRecord, JobStore, JobUpdate, LockingKeyValueStore } from './types.js';
 
 /**
  * Job store and small KV space on Keyv (Redis when a URL is given, else SQLite).
@@ -45,7 +45,7 @@ export interface StoreOptions {
 
 export interface Stores {
   jobs: JobStore;
-  kv: KeyValueStore;
+  kv: LockingKeyValueStore;
   backend: BackendKind;
   /** Closes the backend connection (idempotent; `jobs.close()` does the same). */
   close(): Promise<void>;
@@ -430,7 +430,7 @@ class KeyvJobStore implements JobStore {
   }
 }
 
-class KeyvKeyValueStore implements KeyValueStore {
+class KeyvKeyValueStore implements LockingKeyValueStore {
   constructor(private readonly core: StoreCore) {}
 
   async get<T>(key: string): Promise<T | undefined> {
@@ -451,6 +451,32 @@ class KeyvKeyValueStore implements KeyValueStore {
 
   async delete(key: string): Promise<void> {
     await this.core.delete('kv-delete', kvKey(key));
+  }
+
+  /**
+   * In-process mutex first (callers of one process queue, FIFO), then the backend's
+   * cross-process lock, retried every 15-40 ms until lockWaitMs. The lease (10 × the
+   * op timeout) outlives any bounded store call inside `fn`.
+   */
+  withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const { opTimeoutMs, lockWaitMs } = this.core.config;
+    return this.core.withLock(`kvlock:${name}`, async () => {
+      const deadline = Date.now() + lockWaitMs;
+      for (;;) {
+        const release = await this.core.call('lock', () => this.core.backend.tryLock(name, 10 * opTimeoutMs));
+        if (release) {
+          try {
+            return await fn();
+          } finally {
+            await this.core.call('unlock', release).catch(() => undefined);
+          }
+        }
+        if (Date.now() > deadline) {
+          throw new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
+        }
+        await new Promise((r) => setTimeout(r, 15 + Math.random() * 25));
+      }
+    });
   }
 }
 

@@ -63,6 +63,7 @@ export const jobRecordSchema = z.object({
   message: jobMessageRefSchema,
   params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
   taskId: z.string().exactOptional(),
+  cost: z.number().int().min(0).exactOptional(),
   state: jobStateSchema,
   percentage: z.number().int().min(0).max(100),
   statusText: z.string().exactOptional(),

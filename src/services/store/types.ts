@@ -34,6 +34,8 @@ export interface JobRecord {
   /** What was submitted, as shown to the user (no secrets, no image bytes). */
   params: Record<string, string | number | boolean | string[]>;
   taskId?: string;
+  /** Credits the job costs (CREDIT_COSTS), shown while it waits. */
+  cost?: number;
   state: JobState;
   percentage: number;
   /** Latest status text from the service (upload). */
@@ -102,4 +104,15 @@ export interface KeyValueStore {
   get<T>(key: string): Promise<T | undefined>;
   set(key: string, value: unknown, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
+}
+
+/** The store's own KV space, with a lock for atomic read-modify-writes. */
+export interface LockingKeyValueStore extends KeyValueStore {
+  /**
+   * Runs `fn` holding the lock `name` across every process sharing the store (Redis:
+   * a short SET NX PX lease; SQLite: one process, an in-process mutex), so a
+   * read-modify-write of kv keys inside it is atomic. Throws StoreUnavailableError
+   * when the lock cannot be had in time.
+   */
+  withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
 }

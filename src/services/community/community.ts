@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config, CostedCommand } from '../../config.js';
+import type { Operation } from '../media/types.js';
+import type { JobRecord } from '../store/types.js';
+import type { FairUseLedger, Refusal } from './fair-use.js';
+import type { GuildSettingsStore } from './settings.js';
+
+/** The slash command (as named in CREDIT_COSTS) behind each operation. */
+export const COMMAND_OF: Record<Operation, CostedCommand> = {
+  upscale: 'upscale',
+  song: 'extend-song',
+  video: 'extend-video',
+  upload: 'training-photos',
+};
+
+/** Error codes of a job that never reached the service (or was refused by it): its credits come back. */
+const NOT_STARTED_CODES = new Set([
+  'invalid_request',
+  'service_rejected',
+  'service_auth',
+  'service_unavailable',
+  'service_error',
+  'internal',
+]);
+
+export type Admission =
+  { ok: true; jobId: string; cost: number } | { ok: false; refusal: Refusal; message: string };
+
+const ts = (ms: number) => `<t:${Math.ceil(ms / 1000)}:R>`;
+
+/** What the member reads when a submission is refused (ephemeral). */
+export function refusalMessage(r: Refusal): string {
+  switch (r.kind) {
+    case 'active':
+      return `You already have ${r.count} unfinished job${r.count === 1 ? '' : 's'} in this server (the limit is ${r.max}). Try again when one of your ${r.count} job${r.count === 1 ? '' : 's'} finishes.`;
+    case 'cooldown':
+      return `Please wait a little between submissions: you can submit again ${ts(r.retryAt)}.`;
+    case 'credits':
+      return `This server's daily credits are used up for this: ${r.left} of ${r.budget} left today, and this costs ${r.cost}. Credits reset ${ts(r.resetAt)}.`;
+  }
+}
+
+/**
+ * The server side of every submission: fair use and credits before the job
+ * exists, and what follows a job's end (slot freed, credits back for a job that
+ * never started). Jobs outside a guild (DMs) have no server limits.
+ */
+export class CommunityService {
+  constructor(
+    private readonly deps: {
+      settings: GuildSettingsStore;
+      ledger: FairUseLedger;
+      costs: Config['community']['costs'];
+      logger: Logger;
+    },
+  ) {}
+
+  costOf(operation: Operation): number {
+    return this.deps.costs[COMMAND_OF[operation]];
+  }
+
+  /** Checks and reserves before any service call. Throws StoreUnavailableError when the store is down. */
+  async admit(input: { guildId?: string; userId: string; operation: Operation }): Promise<Admission> {
+    const jobId = randomUUID();
+    const cost = this.costOf(input.operation);
+    if (input.guildId === undefined) return { ok: true, jobId, cost };
+    const settings = await this.deps.settings.get(input.guildId);
+    const r = await this.deps.ledger.reserve({
+      guildId: input.guildId,
+      userId: input.userId,
+      jobId,
+      cost,
+      settings,
+    });
+    if (!r.ok) return { ok: false, refusal: r.refusal, message: refusalMessage(r.refusal) };
+    return { ok: true, jobId, cost };
+  }
+
+  /** The reserved job never came to be (store down, Discord refused the reply): slot and credits back. */
+  async cancel(input: { guildId?: string; userId: string; jobId: string }): Promise<void> {
+    if (input.guildId === undefined) return;
+    await this.deps.ledger.release({
+      guildId: input.guildId,
+      userId: input.userId,
+      jobId: input.jobId,
+      refund: true,
+    });
+  }
+
+  /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
+  async jobEnded(job: JobRecord): Promise<void> {
+    const guildId = job.message.guildId;
+    if (guildId === undefined) return;
+    const refund =
+      job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
+    await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund });
+  }
+}

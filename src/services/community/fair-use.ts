@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import type { LockingKeyValueStore } from '../store/types.js';
+import type { GuildSettings } from './settings.js';
+
+/**
+ * Fair use and credits, checked and reserved in one step under the guild's
+ * store lock (Redis: a lease shared by every process; SQLite: the one process's
+ * mutex), so two clicks at once can never both take the last slot or credit.
+ *
+ *   fair-use:{guild}:{user}   { active: {jobId: {until, day, cost}}, lastAt }
+ *   credits:{guild}:{day}     { used }            day = UTC YYYY-MM-DD
+ *
+ * A reservation names its job: `release` frees the slot when the job ends (and
+ * gives the credits back when it failed at submission). An entry whose job never
+ * ended (a lost process) expires at `until`, so no slot leaks forever.
+ */
+
+export type Refusal =
+  | { kind: 'active'; count: number; max: number }
+  | { kind: 'cooldown'; retryAt: number }
+  | { kind: 'credits'; left: number; cost: number; budget: number; resetAt: number };
+
+export type ReserveResult = { ok: true } | { ok: false; refusal: Refusal };
+
+const entrySchema = z.object({ until: z.number(), day: z.string(), cost: z.number() });
+const memberSchema = z.object({ active: z.record(z.string(), entrySchema), lastAt: z.number().optional() });
+type Member = z.infer<typeof memberSchema>;
+const creditsSchema = z.object({ used: z.number() });
+
+const DAY_MS = 86_400_000;
+export const utcDay = (at: number): string => new Date(at).toISOString().slice(0, 10);
+/** Next UTC midnight after `at`. */
+export const nextUtcMidnight = (at: number): number => Math.floor(at / DAY_MS) * DAY_MS + DAY_MS;
+
+const memberKey = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
+const creditsKey = (guildId: string, day: string) => `credits:${guildId}:${day}`;
+const lockName = (guildId: string) => `fair-use:${guildId}`;
+
+export class FairUseLedger {
+  constructor(
+    private readonly deps: {
+      kv: LockingKeyValueStore;
+      /** How long an unfinished job can hold its slot (the job's own maximum duration). */
+      slotTtlMs: number;
+      now?: () => number;
+    },
+  ) {}
+
+  private get now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  private async member(guildId: string, userId: string, now: number): Promise<Member> {
+    const parsed = memberSchema.safeParse(await this.deps.kv.get(memberKey(guildId, userId)));
+    const m: Member = parsed.success ? parsed.data : { active: {} };
+    for (const [jobId, e] of Object.entries(m.active)) if (e.until <= now) delete m.active[jobId];
+    return m;
+  }
+
+  private async saveMember(guildId: string, userId: string, m: Member): Promise<void> {
+    // Kept as long as a slot or the cooldown can matter.
+    await this.deps.kv.set(memberKey(guildId, userId), m, this.deps.slotTtlMs + DAY_MS);
+  }
+
+  async creditsUsed(guildId: string, at = this.now): Promise<number> {
+    const parsed = creditsSchema.safeParse(await this.deps.kv.get(creditsKey(guildId, utcDay(at))));
+    return parsed.success ? parsed.data.used : 0;
+  }
+
+  /** Checks the member's active jobs, cooldown and the guild's credits, and reserves all three at once. */
+  async reserve(input: {
+    guildId: string;
+    userId: string;
+    jobId: string;
+    cost: number;
+    settings: Pick<GuildSettings, 'maxActiveJobs' | 'cooldownSeconds' | 'dailyCredits'>;
+  }): Promise<ReserveResult> {
+    const { guildId, userId, jobId, cost, settings } = input;
+    return this.deps.kv.withLock(lockName(guildId), async () => {
+      const now = this.now;
+      const m = await this.member(guildId, userId, now);
+      const count = Object.keys(m.active).length;
+      if (count >= settings.maxActiveJobs) {
+        return { ok: false, refusal: { kind: 'active', count, max: settings.maxActiveJobs } };
+      }
+      const cooldownMs = settings.cooldownSeconds * 1000;
+      if (cooldownMs > 0 && m.lastAt !== undefined && now - m.lastAt < cooldownMs) {
+        return { ok: false, refusal: { kind: 'cooldown', retryAt: m.lastAt + cooldownMs } };
+      }
+      const day = utcDay(now);
+      const charge = settings.dailyCredits > 0 ? cost : 0;
+      let used = 0;
+      if (settings.dailyCredits > 0) {
+        used = await this.creditsUsed(guildId, now);
+        if (used + cost > settings.dailyCredits) {
+          return {
+            ok: false,
+            refusal: {
+              kind: 'credits',
+              left: Math.max(0, settings.dailyCredits - used),
+              cost,
+              budget: settings.dailyCredits,
+              resetAt: nextUtcMidnight(now),
+            },
+          };
+        }
+      }
+      // Credits first: a crash between the two writes then costs credits, never a free job.
+      if (charge > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + charge }, 3 * DAY_MS);
+      m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost: charge };
+      m.lastAt = now;
+      await this.saveMember(guildId, userId, m);
+      return { ok: true };
+    });
+  }
+
+  /**
+   * The job ended: frees its slot; `refund` also gives its credits back (refused or
+   * failed at submission). Idempotent: a second call finds no entry and does nothing.
+   */
+  async release(input: { guildId: string; userId: string; jobId: string; refund: boolean }): Promise<void> {
+    const { guildId, userId, jobId, refund } = input;
+    await this.deps.kv.withLock(lockName(guildId), async () => {
+      const now = this.now;
+      const m = await this.member(guildId, userId, now);
+      const entry = m.active[jobId];
+      if (!entry) return;
+      delete m.active[jobId];
+      await this.saveMember(guildId, userId, m);
+      if (refund && entry.cost > 0) {
+        const parsed = creditsSchema.safeParse(await this.deps.kv.get(creditsKey(guildId, entry.day)));
+        const used = parsed.success ? parsed.data.used : 0;
+        await this.deps.kv.set(
+          creditsKey(guildId, entry.day),
+          { used: Math.max(0, used - entry.cost) },
+          3 * DAY_MS,
+        );
+      }
+    });
+  }
+}

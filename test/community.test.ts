@@ -1,0 +1,318 @@
+/**
+ * Community servers: per-guild settings, fair use and credits. The ledger runs on
+ * both stores (SQLite always, Redis at REDIS_URL); the e2e part runs /settings and
+ * real submissions against the fake Discord and the emulator.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FairUseLedger, nextUtcMidnight } from '../src/services/community/fair-use.js';
+import { GuildSettingsStore } from '../src/services/community/settings.js';
+import { refusalMessage } from '../src/services/community/community.js';
+import { createStores, type Stores } from '../src/services/store/index.js';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
+import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
+
+const logger = pino({ level: 'silent' });
+const DEFAULTS = { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 };
+
+describe.each([
+  { backend: 'sqlite', redis: false },
+  { backend: 'redis', redis: true },
+])('settings and ledger on $backend', ({ redis }) => {
+  let stores: Stores;
+  let dataDir: string;
+  let clock = Date.UTC(2026, 10, 23, 12, 0, 0);
+  const now = () => clock;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'mediabot-community-'));
+    stores = await createStores({
+      ...(redis ? { redisUrl: REDIS_URL } : {}),
+      dataDir,
+      namespace: `c${randomBytes(4).toString('hex')}`,
+      logger,
+    });
+  });
+  afterAll(async () => {
+    await stores?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('settings: defaults, set, show sources, reset one and all', async () => {
+    const s = new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULTS });
+    const g = '111111111111111111';
+    expect(await s.get(g)).toEqual(DEFAULTS);
+    await s.set(g, { threads: true, gallery: '222222222222222222', dailyCredits: 50 });
+    let v = await s.view(g);
+    expect(v.effective).toEqual({
+      ...DEFAULTS,
+      threads: true,
+      gallery: '222222222222222222',
+      dailyCredits: 50,
+    });
+    expect([...v.own].sort()).toEqual(['daily_credits', 'gallery', 'threads']);
+    await s.recordGalleryError(g, 'Missing Access (50001)', clock);
+    expect((await s.view(g)).galleryError?.message).toBe('Missing Access (50001)');
+    await s.reset(g, 'gallery');
+    v = await s.view(g);
+    expect(v.effective.gallery).toBeUndefined();
+    expect(v.galleryError).toBeUndefined();
+    expect(v.effective.threads).toBe(true);
+    await s.reset(g, 'all');
+    expect(await s.get(g)).toEqual(DEFAULTS);
+    expect((await s.view(g)).own.size).toBe(0);
+  });
+
+  it('fair use: 4 simultaneous submissions with max 2 → exactly 2 accepted; release frees a slot', async () => {
+    const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+    const settings = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
+    const ids = ['a', 'b', 'c', 'd'];
+    const results = await Promise.all(
+      ids.map((jobId) => ledger.reserve({ guildId: 'g1', userId: 'u1', jobId, cost: 1, settings })),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(2);
+    const refused = results.find((r) => !r.ok);
+    expect(refused && !refused.ok && refused.refusal).toEqual({ kind: 'active', count: 2, max: 2 });
+    // Another member and another guild are not affected.
+    expect((await ledger.reserve({ guildId: 'g1', userId: 'u2', jobId: 'e', cost: 1, settings })).ok).toBe(
+      true,
+    );
+    expect((await ledger.reserve({ guildId: 'g2', userId: 'u1', jobId: 'f', cost: 1, settings })).ok).toBe(
+      true,
+    );
+    const accepted = ids.filter((_, i) => results[i]?.ok);
+    await ledger.release({ guildId: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false });
+    await ledger.release({ guildId: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false }); // idempotent
+    expect((await ledger.reserve({ guildId: 'g1', userId: 'u1', jobId: 'g', cost: 1, settings })).ok).toBe(
+      true,
+    );
+    expect((await ledger.reserve({ guildId: 'g1', userId: 'u1', jobId: 'h', cost: 1, settings })).ok).toBe(
+      false,
+    );
+  });
+
+  it('a slot whose job never ended expires with the job’s maximum duration', async () => {
+    const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 60_000, now });
+    const settings = { maxActiveJobs: 1, cooldownSeconds: 0, dailyCredits: 0 };
+    expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'x', cost: 1, settings })).ok).toBe(
+      true,
+    );
+    expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'y', cost: 1, settings })).ok).toBe(
+      false,
+    );
+    clock += 61_000;
+    expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'y', cost: 1, settings })).ok).toBe(
+      true,
+    );
+  });
+
+  it('cooldown: refused until cooldown_seconds after the last submission, with the time to retry', async () => {
+    const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+    const settings = { maxActiveJobs: 10, cooldownSeconds: 30, dailyCredits: 0 };
+    const start = clock;
+    expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '1', cost: 1, settings })).ok).toBe(
+      true,
+    );
+    clock += 10_000;
+    const r = await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings });
+    expect(r).toEqual({ ok: false, refusal: { kind: 'cooldown', retryAt: start + 30_000 } });
+    expect(refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal)).toContain(
+      `<t:${Math.ceil((start + 30_000) / 1000)}:R>`,
+    );
+    clock += 20_000;
+    expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings })).ok).toBe(
+      true,
+    );
+  });
+
+  it('credits: a submission over the budget is refused with what is left; a refund gives them back', async () => {
+    const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+    const settings = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 10 };
+    expect((await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 'v1', cost: 6, settings })).ok).toBe(
+      true,
+    );
+    expect(await ledger.creditsUsed('g5')).toBe(6);
+    const r = await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 'v2', cost: 6, settings });
+    expect(r).toEqual({
+      ok: false,
+      refusal: { kind: 'credits', left: 4, cost: 6, budget: 10, resetAt: nextUtcMidnight(clock) },
+    });
+    // Exactly what is left still fits.
+    expect((await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 's1', cost: 4, settings })).ok).toBe(
+      true,
+    );
+    expect(await ledger.creditsUsed('g5')).toBe(10);
+    await ledger.release({ guildId: 'g5', userId: 'u', jobId: 'v1', refund: true });
+    await ledger.release({ guildId: 'g5', userId: 'u', jobId: 'v1', refund: true }); // once only
+    expect(await ledger.creditsUsed('g5')).toBe(4);
+    await ledger.release({ guildId: 'g5', userId: 'u', jobId: 's1', refund: false });
+    expect(await ledger.creditsUsed('g5')).toBe(4);
+    // Concurrent: 5 × cost 3 against 6 left → exactly 2 accepted.
+    const many = await Promise.all(
+      ['c1', 'c2', 'c3', 'c4', 'c5'].map((jobId) =>
+        ledger.reserve({ guildId: 'g5', userId: `u-${jobId}`, jobId, cost: 3, settings }),
+      ),
+    );
+    expect(many.filter((x) => x.ok)).toHaveLength(2);
+    expect(await ledger.creditsUsed('g5')).toBe(10);
+    // A new UTC day starts from zero.
+    clock = nextUtcMidnight(clock) + 1000;
+    expect(await ledger.creditsUsed('g5')).toBe(0);
+  });
+});
+
+describe('community e2e', () => {
+  let h: Harness;
+  let admin: string;
+  let member: string;
+  const replyText = async (cmd: { message(t?: number): Promise<{ data: Record<string, unknown> }> }) =>
+    JSON.stringify((await cmd.message(10_000)).data);
+
+  beforeAll(async () => {
+    h = await startHarness({ webhooks: true, env: { DEFAULT_MAX_ACTIVE_JOBS: '2' } });
+    admin = h.fake.addUser({ username: 'admin', permissions: String((1n << 5n) | (1n << 11n)) });
+    member = h.fake.addUser({ username: 'member', permissions: String(1n << 11n) });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('/settings is registered for Manage Server, guild-only', () => {
+    const cmd = h.fake.guildCommands().find((c) => c['name'] === 'settings');
+    expect(cmd?.['default_member_permissions']).toBe('32');
+    expect(cmd?.['contexts']).toEqual([0]);
+  });
+
+  it('/settings refuses a member without Manage Server, ephemerally, and changes nothing', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'settings',
+      subcommand: 'set',
+      userId: member,
+      options: { daily_credits: 1 },
+    });
+    const msg = await cmd.message(10_000);
+    expect(msg.ephemeral).toBe(true);
+    expect(JSON.stringify(msg.data)).toContain('Manage Server');
+    const show = h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin });
+    expect(await replyText(show)).toContain('daily_credits: **0 (no budget)** (default)');
+  });
+
+  it('/settings set → show → reset round trip (ephemeral)', async () => {
+    const set = h.fake.sendCommand({
+      name: 'settings',
+      subcommand: 'set',
+      userId: admin,
+      options: { threads: true, cooldown_seconds: 0, daily_credits: 100 },
+    });
+    const msg = await set.message(10_000);
+    expect(msg.ephemeral).toBe(true);
+    const text = JSON.stringify(msg.data);
+    expect(text).toContain('threads: **on** (this server)');
+    expect(text).toContain('daily_credits: **100** (this server)');
+    expect(text).toContain('max_active_jobs: **2** per member (default)');
+    const none = h.fake.sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options: {} });
+    expect(await replyText(none)).toContain('at least one setting');
+    const reset = h.fake.sendCommand({
+      name: 'settings',
+      subcommand: 'reset',
+      userId: admin,
+      options: { setting: 'all' },
+    });
+    const after = await replyText(reset);
+    expect(after).toContain('threads: **off** (default)');
+    expect(after).toContain('daily_credits: **0 (no budget)** (default)');
+  });
+
+  it('fair use: with 2 unfinished jobs a 3rd is refused before any service call; a finished one frees a slot', async () => {
+    h.emulator.setScenario({ hold: true });
+    const runSong = (userId: string) =>
+      h.fake.sendCommand({
+        name: 'extend-song',
+        userId,
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+      });
+    const before = h.emulator.tasks.size;
+    const four = [runSong(member), runSong(member), runSong(member), runSong(member)];
+    const messages = await Promise.all(four.map((c) => c.message(10_000)));
+    const publicOnes = messages.filter((m) => !m.ephemeral);
+    const refusals = messages.filter((m) => m.ephemeral);
+    expect(publicOnes).toHaveLength(2);
+    expect(refusals).toHaveLength(2);
+    expect(JSON.stringify(refusals[0]?.data)).toContain('when one of your 2 jobs finishes');
+    await eventually(() => h.emulator.tasks.size === before + 2, 10_000, 'two tasks submitted');
+    expect(h.emulator.tasks.size).toBe(before + 2);
+    // Finish one: the member can submit again.
+    const held = [...h.emulator.tasks.values()].filter((t) => t.operation === 'song' && !t.fixture);
+    h.emulator.finish(held[0]?.id ?? '');
+    await eventually(
+      async () => {
+        const cmd = runSong(member);
+        const m = await cmd.message(10_000);
+        return !m.ephemeral;
+      },
+      10_000,
+      'a slot after a job finished',
+    );
+    for (const t of [...h.emulator.tasks.values()])
+      if (t.operation === 'song' && !t.fixture && t.state !== 'finished') h.emulator.finish(t.id);
+    h.emulator.setScenario({ hold: false });
+    h.fake.assertNoViolations();
+  });
+
+  it('credits: the queued message shows the cost; over the budget is refused with what is left and the reset', async () => {
+    await h.fake
+      .sendCommand({
+        name: 'settings',
+        subcommand: 'set',
+        userId: admin,
+        options: { daily_credits: 3, max_active_jobs: 10 },
+      })
+      .message(10_000);
+    h.emulator.nextScenario({ hold: true });
+    const first = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: admin,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    const msg = await first.message(10_000);
+    expect(msg.ephemeral).toBe(false);
+    expect(JSON.stringify(msg.data)).toContain('Cost: 2 credits');
+    const second = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: admin,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    const refused = await second.message(10_000);
+    expect(refused.ephemeral).toBe(true);
+    const text = JSON.stringify(refused.data);
+    expect(text).toContain('1 of 3 left today');
+    expect(text).toMatch(/reset <t:\d+:R>/);
+    const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
+    expect(show).toContain('Credits today: **2** of 3 used, 1 left');
+  });
+
+  it('credits come back when the service refuses the submission', async () => {
+    const usedNow = async () =>
+      Number(
+        /Credits today: \*\*(\d+)\*\*/.exec(
+          await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
+        )?.[1],
+      );
+    await h.fake
+      .sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options: { daily_credits: 100 } })
+      .message(10_000);
+    const before = await usedNow();
+    // An unknown parent task: the service answers 400 {errors:[{msg}]}.
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: admin,
+      options: { task_id: 'no-such-task', song_id: 'no-such-song' },
+    });
+    await cmd.waitForMessage((m) => JSON.stringify(m.data).includes('not a known'), 10_000);
+    await eventually(async () => (await usedNow()) === before, 5_000, 'credits refunded');
+    h.fake.assertNoViolations();
+  });
+});
