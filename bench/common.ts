@@ -51,6 +51,8 @@ export async function startJobs(
     const at = Date.now();
     const handle = h.fake.sendCommand({
       name: 'extend-song',
+      // A member each: fair use (max active jobs per member) must not refuse the storm.
+      userId: h.fake.addUser({ username: `member-${i}` }),
       channelId: channels[i % channels.length] ?? h.fake.defaultChannelId,
       options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
     });

@@ -55,6 +55,8 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     for (let i = 0; i < JOBS; i++) {
       fake.sendCommand({
         name: 'extend-song',
+        // A member each: fair use (max active jobs per member) must not refuse them.
+        userId: fake.addUser({ username: `member-${i}` }),
         options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
       });
     }

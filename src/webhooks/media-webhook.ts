@@ -81,9 +81,18 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
     }
   });
   // Callback style: no promise per request on the hot path.
+  // One labelled child per status, looked up once (a label hash per request is not free).
+  const byStatus = new Map<number, { inc(): void }>();
   app.addHook('onResponse', (req, reply, done) => {
-    if (req.routeOptions.url === '/webhooks/media/:jobId')
-      deps.metrics?.webhooks.inc({ status: String(reply.statusCode) });
+    const counter = deps.metrics?.webhooks;
+    if (counter && req.routeOptions.url === '/webhooks/media/:jobId') {
+      let child = byStatus.get(reply.statusCode);
+      if (!child) {
+        child = counter.labels({ status: String(reply.statusCode) });
+        byStatus.set(reply.statusCode, child);
+      }
+      child.inc();
+    }
     done();
   });
 

@@ -226,17 +226,20 @@ export class JobService {
         this.deps.metrics?.jobs.inc({ operation: job.operation, state: job.state });
         this.logMilestone(job, source);
       }
-      this.deps.logger.debug(
-        {
-          jobId,
-          taskId: job.taskId,
-          operation: job.operation,
-          state: job.state,
-          pct: job.percentage,
-          source,
-        },
-        'job updated',
-      );
+      // Guarded: under a webhook storm the log object alone costs more than the check.
+      if (this.deps.logger.isLevelEnabled('debug')) {
+        this.deps.logger.debug(
+          {
+            jobId,
+            taskId: job.taskId,
+            operation: job.operation,
+            state: job.state,
+            pct: job.percentage,
+            source,
+          },
+          'job updated',
+        );
+      }
       this.show(job);
       if (isFinal(job)) {
         this.cancelPoll(jobId);

@@ -125,9 +125,12 @@ class StoreCore {
    */
   async call<T>(op: string, fn: () => Promise<T>, secrets: readonly string[] = []): Promise<T> {
     if (this.#closing) throw new StoreUnavailableError(`store ${op} failed: store closed`);
-    const work = new Promise<T>((resolve, reject) => {
-      fn().then(resolve, reject);
-    });
+    let work: Promise<T>;
+    try {
+      work = fn();
+    } catch (error) {
+      work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     this.#inflight.add(work);
     const forget = (): void => {
       this.#inflight.delete(work);
