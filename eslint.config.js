@@ -23,6 +23,11 @@ export default tseslint.config(
     },
   },
   {
+    // The playground page: plain browser ES modules, no build step.
+    files: ['playground/public/**/*.js'],
+    languageOptions: { globals: globals.browser },
+  },
+  {
     // Plain Node scripts (no TypeScript program behind them).
     files: ['**/*.mjs'],
     languageOptions: { globals: globals.node },

@@ -546,6 +546,36 @@ export class FakeDiscord {
 
   #changed(): void {
     for (const w of [...this.#waiters]) w.check();
+    for (const l of this.#changeListeners) l();
+  }
+
+  readonly #changeListeners = new Set<() => void>();
+
+  /** Channels and threads, for a client listing them (the playground). */
+  channelList(): { id: string; name: string; type: number; parentId: string | null }[] {
+    return [...this.#channels.values()].map((c) => ({
+      id: c.id,
+      name: c.name,
+      type: c.type,
+      parentId: c.parentId,
+    }));
+  }
+
+  /** A user's display name (global name, else username). */
+  userName(id: string): string {
+    const u = this.#users.get(id)?.user;
+    return String(u?.['global_name'] ?? u?.['username'] ?? id);
+  }
+
+  /** Who sent an interaction (null for unknown ids). */
+  interactionUser(interactionId: string | null): string | null {
+    return interactionId === null ? null : (this.interactions.get(interactionId)?.userId ?? null);
+  }
+
+  /** Calls `listener` after every state change (messages, channels, interactions); returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
   }
 
   /** Resolves with the first truthy value of `check()`, re-evaluated on every state change and every 20 ms. */
