@@ -79,6 +79,8 @@ function markdown(text) {
     /&lt;#(\d+)&gt;/g,
     (_m, id) => `<a href="#" class="mention" data-channel="${id}">#${escapeHtml(channelName(id))}</a>`,
   );
+  // Discord shows backslash-escaped markdown characters as themselves.
+  html = html.replace(/\\([[\]*_`~|>#-])/g, '$1');
   html = html.replace(
     /&lt;t:(\d+):[RFfDdTt]&gt;/g,
     (_m, t) => `<time datetime="${new Date(t * 1000).toISOString()}">${relative(Number(t))}</time>`,

@@ -3,6 +3,7 @@ import { problemsOf, songExtendParamsSchema } from '../services/media/schemas.js
 import type { SongExtendParams } from '../services/media/types.js';
 import { taskChoices, songChoices } from './autocomplete.js';
 import { runJob } from './run-job.js';
+import type { JobRecord } from '../services/store/types.js';
 import { UserError, type BotContext, type Command } from './types.js';
 
 const data = new SlashCommandBuilder()
@@ -37,10 +38,12 @@ export async function startSongExtension(
   i: Parameters<typeof runJob>[0],
   ctx: BotContext,
   params: SongExtendParams,
+  parent?: JobRecord,
 ): Promise<void> {
   const problems = problemsOf(songExtendParamsSchema.safeParse(params));
   if (problems.length > 0) throw new UserError('invalid_options', problems.join('\n'));
   await runJob(i, ctx, {
+    ...(parent ? { parent } : {}),
     operation: 'song',
     params: {
       task_id: params.parentTaskId,

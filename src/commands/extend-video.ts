@@ -4,6 +4,7 @@ import { ASPECT_RATIOS, type AspectRatio, type VideoExtendParams } from '../serv
 import { requireImage } from './attachments.js';
 import { taskChoices } from './autocomplete.js';
 import { runJob } from './run-job.js';
+import type { JobRecord } from '../services/store/types.js';
 import { UserError, type BotContext, type Command } from './types.js';
 
 const data = new SlashCommandBuilder()
@@ -35,10 +36,12 @@ export async function startVideoExtension(
   i: Parameters<typeof runJob>[0],
   ctx: BotContext,
   params: VideoExtendParams,
+  parent?: JobRecord,
 ): Promise<void> {
   const problems = problemsOf(videoExtendParamsSchema.safeParse(params));
   if (problems.length > 0) throw new UserError('invalid_options', problems.join('\n'));
   await runJob(i, ctx, {
+    ...(parent ? { parent } : {}),
     operation: 'video',
     params: {
       task_id: params.parentTaskId,

@@ -3,7 +3,7 @@ import { upscale } from './upscale.js';
 import { extendSong } from './extend-song.js';
 import { extendVideo } from './extend-video.js';
 import { trainingPhotos, trainingComponents } from './training-photos.js';
-import { tasks } from './tasks.js';
+import { tasks, tasksButtons } from './tasks.js';
 import { settings } from './settings.js';
 import { extendVideoModal, nextStepButtons } from './next-steps.js';
 
@@ -22,6 +22,7 @@ export const components: readonly ComponentHandler[] = [
   nextStepButtons,
   extendVideoModal,
   trainingComponents,
+  tasksButtons,
 ];
 
 export const commandData = () => commands.map((c) => c.data);

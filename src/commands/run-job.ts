@@ -7,7 +7,13 @@ import {
 } from 'discord.js';
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
-import { renderJob, renderThreadLine, threadName, type MessagePayload } from '../services/discord/render.js';
+import {
+  jobMessageLink,
+  renderJob,
+  renderThreadLine,
+  threadName,
+  type MessagePayload,
+} from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
@@ -18,6 +24,8 @@ type JobInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSub
 export interface JobRequest {
   operation: Operation;
   params: JobRecord['params'];
+  /** The job this one continues (a next step or a retry): shown as "Extended from" with a jump link. */
+  parent?: JobRecord;
   submit: (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
 }
 
@@ -56,7 +64,9 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
       cost: admission.cost,
       operation: req.operation,
       userId: interaction.user.id,
-      params: req.params,
+      params: req.parent
+        ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
+        : req.params,
       message: {
         channelId: interaction.channelId ?? '',
         ...(interaction.guildId ? { guildId: interaction.guildId } : {}),

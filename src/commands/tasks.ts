@@ -1,47 +1,248 @@
-import { MessageFlags, SlashCommandBuilder } from 'discord.js';
-import { renderJob, renderJobSummaryLine } from '../services/discord/render.js';
+import {
+  ButtonStyle,
+  ComponentType,
+  MessageFlags,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+  type APIActionRowComponent,
+  type APIButtonComponent,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+} from 'discord.js';
+import { nextStepId } from '../services/discord/custom-ids.js';
+import {
+  discordTimestamp,
+  jobMessageLink,
+  renderJob,
+  renderJobSummaryLine,
+  type MessagePayload,
+} from '../services/discord/render.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
+import type { JobRecord } from '../services/store/types.js';
 import { toReplyOptions } from './run-job.js';
-import { UserError, type Command } from './types.js';
+import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+
+/**
+ * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
+ * Previous/Next for the invoker only; `id:` (task id or job id) shows one job in
+ * full with Retry, Re-post and Refresh. Only the owner (or Manage Server) sees a job.
+ */
 
 const data = new SlashCommandBuilder()
   .setName('tasks')
-  .setDescription('Your recent media jobs, or one of them by task id')
-  .addStringOption((o) => o.setName('id').setDescription('A task id to show in full').setMaxLength(200))
+  .setDescription('Your media jobs, newest first; or one of them in full by task id or job id')
+  .addStringOption((o) =>
+    o.setName('id').setDescription('A task id or job id to show in full').setMaxLength(200),
+  )
   .toJSON();
 
-const LIST_SIZE = 15;
+const PAGE_SIZE = 10;
+/** Jobs remembered per member by the store (its per-user list bound). */
+const LIST_LIMIT = 50;
+const SNOWFLAKE = /^\d{17,20}$/;
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const pageId = (userId: string, page: number) => `tasks:page:${userId}:${page}`;
+const repostId = (jobId: string) => `tasks:repost:${jobId}`;
+const refreshId = (jobId: string) => `tasks:refresh:${jobId}`;
+
+type TasksButton =
+  { kind: 'page'; userId: string; page: number } | { kind: 'repost' | 'refresh'; jobId: string };
+
+export function parseTasksId(customId: string): TasksButton | undefined {
+  if (customId.length > 100) return undefined;
+  const parts = customId.split(':');
+  if (parts[0] !== 'tasks') return undefined;
+  if (
+    parts[1] === 'page' &&
+    parts.length === 4 &&
+    SNOWFLAKE.test(parts[2] ?? '') &&
+    /^\d{1,2}$/.test(parts[3] ?? '')
+  ) {
+    return { kind: 'page', userId: parts[2] ?? '', page: Number(parts[3]) };
+  }
+  if (
+    (parts[1] === 'repost' || parts[1] === 'refresh') &&
+    parts.length === 3 &&
+    JOB_ID.test(parts[2] ?? '')
+  ) {
+    return { kind: parts[1], jobId: parts[2] ?? '' };
+  }
+  return undefined;
+}
+
+const button = (
+  label: string,
+  customId: string,
+  disabled = false,
+  style: ButtonStyle.Primary | ButtonStyle.Secondary = ButtonStyle.Secondary,
+): APIButtonComponent => ({
+  type: ComponentType.Button,
+  style,
+  label,
+  custom_id: customId,
+  disabled,
+});
+
+async function listPage(ctx: BotContext, userId: string, page: number): Promise<MessagePayload> {
+  const jobs = await ctx.store.listByUser(userId, LIST_LIMIT);
+  if (jobs.length === 0) {
+    return {
+      content:
+        'You have no jobs yet. Try `/upscale`, `/extend-song`, `/extend-video` or `/training-photos start`.',
+      embeds: [],
+      components: [],
+      allowed_mentions: { parse: [] },
+    };
+  }
+  const pages = Math.ceil(jobs.length / PAGE_SIZE);
+  const p = Math.min(Math.max(0, page), pages - 1);
+  const now = ctx.now();
+  const lines = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE).map((j) => renderJobSummaryLine(j, now));
+  const content = [`**Your jobs** · page ${p + 1} of ${pages} · newest first`, ...lines]
+    .join('\n')
+    .slice(0, 2000);
+  const components: APIActionRowComponent<APIButtonComponent>[] =
+    pages > 1
+      ? [
+          {
+            type: ComponentType.ActionRow,
+            components: [
+              button('Previous', pageId(userId, p - 1), p === 0),
+              button('Next', pageId(userId, p + 1), p >= pages - 1),
+            ],
+          },
+        ]
+      : [];
+  return { content, embeds: [], components, allowed_mentions: { parse: [] } };
+}
+
+function canSee(i: ChatInputCommandInteraction | ButtonInteraction, job: JobRecord): boolean {
+  return job.userId === i.user.id || (i.memberPermissions?.has(PermissionFlagsBits.ManageGuild) ?? false);
+}
+
+async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefined> {
+  return (await ctx.store.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.store.get(id) : undefined);
+}
+
+/** One job in full: its message, plus its timeline, parent and children, and the job-centre buttons. */
+async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> {
+  const base = renderJob(job, ctx.now());
+  const link = jobMessageLink(job);
+  const children = link
+    ? (await ctx.store.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
+    : [];
+  const timeline = [
+    `Created ${discordTimestamp(job.createdAt, 'f')}`,
+    job.submittedAt !== undefined
+      ? `accepted by the service ${discordTimestamp(job.submittedAt, 'f')}`
+      : undefined,
+    job.finishedAt !== undefined ? `${job.state} ${discordTimestamp(job.finishedAt, 'f')}` : undefined,
+  ].filter((x): x is string => x !== undefined);
+  const extra = [
+    `**Timeline:** ${timeline.join(' · ')}`,
+    typeof job.params['extended_from'] === 'string'
+      ? `**Extended from:** ${job.params['extended_from']}`
+      : undefined,
+    children.length > 0
+      ? `**Continued by:** ${children.map((c) => jobMessageLink(c) ?? c.id).join(' · ')}`
+      : undefined,
+    link ? `**Message:** ${link}` : undefined,
+  ].filter((x): x is string => x !== undefined);
+  const actions = [
+    ...(job.state === 'failed' && job.operation !== 'upload'
+      ? [button('Retry', nextStepId({ kind: 'retry', jobId: job.id }), false, ButtonStyle.Primary)]
+      : []),
+    button('Re-post', repostId(job.id)),
+    ...(job.taskId !== undefined ? [button('Refresh', refreshId(job.id))] : []),
+  ];
+  return {
+    ...base,
+    content: `${base.content}\n${extra.join('\n')}`.slice(0, 2000),
+    components: [...base.components.slice(0, 4), { type: ComponentType.ActionRow, components: actions }],
+  };
+}
+
+const storeDown = () =>
+  new UserError(
+    'store_unavailable',
+    'Your jobs cannot be read right now (storage is down). Try again in a minute.',
+  );
+
+async function orStoreDown<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StoreUnavailableError) throw storeDown();
+    throw err;
+  }
+}
 
 export const tasks = {
   data,
   async execute(i, ctx) {
     const id = i.options.getString('id')?.trim();
-    try {
+    await orStoreDown(async () => {
       if (id) {
-        const job = await ctx.store.getByTaskId(id);
-        if (!job || job.userId !== i.user.id) {
-          throw new UserError('task_not_found', `No task \`${id.replace(/`/g, '')}\` among your jobs.`);
+        const job = await findJob(ctx, id);
+        // Someone else's job answers like an unknown one: ids are not a way to read others' work.
+        if (!job || !canSee(i, job)) {
+          throw new UserError(
+            'task_not_found',
+            `No task or job \`${id.replace(/`/g, '')}\` among your jobs.`,
+          );
         }
-        await i.reply({ ...toReplyOptions(renderJob(job, ctx.now())), flags: MessageFlags.Ephemeral });
+        await i.reply({ ...toReplyOptions(await detail(ctx, job)), flags: MessageFlags.Ephemeral });
         return;
       }
-      const jobs = await ctx.store.listByUser(i.user.id, LIST_SIZE);
-      const now = ctx.now();
-      const content =
-        jobs.length === 0
-          ? 'You have no jobs yet. Try `/upscale`, `/extend-song`, `/extend-video` or `/training-photos start`.'
-          : [`**Your last ${jobs.length} jobs**`, ...jobs.map((j) => renderJobSummaryLine(j, now))]
-              .join('\n')
-              .slice(0, 2000);
-      await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-    } catch (err) {
-      if (err instanceof StoreUnavailableError) {
-        throw new UserError(
-          'store_unavailable',
-          'Your jobs cannot be read right now (storage is down). Try again in a minute.',
-        );
-      }
-      throw err;
-    }
+      await i.reply({ ...toReplyOptions(await listPage(ctx, i.user.id, 0)), flags: MessageFlags.Ephemeral });
+    });
   },
 } satisfies Command;
+
+/** Previous/Next, Re-post and Refresh of the job centre. */
+export const tasksButtons: ComponentHandler = {
+  prefix: 'tasks:',
+  async button(i: ButtonInteraction, ctx: BotContext) {
+    const b = parseTasksId(i.customId);
+    if (!b)
+      throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
+    await orStoreDown(async () => {
+      if (b.kind === 'page') {
+        if (b.userId !== i.user.id)
+          throw new UserError('not_yours', 'This list belongs to someone else: run `/tasks` for yours.');
+        await i.update(toReplyOptions(await listPage(ctx, b.userId, b.page)));
+        return;
+      }
+      const job = await ctx.store.get(b.jobId);
+      if (!job)
+        throw new UserError(
+          'job_unavailable',
+          'That job is no longer stored (jobs are kept for a limited time).',
+        );
+      if (!canSee(i, job))
+        throw new UserError('not_owner', 'Only the member who ran this job (or Manage Server) can do that.');
+      if (b.kind === 'repost') {
+        // A fresh public message in this channel, for a result that scrolled away or was deleted.
+        await i.reply(toReplyOptions(renderJob(job, ctx.now())));
+        return;
+      }
+      if (job.taskId === undefined)
+        throw new UserError('no_task', 'This job never reached the service, so there is nothing to refresh.');
+      await i.deferUpdate();
+      try {
+        const result = await ctx.media.fetchTask(job.operation, job.taskId);
+        await ctx.jobs.applyResult(job.id, result, 'poll');
+      } catch (err) {
+        if (err instanceof StoreUnavailableError) throw err;
+        ctx.logger.warn({ err, jobId: job.id }, 'refresh from the service failed');
+        await i.followUp({
+          content: 'The service could not be reached just now; showing what the bot last knew.',
+          flags: MessageFlags.Ephemeral,
+        });
+      }
+      const fresh = (await ctx.store.get(job.id)) ?? job;
+      await i.editReply(toReplyOptions(await detail(ctx, fresh)));
+    });
+  },
+};

@@ -3,6 +3,7 @@ import { MAGIC_PROMPT_OPTIONS, type MagicPromptOption, type UpscaleParams } from
 import { problemsOf, upscaleParamsSchema } from '../services/media/schemas.js';
 import { isHttpUrlString, requireImage } from './attachments.js';
 import { runJob } from './run-job.js';
+import type { JobRecord } from '../services/store/types.js';
 import { UserError, type BotContext, type Command } from './types.js';
 
 // Discord requires required options before optional ones, so `prompt` comes first.
@@ -84,8 +85,10 @@ export async function startUpscale(
   i: Parameters<typeof runJob>[0],
   ctx: BotContext,
   params: UpscaleParams,
+  parent?: JobRecord,
 ): Promise<void> {
   await runJob(i, ctx, {
+    ...(parent ? { parent } : {}),
     operation: 'upscale',
     params: upscaleJobParams(params),
     submit: () => ctx.media.upscale(params),

@@ -5,7 +5,8 @@
 export type NextStep =
   | { kind: 'extend-song'; jobId: string; songIndex: number }
   | { kind: 'extend-video'; jobId: string }
-  | { kind: 'upscale-again'; jobId: string };
+  | { kind: 'upscale-again'; jobId: string }
+  | { kind: 'retry'; jobId: string };
 
 export function nextStepId(step: NextStep): string {
   switch (step.kind) {
@@ -15,15 +16,23 @@ export function nextStepId(step: NextStep): string {
       return `next:extend-video:${step.jobId}`;
     case 'upscale-again':
       return `next:upscale-again:${step.jobId}`;
+    case 'retry':
+      return `next:retry:${step.jobId}`;
   }
 }
 
+/** Job ids are UUIDs: anything else in a custom id is forged or from another app. */
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export function parseNextStepId(customId: string): NextStep | undefined {
-  const [ns, kind, jobId, extra] = customId.split(':');
-  if (ns !== 'next' || !jobId) return undefined;
+  if (customId.length > 100) return undefined;
+  const parts = customId.split(':');
+  const [ns, kind, jobId, extra] = parts;
+  if (ns !== 'next' || !jobId || !JOB_ID.test(jobId) || parts.length > 4) return undefined;
+  if (extra !== undefined && kind !== 'extend-song') return undefined;
   if (kind === 'extend-song' && (extra === '0' || extra === '1'))
     return { kind, jobId, songIndex: Number(extra) };
-  if (kind === 'extend-video' || kind === 'upscale-again') return { kind, jobId };
+  if (kind === 'extend-video' || kind === 'upscale-again' || kind === 'retry') return { kind, jobId };
   return undefined;
 }
 

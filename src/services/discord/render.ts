@@ -497,7 +497,15 @@ function renderFailed(job: JobRecord): MessagePayload {
     },
     job.createdAt,
   );
-  return payload(`${STATE_EMOJI.failed} **${title(job)}** failed`, [embed]);
+  // Retry: a new job with the same parameters (training photos are gathered again instead).
+  const retry =
+    job.operation === 'upload'
+      ? []
+      : rows(
+          [],
+          [actionButton('Retry', nextStepId({ kind: 'retry', jobId: job.id }), ButtonStyle.Secondary)],
+        );
+  return payload(`${STATE_EMOJI.failed} **${title(job)}** failed`, [embed], retry);
 }
 
 /** The full message for a job in its current state (always within Discord's limits). */

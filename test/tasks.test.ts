@@ -1,0 +1,157 @@
+/**
+ * /tasks: the job centre. Pages of 10 newest first with Previous/Next for the
+ * invoker only, other members' jobs never shown, `id:` by task id or job id
+ * (owner or Manage Server), Re-post as a fresh public message, Refresh from the service.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseTasksId } from '../src/commands/tasks.js';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
+import type { FakeMessage } from './fake-discord/index.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
+const MEMBER = String(1n << 11n);
+const MANAGE = String((1n << 5n) | (1n << 11n));
+
+function buttons(m: FakeMessage): { custom_id: string; label: string; disabled?: boolean }[] {
+  const rows = (m.data['components'] ?? []) as {
+    components?: { custom_id: string; label: string; disabled?: boolean }[];
+  }[];
+  return rows.flatMap((r) => r.components ?? []);
+}
+const lineCount = (m: FakeMessage) => String(m.data['content']).split('\n').length - 1;
+
+describe('/tasks job centre', () => {
+  let h: Harness;
+  let alice: string;
+  let bob: string;
+  let carol: string;
+  let admin: string;
+
+  const seed = async (userId: string, n: number, label: string) => {
+    for (let k = 0; k < n; k++) {
+      await h.app.jobs.create({
+        operation: 'upscale',
+        userId,
+        params: { prompt: `${label} ${k}` },
+        message: { channelId: h.fake.defaultChannelId, guildId: h.fake.guildId },
+      });
+    }
+  };
+
+  beforeAll(async () => {
+    h = await startHarness({ webhooks: true, env: { DEFAULT_MAX_ACTIVE_JOBS: '10' } });
+    alice = h.fake.addUser({ username: 'alice', permissions: MEMBER });
+    bob = h.fake.addUser({ username: 'bob', permissions: MEMBER });
+    carol = h.fake.addUser({ username: 'carol', permissions: MEMBER });
+    admin = h.fake.addUser({ username: 'admin', permissions: MANAGE });
+    await seed(alice, 23, 'alice');
+    await seed(bob, 35, 'bob');
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it.each([
+    ['alice', 23, 3, 3],
+    ['bob', 35, 4, 5],
+  ])('%s: %i jobs → %i pages of 10, newest first, Previous/Next', async (who, total, pages, last) => {
+    const userId = who === 'alice' ? alice : bob;
+    const other = who === 'alice' ? 'bob' : 'alice';
+    const cmd = h.fake.sendCommand({ name: 'tasks', userId });
+    let msg = await cmd.message(10_000);
+    expect(msg.ephemeral).toBe(true);
+    expect(text(msg)).toContain(`page 1 of ${pages}`);
+    expect(lineCount(msg)).toBe(10);
+    expect(buttons(msg).find((b) => b.label === 'Previous')?.disabled).toBe(true);
+    const seen: string[] = [];
+    for (let p = 1; p <= pages; p++) {
+      expect(text(msg)).toContain(`page ${p} of ${pages}`);
+      expect(text(msg)).not.toContain(other);
+      seen.push(String(msg.data['content']));
+      if (p < pages) {
+        const next = buttons(msg).find((b) => b.label === 'Next');
+        const click = h.fake.sendButton({ customId: next?.custom_id ?? '', messageId: msg.id, userId });
+        await click.response(10_000);
+        msg = h.fake.messages.get(msg.id) ?? msg;
+      }
+    }
+    expect(lineCount(msg)).toBe(last);
+    expect(buttons(msg).find((b) => b.label === 'Next')?.disabled).toBe(true);
+    // Newest first: the first line of page 1 is the last job seeded.
+    expect(seen[0]?.split('\n')[1]).toBeDefined();
+    expect(
+      seen
+        .join('\n')
+        .split('\n')
+        .filter((l) => l.includes('Upscale')).length,
+    ).toBe(total);
+  });
+
+  it('another member cannot page someone else’s list', async () => {
+    const msg = await h.fake.sendCommand({ name: 'tasks', userId: alice }).message(10_000);
+    const next = buttons(msg).find((b) => b.label === 'Next');
+    const click = h.fake.sendButton({ customId: next?.custom_id ?? '', messageId: msg.id, userId: carol });
+    const reply = await click.message(10_000);
+    expect(text(reply)).toContain('belongs to someone else');
+  });
+
+  it('id: by task id and by job id for the owner; someone else’s job answers like an unknown one; Manage Server sees it', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: carol,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+    });
+    await cmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+    const job = (await h.app.context.store.listByUser(carol, 1))[0];
+    expect(job?.taskId).toBeDefined();
+    for (const id of [job?.taskId ?? '', job?.id ?? '']) {
+      const own = await h.fake.sendCommand({ name: 'tasks', userId: carol, options: { id } }).message(10_000);
+      expect(own.ephemeral).toBe(true);
+      expect(text(own)).toContain('Timeline');
+      expect(buttons(own).map((b) => b.label)).toEqual(expect.arrayContaining(['Re-post', 'Refresh']));
+    }
+    const other = await h.fake
+      .sendCommand({ name: 'tasks', userId: bob, options: { id: job?.taskId ?? '' } })
+      .message(10_000);
+    expect(text(other)).toContain('among your jobs');
+    expect(text(other)).not.toContain('Timeline');
+    const mod = await h.fake
+      .sendCommand({ name: 'tasks', userId: admin, options: { id: job?.id ?? '' } })
+      .message(10_000);
+    expect(text(mod)).toContain('Timeline');
+
+    // Re-post: a fresh public message with the result; Refresh: reads the task from the service now.
+    const detail = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, options: { id: job?.id ?? '' } })
+      .message(10_000);
+    const repost = buttons(detail).find((b) => b.label === 'Re-post');
+    const rp = h.fake.sendButton({ customId: repost?.custom_id ?? '', messageId: detail.id, userId: carol });
+    const fresh = await rp.message(10_000);
+    expect(fresh.ephemeral).toBe(false);
+    expect(text(fresh)).toContain('Extend song 2');
+    const fetchesBefore = h.emulator.requests.filter((r) => r.path === '/fetch').length;
+    const refresh = buttons(detail).find((b) => b.label === 'Refresh');
+    await h.fake
+      .sendButton({ customId: refresh?.custom_id ?? '', messageId: detail.id, userId: carol })
+      .response(10_000);
+    await h.fake.waitFor(
+      () => h.emulator.requests.filter((r) => r.path === '/fetch').length > fetchesBefore,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    h.fake.assertNoViolations();
+  });
+
+  it('custom ids: forged or oversized ones are not parsed', () => {
+    expect(parseTasksId('tasks:page:123:1')).toBeUndefined();
+    expect(parseTasksId(`tasks:page:${'1'.repeat(18)}:1`)).toEqual({
+      kind: 'page',
+      userId: '1'.repeat(18),
+      page: 1,
+    });
+    expect(parseTasksId('tasks:repost:../../x')).toBeUndefined();
+    expect(parseTasksId(`tasks:refresh:${'a'.repeat(200)}`)).toBeUndefined();
+  });
+});
