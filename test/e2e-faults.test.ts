@@ -191,7 +191,7 @@ describe('Discord errors on edits, gateway drops and webhook anomalies (real rat
     // Interactions still arrive over the resumed session.
     const tasks = await h.fake.sendCommand({ name: 'tasks' }).message();
     expect(tasks.ephemeral).toBe(true);
-    expect(tasks.content).toMatch(/Your last \d+ jobs/);
+    expect(tasks.content).toMatch(/Your jobs\*\* · page 1 of \d+/);
     h.fake.assertNoViolations();
   });
 

@@ -154,7 +154,7 @@ describe('invalid input and service errors', () => {
   it('/tasks lists the user’s jobs ephemerally', async () => {
     const msg = await h.fake.sendCommand({ name: 'tasks' }).message();
     expect(msg.ephemeral).toBe(true);
-    expect(msg.content).toMatch(/Your last \d+ jobs/);
+    expect(msg.content).toMatch(/Your jobs\*\* · page 1 of \d+/);
   });
 
   it('autocompletes song ids of a task the service knows', async () => {

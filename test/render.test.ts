@@ -736,7 +736,9 @@ describe('renderJob: failed', () => {
     expect(e?.description).toContain('Service said no');
     expect(e?.fields?.find((f) => f.name === 'What you can do')?.value).toMatch(re);
     expect(e?.fields?.find((f) => f.name === 'Task ID')?.value).toBe('`task-failed-1`');
-    expect(p.components).toEqual([]);
+    // A failed job's one button: Retry (same parameters, new job).
+    const ids = p.components.flatMap((r) => r.components).map((b) => ('custom_id' in b ? b.custom_id : ''));
+    expect(ids).toEqual([`next:retry:${job.id}`]);
   });
 
   it('several service messages are each shown, escaped, without mentions', () => {

@@ -9,7 +9,7 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
 } from 'discord.js';
-import { nextStepId } from '../services/discord/custom-ids.js';
+import { JOB_ID, nextStepId } from '../services/discord/custom-ids.js';
 import {
   discordTimestamp,
   jobMessageLink,
@@ -40,7 +40,6 @@ const PAGE_SIZE = 10;
 /** Jobs remembered per member by the store (its per-user list bound). */
 const LIST_LIMIT = 50;
 const SNOWFLAKE = /^\d{17,20}$/;
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const pageId = (userId: string, page: number) => `tasks:page:${userId}:${page}`;
 const repostId = (jobId: string) => `tasks:repost:${jobId}`;
