@@ -6,6 +6,7 @@ import { REST } from 'discord.js';
 import { ConfigError, loadDotEnv, parseDiscordConfig } from '../src/config.js';
 import { createLogger, resolveLogFormat } from '../src/logger.js';
 import { commandData } from '../src/commands/index.js';
+import { describeStartFailure, StartError } from '../src/start-errors.js';
 import { syncCommands } from '../src/services/discord/command-sync.js';
 
 loadDotEnv();
@@ -31,7 +32,22 @@ try {
       `Cannot register: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`,
     );
   } else {
-    process.stderr.write(`Cannot register: ${err instanceof Error ? err.message : String(err)}\n`);
+    // The same one-line diagnosis as a failed start (401 token, Discord unreachable, …).
+    let apiUrl = 'the Discord API';
+    try {
+      apiUrl = parseDiscordConfig().discord.apiUrl;
+    } catch {
+      // configuration errors are handled above
+    }
+    process.stderr.write(
+      `Cannot register: ${describeStartFailure(new StartError('discord', err), {
+        discordApiUrl: apiUrl,
+        host: '',
+        port: 0,
+        dataDir: '',
+        redisWaitSeconds: 0,
+      })}\n`,
+    );
   }
   process.exit(1);
 }

@@ -236,6 +236,19 @@ describe('npm run invite / register', () => {
     expect(r.stderr).toContain('DISCORD_APPLICATION_ID: required');
   });
 
+  it.concurrent('register with Discord unreachable: one line naming DISCORD_API_URL', async () => {
+    const closed = await freePort();
+    const r = await run(['scripts/run.mjs', 'register-commands'], {
+      DISCORD_TOKEN: 'x'.repeat(30),
+      DISCORD_APPLICATION_ID: '123456789012345678',
+      DISCORD_API_URL: `http://127.0.0.1:${closed}/api`,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      `Cannot register: Cannot reach Discord at http://127.0.0.1:${closed}/api (ECONNREFUSED): check DISCORD_API_URL and this machine's network.`,
+    ]);
+  });
+
   it('register needs only the Discord variables (no MEDIA_API_KEY)', async () => {
     const fake = await startFakeDiscord({ warmUpValidators: false });
     try {
