@@ -238,14 +238,23 @@ export class ConfigError extends Error {
 const opt = <K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } =>
   (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 
+type DiscordEnv = Pick<
+  Env,
+  'DISCORD_TOKEN' | 'DISCORD_APPLICATION_ID' | 'DISCORD_GUILD_ID' | 'DISCORD_API_URL'
+>;
+
+function discordOf(e: DiscordEnv): Config['discord'] {
+  return {
+    token: e.DISCORD_TOKEN,
+    applicationId: e.DISCORD_APPLICATION_ID,
+    ...opt('guildId', e.DISCORD_GUILD_ID),
+    apiUrl: e.DISCORD_API_URL,
+  };
+}
+
 function toConfig(e: Env): Config {
   return {
-    discord: {
-      token: e.DISCORD_TOKEN,
-      applicationId: e.DISCORD_APPLICATION_ID,
-      ...opt('guildId', e.DISCORD_GUILD_ID),
-      apiUrl: e.DISCORD_API_URL,
-    },
+    discord: discordOf(e),
     media: {
       baseUrl: e.MEDIA_API_URL,
       apiKey: e.MEDIA_API_KEY,
@@ -328,12 +337,7 @@ export function parseDiscordConfig(env: Record<string, string | undefined> = pro
   if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
   const e = parsed.data;
   return {
-    discord: {
-      token: e.DISCORD_TOKEN,
-      applicationId: e.DISCORD_APPLICATION_ID,
-      ...opt('guildId', e.DISCORD_GUILD_ID),
-      apiUrl: e.DISCORD_API_URL,
-    },
+    discord: discordOf(e),
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };

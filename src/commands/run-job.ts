@@ -17,7 +17,7 @@ import {
 import { jobError } from '../services/jobs/job-errors.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
-import { UserError, type BotContext } from './types.js';
+import { STORE_DOWN_MESSAGE, UserError, unlessStoreDown, type BotContext } from './types.js';
 
 type JobInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
 
@@ -43,9 +43,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
   const guildId = interaction.guildId ?? undefined;
   const member = { ...(guildId !== undefined ? { guildId } : {}), userId: interaction.user.id };
   // Fair use and credits: checked and reserved before anything is stored or sent.
-  const admission = await storeOrUserError(() =>
-    ctx.community.admit({ ...member, operation: req.operation }),
-  );
+  const admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
   if (!admission.ok) {
     await replyEphemeral(interaction, admission.message);
     return;
@@ -79,7 +77,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     });
   } catch (err) {
     await giveBack();
-    if (err instanceof StoreUnavailableError) throw storeUserError();
+    if (err instanceof StoreUnavailableError) throw new UserError('store_unavailable', STORE_DOWN_MESSAGE);
     throw err;
   }
 
@@ -172,21 +170,6 @@ async function moveIntoThread(
         ctx.logger.warn({ err: e, jobId: job.id }, 'could not tell the member about the thread'),
       );
     return job;
-  }
-}
-
-const storeUserError = () =>
-  new UserError(
-    'store_unavailable',
-    'The bot is temporarily unavailable (storage is down). Please try again in a minute.',
-  );
-
-async function storeOrUserError<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof StoreUnavailableError) throw storeUserError();
-    throw err;
   }
 }
 

@@ -20,7 +20,7 @@ import {
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
 import { toReplyOptions } from './run-job.js';
-import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { UserError, unlessStoreDown, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 /**
  * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
@@ -162,20 +162,8 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
   };
 }
 
-const storeDown = () =>
-  new UserError(
-    'store_unavailable',
-    'Your jobs cannot be read right now (storage is down). Try again in a minute.',
-  );
-
-async function orStoreDown<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof StoreUnavailableError) throw storeDown();
-    throw err;
-  }
-}
+const orStoreDown = <T>(run: () => Promise<T>) =>
+  unlessStoreDown(run, 'Your jobs cannot be read right now (storage is down). Try again in a minute.');
 
 export const tasks = {
   data,

@@ -6,6 +6,7 @@ import type {
   RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import type { Logger } from 'pino';
+import { StoreUnavailableError } from '../services/store/errors.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobService } from '../services/jobs/job-service.js';
@@ -62,5 +63,21 @@ export class UserError extends Error {
   ) {
     super(message);
     this.name = 'UserError';
+  }
+}
+
+/**
+ * The command layer's one translation of a store outage: StoreUnavailableError
+ * thrown by `run` becomes a UserError with `message` (what the member was doing).
+ */
+export const STORE_DOWN_MESSAGE =
+  'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
+
+export async function unlessStoreDown<T>(run: () => Promise<T>, message = STORE_DOWN_MESSAGE): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StoreUnavailableError) throw new UserError('store_unavailable', message);
+    throw err;
   }
 }
