@@ -34,6 +34,8 @@ export interface PlaygroundOptions {
   redisUrl?: string;
   /** Emulator step length range in ms (default 1000-3000: progress every 1-3 s). */
   stepMs?: [number, number];
+  /** Share of jobs the emulator fails (default 0.08); tests that wait for results pass 0. */
+  failureRate?: number;
   log?: (line: string) => void;
 }
 
@@ -46,7 +48,7 @@ export interface Playground {
 }
 
 /** A fresh random scenario for the next task: realistic pace, sometimes duplicated, shuffled or failing. */
-function randomScenario(stepMs: [number, number]) {
+function randomScenario(stepMs: [number, number], failureRate: number) {
   const r = Math.random();
   const [lo, hi] = stepMs;
   return {
@@ -54,13 +56,14 @@ function randomScenario(stepMs: [number, number]) {
     steps: [5, 20, 40, 60, 80, 95].filter(() => Math.random() > 0.25),
     duplicateWebhooks: r < 0.15,
     shuffleWebhooks: r >= 0.15 && r < 0.25,
-    outcome: r > 0.92 ? ('failed' as const) : ('finished' as const),
+    outcome: Math.random() < failureRate ? ('failed' as const) : ('finished' as const),
   };
 }
 
 export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Playground> {
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const stepMs = opts.stepMs ?? [1000, 3000];
+  const failureRate = opts.failureRate ?? 0.08;
   const fake = await startFakeDiscord({
     warmUpValidators: true,
     guild: { name: 'Playground', channels: [{ name: 'general' }, { name: 'gallery' }] },
@@ -76,13 +79,13 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     bob: fake.addUser({ username: 'bob', globalName: 'Bob', permissions: String(MEMBER) }),
   };
   const switches = { dropWebhooks: false, discord429: false, discord500: false, storeDown: false };
-  const emulator = await startEmulator({ scenario: randomScenario(stepMs) });
+  const emulator = await startEmulator({ scenario: randomScenario(stepMs, failureRate) });
   const OPERATION_PATHS = new Set(['/song-extend', '/video-extend', '/ai-photo-upload']);
   emulator.onEvent((e) => {
     // A task takes the scenario set when it is created: prepare a new random one for the next.
     if (e.type === 'request' && e.entry.method === 'POST' && OPERATION_PATHS.has(e.entry.path)) {
       emulator.setScenario({
-        ...randomScenario(stepMs),
+        ...randomScenario(stepMs, failureRate),
         dropWebhooks: switches.dropWebhooks ? 'all' : 'none',
       });
     }

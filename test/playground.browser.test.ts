@@ -42,7 +42,7 @@ describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () =>
 
   beforeAll(async () => {
     await mkdir(ARTIFACTS, { recursive: true });
-    pg = await startPlayground({ port: 0, stepMs: [300, 600], log: () => undefined });
+    pg = await startPlayground({ port: 0, stepMs: [300, 600], failureRate: 0, log: () => undefined });
     browser = await chromium.launch({
       executablePath: CHROMIUM ?? '',
       headless: true,
