@@ -1,5 +1,6 @@
 /** Shared pieces of the benchmarks. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
@@ -60,7 +61,7 @@ export async function startJobs(
   }
   const jobs = await eventually(
     async () => {
-      const all = await h.app.context.store.listUnfinished();
+      const all = await h.app.store.listUnfinished();
       const ready = all.filter((j) => j.taskId && j.message.messageId && j.state === 'queued');
       return ready.length >= count ? ready : undefined;
     },
@@ -126,6 +127,26 @@ export function loadFromChild(spec: {
   });
 }
 
+/**
+ * The V8 flags the bot runs with in production: those of `npm start` (package.json),
+ * which the Dockerfile's CMD repeats (test/runtime-flags.test.ts keeps them equal).
+ * Every bench starts the bot with them, so its figures are the production ones.
+ */
+export function productionNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  const flags: string[] = [];
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i] ?? '';
+    if (w === '--import')
+      i++; // the TypeScript loader, not a runtime flag
+    else if (w.startsWith('--')) flags.push(w);
+  }
+  return flags;
+}
+
 /** Compiles the bot as the Docker image does (`tsc -p tsconfig.build.json` → dist/). */
 export function buildBot(): void {
   const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
@@ -145,7 +166,8 @@ export interface BotProcess {
 
 /**
  * Starts the bot as its own process (compiled `dist/src/main.js`, or through tsx
- * with `tsx: true`) against the given fake Discord, emulator and Redis.
+ * with `tsx: true`) against the given fake Discord, emulator and Redis, with the
+ * production V8 flags (then `nodeFlags`, for profiling).
  */
 export async function spawnBot(opts: {
   fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
@@ -158,6 +180,7 @@ export async function spawnBot(opts: {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const args = [
+    ...productionNodeFlags(),
     ...(opts.nodeFlags ?? []),
     ...(opts.tsx ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']),
   ];
@@ -204,4 +227,12 @@ export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
   const kb = (name: string) =>
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc, 10 ms ticks). */
+export async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

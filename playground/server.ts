@@ -36,6 +36,11 @@ export interface PlaygroundOptions {
   stepMs?: [number, number];
   /** Share of jobs the emulator fails (default 0.08); tests that wait for results pass 0. */
   failureRate?: number;
+  /**
+   * How the bot gets interactions (env PLAYGROUND_INTERACTIONS): over the gateway (default)
+   * or `http`: DISCORD_INTERACTIONS=http, the local Discord POSTs signed interactions.
+   */
+  interactions?: 'gateway' | 'http';
   log?: (line: string) => void;
 }
 
@@ -104,6 +109,8 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
   }
 
   const botPort = await freePort();
+  const http = opts.interactions === 'http';
+  if (http) fake.setInteractionsMode('http', `http://127.0.0.1:${botPort}/interactions`);
   let bot: ChildProcess | undefined;
   let botLog = '';
   const startBot = () => {
@@ -128,6 +135,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         WEBHOOK_SILENCE_MS: '6000',
         REDIS_START_TIMEOUT_SECONDS: '5',
         ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+        ...(http ? { DISCORD_INTERACTIONS: 'http', DISCORD_PUBLIC_KEY: fake.publicKey } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -289,12 +297,16 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
   });
 
   app.post('/api/button', async (req) => {
-    const b = ref.extend({ messageId: z.string(), customId: z.string() }).parse(req.body);
-    const h = fake.sendButton({
+    const b = ref
+      .extend({ messageId: z.string(), customId: z.string(), values: z.array(z.string()).optional() })
+      .parse(req.body);
+    // A button, or a string select when `values` are given.
+    const h = fake.sendComponent({
       customId: b.customId,
       messageId: b.messageId,
       userId: b.userId,
       channelId: b.channelId,
+      ...(b.values ? { componentType: 3, values: b.values } : {}),
     });
     const cb = await h.response(5000).catch(() => undefined);
     return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
@@ -410,6 +422,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const pg = await startPlayground({
     port,
     ...(process.env['REDIS_URL'] ? { redisUrl: process.env['REDIS_URL'] } : {}),
+    ...(process.env['PLAYGROUND_INTERACTIONS'] === 'http' ? { interactions: 'http' as const } : {}),
   });
   const stop = () => {
     process.stdout.write('\nstopping the playground…\n');

@@ -1,5 +1,6 @@
-import { Client, Events, GatewayIntentBits, REST, type Interaction } from 'discord.js';
+import { Client, Events, GatewayIntentBits, REST, Routes, type Interaction } from 'discord.js';
 import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterQueue } from 'rate-limiter-flexible';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { commandData, commands, components } from './commands/index.js';
@@ -7,11 +8,12 @@ import { createInteractionRouter } from './commands/router.js';
 import type { BotContext } from './commands/types.js';
 import { syncCommands, type SyncResult } from './services/discord/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
-import { EditQueue } from './services/discord/edit-queue.js';
+import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edit-queue.js';
 import { renderJob, renderThreadLine } from './services/discord/render.js';
 import { JobService } from './services/jobs/job-service.js';
 import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
+import type { JobStore } from './services/store/types.js';
 import { TrainingSessions } from './services/training/sessions.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
@@ -20,8 +22,19 @@ import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
 import { createThreadApi } from './services/community/threads.js';
 import { GalleryPoster } from './services/community/gallery.js';
+import { resultFiles } from './services/operations/index.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
+import { GatewayLease } from './services/cluster/gateway-lease.js';
+import { JobOwnership } from './services/cluster/job-ownership.js';
+import { RedisChannelBudget } from './services/cluster/redis-channel-budget.js';
+import { HttpInteractions } from './services/discord/http-interactions.js';
+
+/** How long an interaction id stays claimed: far past its token's 15 min life, so a late redelivery still counts. */
+const INTERACTION_CLAIM_TTL_MS = 60 * 60_000;
+
+/** Message reads per second per instance when taking over finals (three instances: 24/s of Discord's 50). */
+const TAKEOVER_READS_PER_SECOND = 8;
 
 export interface AppOptions {
   logger: Logger;
@@ -30,15 +43,24 @@ export interface AppOptions {
   webhookAuthFailures?: AuthFailureLimit;
   /** Key namespace in the store (tests isolate runs sharing one Redis). */
   storeNamespace?: string;
+  /** http mode: a command not answering by then is acknowledged in the HTTP response (default 2500 ms). */
+  interactionAckDeadlineMs?: number;
 }
 
 export interface App {
-  client: Client;
+  /** The Discord client (the one holding the gateway, when this instance does). */
+  readonly client: Client;
+  /** Redis: the gateway lease (gateway held by one instance at a time). */
+  gatewayLease: GatewayLease | undefined;
+  /** Redis: which instance works on which job. */
+  ownership: JobOwnership | undefined;
   server: HttpServer;
   jobs: JobService;
   edits: EditQueue;
   metrics: Metrics;
   context: BotContext;
+  /** The job store itself (tests and benches inspect it; commands get a read-only view). */
+  store: JobStore;
   /** Listens, logs in, syncs commands, resumes unfinished jobs. */
   start(): Promise<{ url: string; commands: SyncResult | undefined }>;
   /** Stops taking webhooks, lets in-flight edits finish (bounded), closes everything. */
@@ -49,7 +71,7 @@ export interface App {
 export async function createApp(config: Config, opts: AppOptions): Promise<App> {
   const { logger } = opts;
   const now = opts.now ?? Date.now;
-  const metrics = createMetrics();
+  const metrics = createMetrics(config.instanceId);
 
   const stores = await createStores({
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
@@ -69,17 +91,52 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger: logger.child({ component: 'media' }),
   });
 
-  const client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: config.discord.apiUrl } });
-  client.rest.on('response', (req, res) => {
-    metrics.discordRequests.inc({ route: req.route, status: String(res.status) });
-  });
-  client.rest.on('rateLimited', (info) => {
-    logger.warn(
-      { route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope },
-      'Discord rate limit',
-    );
-  });
+  // Several instances on one Redis (an instance cannot know whether it is alone, so on
+  // Redis this is always on): leases decide who holds the gateway and who works on a job.
+  const clusterPrefix = `${opts.storeNamespace ?? 'mjb'}::cluster:`;
+  const clusterLog = logger.child({ component: 'cluster' });
+  const gatewayLease =
+    stores.redis && config.discord.interactions.mode === 'gateway'
+      ? new GatewayLease({
+          redis: stores.redis,
+          prefix: clusterPrefix,
+          instanceId: config.instanceId,
+          logger: clusterLog,
+        })
+      : undefined;
+  const ownership = stores.redis
+    ? new JobOwnership({
+        redis: stores.redis,
+        prefix: clusterPrefix,
+        instanceId: config.instanceId,
+        logger: clusterLog,
+      })
+    : undefined;
+
+  if (ownership) metrics.countOwnedJobs(() => ownership.size());
+
+  const makeClient = (): Client => {
+    const c = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: config.discord.apiUrl } });
+    c.rest.on('response', (req, res) => {
+      metrics.discordRequests.inc({ route: req.route, status: String(res.status) });
+    });
+    c.rest.on('rateLimited', (info) => {
+      logger.warn(
+        { route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope },
+        'Discord rate limit',
+      );
+    });
+    return c;
+  };
+  /** Bot-token REST for every service (and the first gateway tenure's client). */
+  const client = makeClient();
+  // Standby instances never log in, yet post gallery messages and threads: the token goes on now.
+  client.rest.setToken(config.discord.token);
+  let gateway = client;
   const interactionRest: REST = createInteractionRest({ api: config.discord.apiUrl });
+  const { interactions: interactionMode } = config.discord;
+  // http mode: no gateway, so no login; REST still needs the token.
+  if (interactionMode.mode === 'http') client.rest.setToken(config.discord.token);
 
   // Channel edits get their own bot-token REST that rejects on 429 instead of sleeping inside it:
   // the edit queue then waits itself and sends the *latest* state, not a stale one.
@@ -94,12 +151,30 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       metrics.discordRequests.inc({ route: req.route, status: String(res.status) }),
     );
   }
+  // Every instance edits in the same channels: one budget per channel for all of them.
+  const channelBudget = stores.redis
+    ? new RedisChannelBudget({
+        redis: stores.redis,
+        prefix: clusterPrefix,
+        logger: clusterLog,
+        limit: DEFAULT_EDIT_QUEUE_OPTIONS.channelLimit,
+        windowMs: DEFAULT_EDIT_QUEUE_OPTIONS.channelWindowMs,
+        finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
+      })
+    : undefined;
   const edits = new EditQueue({
     transport: createRestTransport({ botRest: editRest, interactionRest }),
     logger: logger.child({ component: 'edits' }),
     now,
-    onMessageGone: (jobId, reason) => logger.info({ jobId, reason }, 'job message is gone; edits stopped'),
-    onDelivered: (_jobId, d) => metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000),
+    ...(channelBudget ? { channelBudget } : {}),
+    onMessageGone: (jobId, reason) => {
+      logger.info({ jobId, reason }, 'job message is gone; edits stopped');
+      jobs.messageGone(jobId);
+    },
+    onDelivered: (jobId, d) => {
+      metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
+      if (d.final) jobs.messageDone(jobId);
+    },
     metrics: {
       editsSent: (route, outcome) => metrics.editsSent.inc({ route, outcome }),
       queueDepth: (n) => metrics.editQueueDepth.set(n),
@@ -122,11 +197,28 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       kv: stores.kv,
       logger: logger.child({ component: 'gallery' }),
       now,
+      ...(channelBudget ? { budget: channelBudget } : {}),
     }),
   });
 
+  // Taking over a dead instance's finals reads each message once. Paced so that the survivors
+  // together stay far under Discord's global 50 requests/s per bot token, which discord.js's
+  // own limiter guards only per process (regression: a takeover of ~60 jobs drew a global 429).
+  const takeoverReads = new RateLimiterQueue(
+    new RateLimiterMemory({ points: TAKEOVER_READS_PER_SECOND, duration: 1 }),
+    { maxQueueSize: 100_000 },
+  );
   const jobs = new JobService({
     store: stores.jobs,
+    // An instance died after Discord took a final edit but before recording it: look first.
+    finalShown: async (job) => {
+      const marker = job.state === 'finished' ? resultFiles(job.result)[0] : job.error?.message;
+      if (!marker || !job.message.messageId) return false;
+      await takeoverReads.removeTokens(1);
+      const msg = await client.rest.get(Routes.channelMessage(job.message.channelId, job.message.messageId));
+      return JSON.stringify(msg).includes(JSON.stringify(marker).slice(1, -1));
+    },
+    ...(ownership ? { ownership } : {}),
     onFinal: (job) => community.jobEnded(job),
     jobKeys,
     media,
@@ -156,29 +248,86 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
 
   const context: BotContext = {
-    config,
     logger: logger.child({ component: 'commands' }),
     jobs,
+    records: stores.jobs,
     media,
-    store: stores.jobs,
-    kv: stores.kv,
     training,
     edits,
     community,
     settings: guildSettings,
     ledger,
+    costs: config.community.costs,
     threads: createThreadApi(client.rest),
+    limits: { maxImageBytes: config.photos.maxBytes },
     now,
   };
   const route = createInteractionRouter(commands, components, context);
-  client.on(Events.InteractionCreate, (i: Interaction) => {
-    void route(i).catch((err: unknown) => logger.error({ err }, 'interaction router failed'));
-  });
-  client.on(Events.Error, (err) => logger.error({ err }, 'discord client error'));
-  client.on(Events.ShardDisconnect, (_e, shard) =>
-    logger.warn({ shard }, 'gateway disconnected; discord.js reconnects'),
-  );
-  client.on(Events.ShardResume, (shard) => logger.info({ shard }, 'gateway resumed'));
+  const onInteraction = (i: Interaction): void => {
+    void (async () => {
+      // Fencing: an instance that lost the gateway lease (paused past it) never acts on what
+      // its dying connection still delivers; the lease's token must still be ours in Redis.
+      if (gatewayLease && !(await gatewayLease.verify())) {
+        logger.warn(
+          { interactionId: i.id },
+          'interaction ignored: this instance no longer holds the gateway',
+        );
+        return;
+      }
+      await route(i);
+    })().catch((err: unknown) => logger.error({ err }, 'interaction router failed'));
+  };
+  const listen = (c: Client): void => {
+    c.on(Events.InteractionCreate, onInteraction);
+    c.on(Events.Error, (err) => logger.error({ err }, 'discord client error'));
+    c.on(Events.ShardDisconnect, (_e, shard) =>
+      logger.warn({ shard }, 'gateway disconnected; discord.js reconnects'),
+    );
+    c.on(Events.ShardResume, (shard) => logger.info({ shard }, 'gateway resumed'));
+  };
+  listen(client);
+
+  /** Logs in the gateway client and waits for READY. */
+  const connectGateway = async (): Promise<void> => {
+    const c = gateway;
+    const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
+    await c.login(config.discord.token);
+    await ready;
+    logger.info({ user: c.user?.tag, fencingToken: gatewayLease?.fencingToken }, 'connected to Discord');
+  };
+  /** Lease lost: drop the connection now; a later tenure gets a fresh client (a destroyed one cannot log in again). */
+  const dropGateway = async (): Promise<void> => {
+    const c = gateway;
+    metrics.gatewayLeader.set(0);
+    await c.destroy();
+    // destroy() clears the REST token; the bot-token REST serves every service, standby or not.
+    client.rest.setToken(config.discord.token);
+    gateway = makeClient();
+    listen(gateway);
+  };
+  const http =
+    interactionMode.mode === 'http'
+      ? new HttpInteractions({
+          client,
+          logger: logger.child({ component: 'interactions' }),
+          ...(opts.interactionAckDeadlineMs !== undefined
+            ? { ackDeadlineMs: opts.interactionAckDeadlineMs }
+            : {}),
+          // Set-if-absent in the store every instance shares: one run per interaction id.
+          claim: (id) =>
+            stores.kv.withLock(`interaction:${id}`, async () => {
+              if ((await stores.kv.get(`interaction-seen:${id}`)) !== undefined) return false;
+              await stores.kv.set(`interaction-seen:${id}`, { at: now() }, INTERACTION_CLAIM_TTL_MS);
+              return true;
+            }),
+        })
+      : undefined;
+  if (http) {
+    http.install(client.rest);
+    http.install(interactionRest);
+  }
+  // http mode: Discord is "ready" once the token has been checked over REST at start.
+  let restReady = false;
 
   const server = await buildServer({
     logger,
@@ -191,7 +340,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       ...(opts.webhookAuthFailures ? { authFailures: opts.webhookAuthFailures } : {}),
     },
     health: {
-      discordReady: () => client.isReady(),
+      // http mode: REST checked at start. Gateway mode on Redis: standby instances (another
+      // holds the gateway) are ready, they serve webhooks and jobs.
+      discordReady: () =>
+        http ? restReady : gatewayLease && !gatewayLease.holds() ? true : gateway.isReady(),
+      ...(gatewayLease ? { gateway: () => (gatewayLease.holds() ? 'held' : 'standby') } : {}),
+      instance: config.instanceId,
       pingStore: () => stores.jobs.ping(),
       registry: metrics.registry,
     },
@@ -199,6 +353,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       config.metrics.port !== undefined
         ? false
         : { ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) },
+    ...(http && interactionMode.mode === 'http'
+      ? {
+          interactions: {
+            publicKey: interactionMode.publicKey,
+            handle: (raw) => http.handle(raw),
+            metrics,
+          },
+        }
+      : {}),
   });
   const metricsServer =
     config.metrics.port === undefined
@@ -212,12 +375,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   let stopping: Promise<void> | undefined;
 
   return {
-    client,
+    get client() {
+      return gateway;
+    },
+    gatewayLease,
+    ownership,
     server,
     jobs,
     edits,
     metrics,
     context,
+    store: stores.jobs,
     async start() {
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
@@ -233,12 +401,42 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         );
         logger.info({ url: `${metricsUrl}/metrics` }, 'metrics listening');
       }
-      await inPhase('discord', async () => {
-        const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-        await client.login(config.discord.token);
-        await ready;
-      });
-      logger.info({ user: client.user?.tag }, 'connected to Discord');
+      if (ownership) {
+        await inPhase('store', () =>
+          ownership.start({
+            adopt: (jobId) => jobs.adopt(jobId),
+            changed: (jobId, source) => jobs.changed(jobId, source),
+          }),
+        );
+      }
+      if (http) {
+        // No gateway connection: check the token once over REST (a bad one stops the start).
+        const me = await inPhase('discord', () => client.rest.get(Routes.user('@me')));
+        restReady = true;
+        logger.info(
+          { user: (me as { username?: string }).username, interactions: `${url}/interactions` },
+          'Discord REST ready; interactions arrive over HTTP (no gateway)',
+        );
+      } else if (gatewayLease) {
+        let first: Promise<void> | undefined;
+        await inPhase('store', () =>
+          gatewayLease.start({
+            acquired: () => {
+              metrics.gatewayLeader.set(1);
+              // The gateway client is fresh here: never logged in, or made anew when the last tenure ended.
+              const connecting = connectGateway();
+              first ??= connecting;
+              return connecting;
+            },
+            lost: () => dropGateway(),
+          }),
+        );
+        // The first holder connects as a lone bot does, and a failure stops the start the same way.
+        if (first) await inPhase('discord', () => first as Promise<void>);
+        else logger.info('another instance holds the gateway; this one serves webhooks and jobs (standby)');
+      } else {
+        await inPhase('discord', connectGateway);
+      }
       let sync: SyncResult | undefined;
       try {
         sync = await syncCommands({
@@ -259,13 +457,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       stopping ??= (async () => {
         logger.info('shutting down');
         await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
+        http?.close();
         await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));
         jobs.stop();
+        await gatewayLease
+          ?.stop()
+          .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));
         const drained = await edits.drain(drainMs);
         if (!drained)
           logger.warn({ pending: edits.depth() }, 'some message edits were not delivered before shutdown');
         edits.close();
-        await client.destroy();
+        // Jobs still owned go back to the pool: another instance resumes them at its next sweep.
+        await ownership?.stop().catch((err: unknown) => logger.warn({ err }, 'job lease release failed'));
+        await gateway.destroy();
+        if (gateway !== client) await client.destroy();
         await media.close().catch(() => undefined);
         await stores.close().catch((err: unknown) => logger.warn({ err }, 'store close failed'));
         logger.info('stopped');

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -141,6 +142,25 @@ const schema = z.object({
   ),
   DISCORD_GUILD_ID: optional(snowflake('a guild id to register commands to')),
   DISCORD_API_URL: withDefault(httpUrl('Discord REST base'), 'https://discord.com/api'),
+  DISCORD_INTERACTIONS: withDefault(
+    z.enum(['gateway', 'http'], {
+      error: 'must be gateway or http (http: Discord posts interactions to POST /interactions)',
+    }),
+    'gateway',
+  ),
+  DISCORD_PUBLIC_KEY: optional(
+    z
+      .string()
+      .transform((v) => v.trim().toLowerCase())
+      .pipe(
+        z
+          .string()
+          .regex(
+            /^[0-9a-f]{64}$/,
+            'must be 64 hex characters (Developer Portal → General Information → Public Key)',
+          ),
+      ),
+  ),
   MEDIA_API_URL: withDefault(httpUrl('media service base_url'), 'https://api.apiframe.pro'),
   MEDIA_API_KEY: required('the media service API key').pipe(
     z.string().regex(/^\S+$/, 'must not contain spaces'),
@@ -192,6 +212,9 @@ const schema = z.object({
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
   DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
   CREDIT_COSTS: withDefault(creditCosts, 'upscale=1,extend-song=2,extend-video=6,training-photos=2'),
+  INSTANCE_ID: optional(
+    z.string().regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable characters, no spaces'),
+  ),
 });
 
 type Env = z.output<typeof schema>;
@@ -202,6 +225,11 @@ export interface Config {
     applicationId: string;
     guildId?: string;
     apiUrl: string;
+    /**
+     * `gateway`: one gateway connection receives interactions. `http`: no gateway; Discord
+     * posts them to `POST /interactions`, verified with `publicKey` (Ed25519, hex).
+     */
+    interactions: { mode: 'gateway' } | { mode: 'http'; publicKey: string };
   };
   media: {
     baseUrl: string;
@@ -225,6 +253,8 @@ export interface Config {
   };
   logLevel: (typeof LOG_LEVELS)[number];
   logFormat: (typeof LOG_FORMATS)[number];
+  /** Names this instance in logs, metrics and Redis leases (default hostname:pid). */
+  instanceId: string;
 }
 
 /** Thrown with one human line per problem; main prints them and exits 1. */
@@ -241,7 +271,8 @@ const opt = <K extends string, V>(key: K, value: V | undefined): { [P in K]?: V 
 type DiscordEnv = Pick<
   Env,
   'DISCORD_TOKEN' | 'DISCORD_APPLICATION_ID' | 'DISCORD_GUILD_ID' | 'DISCORD_API_URL'
->;
+> &
+  Partial<Pick<Env, 'DISCORD_INTERACTIONS' | 'DISCORD_PUBLIC_KEY'>>;
 
 function discordOf(e: DiscordEnv): Config['discord'] {
   return {
@@ -249,6 +280,10 @@ function discordOf(e: DiscordEnv): Config['discord'] {
     applicationId: e.DISCORD_APPLICATION_ID,
     ...opt('guildId', e.DISCORD_GUILD_ID),
     apiUrl: e.DISCORD_API_URL,
+    interactions:
+      e.DISCORD_INTERACTIONS === 'http' && e.DISCORD_PUBLIC_KEY !== undefined
+        ? { mode: 'http', publicKey: e.DISCORD_PUBLIC_KEY }
+        : { mode: 'gateway' },
   };
 }
 
@@ -296,6 +331,7 @@ function toConfig(e: Env): Config {
     },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
+    instanceId: e.INSTANCE_ID ?? `${hostname()}:${process.pid}`,
   };
 }
 
@@ -306,7 +342,16 @@ function problemsOf(error: z.ZodError): string[] {
 /** Parses an environment (default: process.env); throws ConfigError listing every problem. */
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
-  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
+  // Listed with the others, so one start shows every problem.
+  const publicKeyMissing =
+    emptyAsUnset(env['DISCORD_INTERACTIONS']) === 'http' &&
+    emptyAsUnset(env['DISCORD_PUBLIC_KEY']) === undefined
+      ? [
+          'DISCORD_PUBLIC_KEY: required with DISCORD_INTERACTIONS=http (Developer Portal → General Information → Public Key)',
+        ]
+      : [];
+  if (!parsed.success) throw new ConfigError([...problemsOf(parsed.error), ...publicKeyMissing]);
+  if (publicKeyMissing.length > 0) throw new ConfigError(publicKeyMissing);
   if (parsed.data.METRICS_PORT !== undefined && parsed.data.METRICS_PORT === parsed.data.PORT) {
     throw new ConfigError(['METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT)']);
   }

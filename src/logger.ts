@@ -58,6 +58,8 @@ export function createLogger(opts: {
   /** Colours in pretty mode (default: when the destination is a terminal). */
   colorize?: boolean;
   destination?: DestinationStream;
+  /** INSTANCE_ID: carried by every line (`instance`), so replicas' logs can be told apart. */
+  instance?: string;
 }): Logger {
   const secrets = secretForms((opts.secrets ?? []).filter((s) => s.length >= 6));
   const scrub = (line: string): string => {
@@ -73,7 +75,7 @@ export function createLogger(opts: {
   const options = {
     level: opts.level,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-    base: { service: 'media-bot' },
+    base: { service: 'media-bot', ...(opts.instance !== undefined ? { instance: opts.instance } : {}) },
     serializers: { err: pino.stdSerializers.err },
     // "level":"info" and ISO times read better than 30 and epoch ms, for people and collectors alike.
     formatters: { level: (label: string) => ({ level: label }) },
@@ -85,7 +87,7 @@ export function createLogger(opts: {
     // pino-pretty's formatter, applied in-process to each finished (scrubbed) line.
     const prettify = loadPrettyFactory()({
       colorize: opts.colorize ?? (opts.destination === undefined && process.stdout.isTTY),
-      ignore: 'pid,hostname,service,component',
+      ignore: 'pid,hostname,service,component,instance',
       messageFormat: '{if component}{component}: {end}{msg}',
       translateTime: 'SYS:HH:MM:ss.l',
       singleLine: true,

@@ -22,6 +22,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({
     level: config.logLevel,
+    instance: config.instanceId,
     secrets: secretsOf(config),
     format: resolveLogFormat(config.logFormat, process.stdout.isTTY),
   });

@@ -1,8 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Prometheus metrics of the bot (prom-client), one registry per app so tests stay isolated. */
-export function createMetrics() {
+export function createMetrics(instance?: string) {
   const registry = new Registry();
+  // Every series carries the instance (`instance_id`: Prometheus keeps `instance` for the scrape target), so one Prometheus scraping all replicas tells them apart.
+  if (instance !== undefined) registry.setDefaultLabels({ instance_id: instance });
+  let ownedJobs: () => number = () => 0;
   collectDefaultMetrics({ register: registry });
   const m = {
     registry,
@@ -47,9 +50,32 @@ export function createMetrics() {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
       registers: [registry],
     }),
+    gatewayLeader: new Gauge({
+      name: 'mediabot_gateway_leader',
+      help: '1 while this instance holds the Discord gateway lease (Redis gateway mode), else 0',
+      registers: [registry],
+    }),
+    ownedJobs: new Gauge({
+      name: 'mediabot_owned_jobs',
+      help: 'Unfinished jobs this instance owns (polls and edits), Redis mode',
+      registers: [registry],
+      collect() {
+        this.set(ownedJobs());
+      },
+    }),
+    /** Where `mediabot_owned_jobs` reads its value at scrape time. */
+    countOwnedJobs(source: () => number): void {
+      ownedJobs = source;
+    },
     storeErrors: new Counter({
       name: 'mediabot_store_errors_total',
       help: 'Store operations that failed (backend down or timed out)',
+      registers: [registry],
+    }),
+    httpInteractions: new Counter({
+      name: 'mediabot_http_interactions_total',
+      help: 'Interactions received on POST /interactions (http mode), by outcome',
+      labelNames: ['outcome'] as const,
       registers: [registry],
     }),
   };

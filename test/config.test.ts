@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, secretsOf, type Config } from '../src/config.js';
@@ -109,6 +109,7 @@ describe('parseConfig', () => {
       discord: {
         token: REQUIRED.DISCORD_TOKEN,
         applicationId: REQUIRED.DISCORD_APPLICATION_ID,
+        interactions: { mode: 'gateway' },
         apiUrl: 'https://discord.com/api',
       },
       media: {
@@ -136,12 +137,27 @@ describe('parseConfig', () => {
       },
       logLevel: 'info',
       logFormat: 'auto',
+      instanceId: `${hostname()}:${process.pid}`,
     };
     expect(c).toEqual(expected);
     // Unset optional variables leave no key behind (exactOptionalPropertyTypes).
     expect('guildId' in c.discord).toBe(false);
     expect('publicUrl' in c).toBe(false);
     expect('redisUrl' in c.store).toBe(false);
+  });
+
+  it('INSTANCE_ID names the instance; default hostname:pid; spaces or over 100 characters refused', () => {
+    expect(parseConfig({ ...REQUIRED, INSTANCE_ID: 'bot-2' }).instanceId).toBe('bot-2');
+    expect(parseConfig({ ...REQUIRED, INSTANCE_ID: '' }).instanceId).toBe(`${hostname()}:${process.pid}`);
+    for (const bad of ['two words', 'x'.repeat(101)]) {
+      let problems: string[] = [];
+      try {
+        parseConfig({ ...REQUIRED, INSTANCE_ID: bad });
+      } catch (err) {
+        problems = (err as ConfigError).problems;
+      }
+      expect(problems).toEqual(['INSTANCE_ID: must be 1 to 100 printable characters, no spaces']);
+    }
   });
 
   it('empty strings mean unset: defaults apply', () => {
@@ -219,6 +235,55 @@ describe('parseConfig', () => {
       expect((err as ConfigError).problems).toHaveLength(1);
       expect((err as ConfigError).problems[0]).toMatch(/^TRUST_PROXY: must be true, false, a hop count/);
     }
+  });
+
+  it('DISCORD_INTERACTIONS: gateway by default; http takes DISCORD_PUBLIC_KEY (hex, any case)', () => {
+    const key = 'AB'.repeat(32);
+    expect(parseConfig({ ...REQUIRED }).discord.interactions).toEqual({ mode: 'gateway' });
+    expect(
+      parseConfig({ ...REQUIRED, DISCORD_INTERACTIONS: 'gateway', DISCORD_PUBLIC_KEY: key }).discord
+        .interactions,
+    ).toEqual({
+      mode: 'gateway',
+    });
+    expect(
+      parseConfig({ ...REQUIRED, DISCORD_INTERACTIONS: 'http', DISCORD_PUBLIC_KEY: ` ${key} ` }).discord
+        .interactions,
+    ).toEqual({ mode: 'http', publicKey: 'ab'.repeat(32) });
+  });
+
+  it('DISCORD_INTERACTIONS=http without DISCORD_PUBLIC_KEY (or with an empty one) is one line naming the key', () => {
+    for (const DISCORD_PUBLIC_KEY of [undefined, '', '  ']) {
+      const problems = problemsOf({ ...REQUIRED, DISCORD_INTERACTIONS: 'http', DISCORD_PUBLIC_KEY });
+      expect(problems).toHaveLength(1);
+      expect(lineFor(problems, 'DISCORD_PUBLIC_KEY')).toMatch(
+        /required with DISCORD_INTERACTIONS=http.*Public Key/,
+      );
+    }
+  });
+
+  it('the missing public key is listed together with the other problems', () => {
+    const problems = problemsOf({ DISCORD_INTERACTIONS: 'http', PORT: 'x' });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(
+      ['DISCORD_APPLICATION_ID', 'DISCORD_PUBLIC_KEY', 'DISCORD_TOKEN', 'MEDIA_API_KEY', 'PORT'].sort(),
+    );
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['DISCORD_INTERACTIONS', 'webhook', /must be gateway or http/],
+    ['DISCORD_INTERACTIONS', 'HTTP ', /must be gateway or http/],
+    ['DISCORD_PUBLIC_KEY', 'abc', /64 hex characters/],
+    ['DISCORD_PUBLIC_KEY', 'z'.repeat(64), /64 hex characters/],
+    ['DISCORD_PUBLIC_KEY', 'ab'.repeat(33), /64 hex characters/],
+  ])('%s=%s → its own line', (variable, value, expected) => {
+    const problems = problemsOf({
+      ...REQUIRED,
+      DISCORD_INTERACTIONS: 'http',
+      DISCORD_PUBLIC_KEY: 'ab'.repeat(32),
+      [variable]: value,
+    });
+    expect(problems).toHaveLength(1);
+    expect(lineFor(problems, variable)).toMatch(expected);
   });
 
   it('unrelated variables are ignored', () => {

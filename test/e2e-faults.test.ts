@@ -46,11 +46,11 @@ function newTask(h: Harness, before: Set<string>): Promise<Readonly<TaskRecord>>
 }
 
 async function jobOf(h: Harness, taskId: string): Promise<JobRecord> {
-  return eventually(() => h.app.context.store.getByTaskId(taskId), 10_000, `the job of task ${taskId}`);
+  return eventually(() => h.app.store.getByTaskId(taskId), 10_000, `the job of task ${taskId}`);
 }
 
 async function storedState(h: Harness, jobId: string): Promise<JobRecord | undefined> {
-  return h.app.context.store.get(jobId);
+  return h.app.store.get(jobId);
 }
 
 /** Nothing queued or in flight in the edit queue. */
@@ -270,7 +270,7 @@ describe('Discord errors on edits, gateway drops and webhook anomalies (real rat
     expect(msg.ephemeral).toBe(true);
     expect(msg.content).toMatch(/went wrong/);
     const job = await eventually(async () => {
-      const list = await h.app.context.store.listByUser(h.fake.defaultUserId);
+      const list = await h.app.store.listByUser(h.fake.defaultUserId);
       return list.find((j) => j.message.interaction?.token === cmd.token);
     });
     const ended = await eventually(async () => {
@@ -278,7 +278,7 @@ describe('Discord errors on edits, gateway drops and webhook anomalies (real rat
       return j?.state === 'failed' ? j : undefined;
     }, 5000);
     expect(ended.error?.code).toBe('internal');
-    expect((await h.app.context.store.listUnfinished()).map((j) => j.id)).not.toContain(job.id);
+    expect((await h.app.store.listUnfinished()).map((j) => j.id)).not.toContain(job.id);
     await sleep(300);
     expect(h.emulator.requests.slice(requestsBefore)).toEqual([]);
     // The error reply is not overwritten by a job render.
@@ -523,7 +523,7 @@ describe('restart while a submission was in flight', () => {
         updatedAt: now,
         version: 1,
       };
-      await h1.app.context.store.create(job);
+      await h1.app.store.create(job);
       await h1.stopBot();
       const requestsBefore = h1.emulator.requests.length;
 
@@ -538,7 +538,7 @@ describe('restart while a submission was in flight', () => {
         },
       });
       const stored = await eventually(async () => {
-        const j = await h2?.app.context.store.get(job.id);
+        const j = await h2?.app.store.get(job.id);
         return j?.state === 'failed' ? j : undefined;
       });
       expect(stored.error?.code).toBe('restart_during_submit');

@@ -15,12 +15,14 @@ function finalText(m: FakeMessage): string {
 }
 
 describe.each([
-  { mode: 'webhooks', webhooks: true },
-  { mode: 'polling', webhooks: false },
-])('jobs end to end ($mode)', ({ webhooks }) => {
+  { mode: 'webhooks', webhooks: true, interactions: 'gateway' as const },
+  { mode: 'polling', webhooks: false, interactions: 'gateway' as const },
+  // The same commands with no gateway: Discord POSTs signed interactions to /interactions.
+  { mode: 'webhooks, http interactions', webhooks: true, interactions: 'http' as const },
+])('jobs end to end ($mode)', ({ webhooks, interactions }) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ webhooks });
+    h = await startHarness({ webhooks, interactions });
   });
   afterAll(async () => {
     await h?.close();
@@ -69,6 +71,13 @@ describe.each([
     const pcts = percentagesShown(texts(msg));
     expect([...pcts].sort((a, b) => a - b)).toEqual(pcts);
     if (webhooks) expect(pcts.length).toBeGreaterThan(0);
+    if (interactions === 'http') {
+      // Answered through the callback endpoint, then 202 on the HTTP request.
+      expect(h.fake.httpDeliveries.filter((d) => d.interactionId === cmd.id).map((d) => d.status)).toEqual([
+        202,
+      ]);
+      expect(h.fake.gateway.connections).toHaveLength(0);
+    }
     h.fake.assertNoViolations();
   });
 

@@ -51,7 +51,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
   it('503s and an ephemeral “temporarily unavailable” while down; everything works again once Redis is back', async () => {
     const h = await startHarness({ webhooks: true, env: { REDIS_URL: `redis://127.0.0.1:${redis.port}` } });
     current = h;
-    expect(h.app.context.config.store.redisUrl).toBe(`redis://127.0.0.1:${redis.port}`);
+    expect(h.config.store.redisUrl).toBe(`redis://127.0.0.1:${redis.port}`);
     expect((await getJson(`${h.baseUrl}/readyz`)).status).toBe(200);
 
     // A job running when Redis goes away.
@@ -65,7 +65,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
     const taskA = await eventually(() =>
       [...h.emulator.tasks.values()].find((t) => !t.fixture && !known.has(t.id)),
     );
-    const jobA = await eventually(() => h.app.context.store.getByTaskId(taskA.id));
+    const jobA = await eventually(() => h.app.store.getByTaskId(taskA.id));
 
     await redis.stop();
 
@@ -123,7 +123,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
     await cmdA.waitForMessage((m) => percentagesShown([wire(m)]).includes(60), 10_000);
     h.emulator.finish(taskA.id);
     const msgA = await cmdA.waitForMessage((m) => isFinalSong(wire(m)), 10_000);
-    expect((await h.app.context.store.get(jobA.id))?.state).toBe('finished');
+    expect((await h.app.store.get(jobA.id))?.state).toBe('finished');
     expect(wire(msgA)).toContain((taskA.body as { songs: { audio_url: string }[] }).songs[0]?.audio_url);
 
     // A new command runs end to end.
@@ -151,7 +151,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
     const msg = await cmd.message();
     // The reply and its message id are stored; the service call is still in flight.
     const job = await eventually(async () => {
-      const [j] = await h.app.context.store.listByUser(h.fake.defaultUserId);
+      const [j] = await h.app.store.listByUser(h.fake.defaultUserId);
       return j?.message.messageId ? j : undefined;
     });
     expect(job.state).toBe('submitting');
@@ -165,7 +165,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
     await redis.start();
     const final = await cmd.waitForMessage((m) => isFinalSong(wire(m)), 15_000);
     expect(final.id).toBe(msg.id);
-    const stored = await h.app.context.store.get(job.id);
+    const stored = await h.app.store.get(job.id);
     expect(stored?.taskId).toBe(task.id);
     expect(stored?.state).toBe('finished');
     expect(cmd.followUps).toEqual([]);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
-import { eventually, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, restartBot, startHarness, type Harness } from './helpers/harness.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -179,17 +179,7 @@ describe('buttons after a restart', () => {
       attachments: { image: { filename: 'a.png', contentType: 'image/png', bytes: PNG } },
     });
     const msg = await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
-    await h1.stopBot();
-    const h2 = await startHarness({
-      webhooks: true,
-      reuse: {
-        fake: h1.fake,
-        emulator: h1.emulator,
-        dataDir: h1.dataDir,
-        namespace: h1.namespace,
-        port: h1.port,
-      },
-    });
+    const h2 = await restartBot(h1, { webhooks: true });
     try {
       const click = h2.fake.sendButton({ customId: button(msg, 'Upscale again'), messageId: msg.id });
       await click.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);

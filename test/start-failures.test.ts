@@ -116,6 +116,33 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     );
   });
 
+  it('http interactions: a bot token Discord rejects (checked over REST, no gateway)', async () => {
+    const r = await startBot({
+      ...base,
+      DISCORD_INTERACTIONS: 'http',
+      DISCORD_PUBLIC_KEY: fake.publicKey,
+      DISCORD_TOKEN: 'not-the-right-token',
+      PORT: String(await freePort()),
+    });
+    expectOneLine(r, /Discord rejected the bot token/, /DISCORD_TOKEN/);
+  });
+
+  it('http interactions: Discord unreachable', async () => {
+    const closed = await freePort();
+    const r = await startBot({
+      ...base,
+      DISCORD_INTERACTIONS: 'http',
+      DISCORD_PUBLIC_KEY: fake.publicKey,
+      DISCORD_API_URL: `http://127.0.0.1:${closed}/api`,
+      PORT: String(await freePort()),
+    });
+    expectOneLine(
+      r,
+      /Cannot reach Discord at http:\/\/127\.0\.0\.1:\d+\/api \(ECONNREFUSED\)/,
+      /DISCORD_API_URL/,
+    );
+  });
+
   it.concurrent('the HTTP port is already in use', async () => {
     const r = await startBot({ ...base, PORT: String(busyPort) });
     expectOneLine(r, new RegExp(`Port ${busyPort} on 127\\.0\\.0\\.1 is already in use`), /check PORT/);

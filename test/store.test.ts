@@ -1,11 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { HAS_REDIS_SERVER, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { HAS_REDIS_SERVER, privateRedis, redisAnswers, type PrivateRedis } from './helpers/private-redis.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from '@keyv/redis';
 import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openBackend, type Backend } from '../src/services/store/backend.js';
@@ -19,20 +18,6 @@ import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
 // ---------------------------------------------------------------------------
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-
-async function redisAnswers(url: string): Promise<boolean> {
-  const client = createClient({ url, socket: { connectTimeout: 1_000, reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (client.isOpen) client.destroy();
-  }
-}
 
 const envRedisUrl = process.env.REDIS_URL?.trim() || undefined;
 const redisUrl = envRedisUrl ?? ((await redisAnswers(DEFAULT_REDIS_URL)) ? DEFAULT_REDIS_URL : undefined);
@@ -210,6 +195,18 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     await stores.jobs.ping();
   });
 
+  it('a re-delivery that only moves lastEventAt is not written by itself; the next change carries it', async () => {
+    await stores.jobs.create(makeJob('le-1', { state: 'queued', taskId: 'task-le-1' }));
+    await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_000 });
+    const stored = await raw.get('job:le-1');
+    const dup = await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_500 });
+    expect(dup).toMatchObject({ changed: false, job: { lastEventAt: 2_500, version: 1 } });
+    expect(await raw.get('job:le-1')).toStrictEqual(stored);
+    const next = await stores.jobs.apply('le-1', { state: 'processing', percentage: 30, at: 2_400 });
+    expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_500, percentage: 30 } });
+    expect(await stores.jobs.get('le-1')).toMatchObject({ lastEventAt: 2_500, percentage: 30, version: 2 });
+  });
+
   it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
     await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
     expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');
@@ -383,6 +380,42 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
       expect((await stores.jobs.listUnfinished()).map((j) => j.id)).not.toContain(id);
     }
   });
+
+  it.skipIf(url === undefined)(
+    'several instances on one Redis: updates spread over three store connections converge, none lost (x5)',
+    async () => {
+      // Three "instances" (own connection, own in-process lock and memo) on one namespace:
+      // the webhooks of one job land on any of them, concurrently.
+      const namespace = uniqueNamespace('multi');
+      const instances = [
+        (await open({ namespace })).stores,
+        (await open({ namespace })).stores,
+        (await open({ namespace })).stores,
+      ];
+      const first = instances[0] as Stores;
+      const random = rng(11);
+      for (let round = 0; round < 5; round += 1) {
+        const id = `multi-${round}`;
+        const taskId = `task-multi-${round}`;
+        const job = makeJob(id);
+        await first.jobs.create(job);
+        const updates = shuffle(lifecycleUpdates(random, taskId), random);
+        const results = await Promise.all(
+          updates.map((u, i) => (instances[i % instances.length] as Stores).jobs.apply(id, u)),
+        );
+        const final = await first.jobs.get(id);
+        const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
+        expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
+        // Every apply that reported a change bumped the version exactly once: none was overwritten.
+        expect(final?.version).toBe(results.filter((r) => r?.changed).length);
+        // Exactly one instance saw the job become final (so one final edit, one gallery post).
+        expect(
+          results.filter((r) => r?.changed && r.job.state === 'finished').length,
+          'one apply made the job final',
+        ).toBe(1);
+      }
+    },
+  );
 
   it('close is idempotent and later calls fail with StoreUnavailableError', async () => {
     const { stores: s } = await open();

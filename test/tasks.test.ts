@@ -4,7 +4,7 @@
  * (owner or Manage Server), Re-post as a fresh public message, Refresh from the service.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTasksId } from '../src/commands/tasks.js';
+import { parseTasksId } from '../src/services/discord/custom-ids.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -103,7 +103,7 @@ describe('/tasks job centre', () => {
       options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
     });
     await cmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
-    const job = (await h.app.context.store.listByUser(carol, 1))[0];
+    const job = (await h.app.store.listByUser(carol, 1))[0];
     expect(job?.taskId).toBeDefined();
     for (const id of [job?.taskId ?? '', job?.id ?? '']) {
       const own = await h.fake.sendCommand({ name: 'tasks', userId: carol, options: { id } }).message(10_000);
@@ -152,6 +152,9 @@ describe('/tasks job centre', () => {
       page: 1,
     });
     expect(parseTasksId('tasks:repost:../../x')).toBeUndefined();
+    expect(parseTasksId('tasks:open:123')).toBeUndefined();
+    expect(parseTasksId(`tasks:open:${'1'.repeat(18)}:x`)).toBeUndefined();
+    expect(parseTasksId(`tasks:open:${'1'.repeat(18)}`)).toEqual({ kind: 'open', userId: '1'.repeat(18) });
     expect(parseTasksId(`tasks:refresh:${'a'.repeat(90)}`)).toBeUndefined();
   });
 });

@@ -153,12 +153,24 @@ function renderButtons(msg) {
   const rows = Array.isArray(msg.data.components) ? msg.data.components : [];
   const buttons = rows
     .flatMap((r) => (Array.isArray(r.components) ? r.components : []))
-    .filter((c) => c.type === 2);
+    .filter((c) => c.type === 2 || c.type === 3);
   if (!buttons.length) return null;
   return el(
     'div',
     { class: 'buttons' },
     buttons.map((b) => {
+      if (b.type === 3)
+        return el(
+          'select',
+          {
+            onchange: (e) =>
+              e.target.value && clickButton(msg.id, b.custom_id, b.placeholder, [e.target.value]),
+          },
+          [
+            el('option', { value: '' }, b.placeholder ?? 'Choose…'),
+            ...(b.options ?? []).map((o) => el('option', { value: o.value }, o.label)),
+          ],
+        );
       if (b.style === 5 && b.url)
         return el(
           'a',
@@ -492,13 +504,14 @@ async function send(event) {
   renderOptions();
 }
 
-async function clickButton(messageId, customId, label) {
+async function clickButton(messageId, customId, label, values) {
   status(`Clicked “${label ?? customId}”…`);
   const r = await api('/api/button', {
     userId: state.userId,
     channelId: state.channelId,
     messageId,
     customId,
+    ...(values ? { values } : {}),
   });
   status(r.callbackType === null ? 'The bot did not answer within 3 s (is it restarting?)' : '');
   if (r.modal) openModal(r.modal, messageId);

@@ -1,18 +1,12 @@
 import type { ApplicationCommandOptionChoiceData } from 'discord.js';
 import type { Operation, Song } from '../services/media/types.js';
 import type { JobRecord } from '../services/store/types.js';
+import { operations } from '../services/operations/index.js';
 import type { BotContext } from './types.js';
 
 const MAX_CHOICES = 25;
 /** Discord gives an autocomplete 3 s; the service lookup must fit well inside. */
 const LOOKUP_BUDGET_MS = 1500;
-
-const OP_LABEL: Record<Operation, string> = {
-  upscale: 'Upscale',
-  song: 'Song',
-  video: 'Video',
-  upload: 'Training photos',
-};
 
 function ago(ms: number): string {
   const m = Math.round(ms / 60_000);
@@ -32,7 +26,7 @@ export async function taskChoices(
 ): Promise<ApplicationCommandOptionChoiceData<string>[]> {
   let jobs: JobRecord[];
   try {
-    jobs = await ctx.store.listByUser(userId, 50);
+    jobs = await ctx.records.listByUser(userId, 50);
   } catch {
     return [];
   }
@@ -50,7 +44,10 @@ export async function taskChoices(
     .map((j) => {
       const hint = typeof j.params.prompt === 'string' ? ` · ${j.params.prompt}` : '';
       return {
-        name: clip(`${OP_LABEL[op]} · ${ago(now - (j.finishedAt ?? j.createdAt))}${hint} · ${j.taskId}`, 100),
+        name: clip(
+          `${operations[op].label} · ${ago(now - (j.finishedAt ?? j.createdAt))}${hint} · ${j.taskId}`,
+          100,
+        ),
         value: j.taskId ?? '',
       };
     });
@@ -66,7 +63,7 @@ export async function songChoices(
   if (!id) return [];
   let songs: Song[] | undefined;
   try {
-    const job = await ctx.store.getByTaskId(id);
+    const job = await ctx.records.getByTaskId(id);
     if (job?.result?.kind === 'song') songs = job.result.songs;
   } catch {
     // Store down: the service may still know the task.

@@ -11,21 +11,18 @@ import {
   extendVideoModalId,
   parseExtendVideoModalId,
   parseNextStepId,
+  type NextStep,
 } from '../services/discord/custom-ids.js';
+import type { Operation } from '../services/media/types.js';
+import { NEXT_STEP_TARGETS, operationOf } from '../services/operations/index.js';
+import { str } from '../services/operations/input.js';
+import type { StepInput } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
-import { startSongExtension } from './extend-song.js';
-import { startVideoExtension } from './extend-video.js';
-import { startUpscale } from './upscale.js';
+import { startOperation } from './run-job.js';
 import { UserError, type BotContext, type ComponentHandler } from './types.js';
-import {
-  ASPECT_RATIOS,
-  type AspectRatio,
-  type UpscaleParams,
-  type VideoExtendParams,
-} from '../services/media/types.js';
 
 async function storedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
-  const job = await ctx.store.get(jobId);
+  const job = await ctx.records.get(jobId);
   if (!job) {
     throw new UserError(
       'job_unavailable',
@@ -35,18 +32,18 @@ async function storedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
   return job;
 }
 
-function requireFinished(job: JobRecord): JobRecord {
+function requireFinished(job: JobRecord): JobRecord & { taskId: string } {
   if (job.state !== 'finished' || !job.taskId) {
     throw new UserError(
       'job_unavailable',
       'That result is no longer available (jobs are kept for a limited time).',
     );
   }
-  return job;
+  return job as JobRecord & { taskId: string };
 }
 
 /** A result's buttons are its owner's (or a Manage Server member's): nothing starts for anyone else. */
-export function requireOwner(i: ButtonInteraction | ModalSubmitInteraction, job: JobRecord): void {
+function requireOwner(i: ButtonInteraction | ModalSubmitInteraction, job: JobRecord): void {
   if (job.userId === i.user.id) return;
   if (i.memberPermissions?.has(PermissionFlagsBits.ManageGuild)) return;
   throw new UserError(
@@ -55,92 +52,32 @@ export function requireOwner(i: ButtonInteraction | ModalSubmitInteraction, job:
   );
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
-/** The parent's upscale parameters that still apply to a new upscale (the seed does not: a new image is wanted). */
-function upscaleFrom(job: JobRecord, keepSeed: boolean): UpscaleParams {
-  const p = job.params;
-  const imageUrl = str(p['image_url']);
-  const prompt = str(p['prompt']);
-  if (imageUrl === undefined || prompt === undefined) {
-    throw new UserError('params_missing', 'The original parameters of this upscale are not available.');
-  }
-  const detail = num(p['detail']);
-  const seed = num(p['seed']);
-  const magic = str(p['magic_prompt']);
-  return {
-    imageUrl,
-    prompt,
-    resemblance: num(p['resemblance']) ?? 50,
-    ...(detail !== undefined ? { detail } : {}),
-    ...(keepSeed && seed !== undefined ? { seed } : {}),
-    ...(magic === 'AUTO' || magic === 'ON' || magic === 'OFF' ? { magicPromptOption: magic } : {}),
-  };
-}
-
-/** The video options a continuation of `job` inherits (prompt is asked anew). */
-function videoOptionsFrom(job: JobRecord): Pick<VideoExtendParams, 'enhancePrompt' | 'aspectRatio'> {
-  const p = job.params;
-  const ratio = str(p['aspect_ratio']);
-  const enhance = p['enhance_prompt'];
-  return {
-    ...(typeof enhance === 'boolean' ? { enhancePrompt: enhance } : {}),
-    ...(ratio !== undefined && (ASPECT_RATIOS as readonly string[]).includes(ratio)
-      ? { aspectRatio: ratio as AspectRatio }
-      : {}),
-  };
-}
-
 /** Retry: a new job with exactly the failed job's parameters; the failed job is kept. */
-async function retry(i: ButtonInteraction, ctx: BotContext, job: JobRecord): Promise<void> {
+async function retry<K extends Operation>(
+  i: ButtonInteraction,
+  ctx: BotContext,
+  job: JobRecord & { operation: K },
+): Promise<void> {
   if (job.state !== 'failed') throw new UserError('not_failed', 'Only a failed job can be retried.');
-  const p = job.params;
-  switch (job.operation) {
-    case 'upscale':
-      await startUpscale(i, ctx, upscaleFrom(job, true), job);
-      return;
-    case 'song': {
-      const parentTaskId = str(p['task_id']);
-      const songId = str(p['song_id']);
-      if (!parentTaskId || !songId)
-        throw new UserError('params_missing', 'The original parameters are not available.');
-      const continueAt = num(p['continue_at']);
-      await startSongExtension(
-        i,
-        ctx,
-        { parentTaskId, songId, ...(continueAt !== undefined ? { continueAt } : {}) },
-        job,
-      );
-      return;
-    }
-    case 'video': {
-      const parentTaskId = str(p['task_id']);
-      const prompt = str(p['prompt']);
-      if (!parentTaskId || !prompt)
-        throw new UserError('params_missing', 'The original parameters are not available.');
-      const imageUrl = str(p['image_url']);
-      const endImageUrl = str(p['end_image_url']);
-      await startVideoExtension(
-        i,
-        ctx,
-        {
-          parentTaskId,
-          prompt,
-          ...(imageUrl ? { imageUrl } : {}),
-          ...(endImageUrl ? { endImageUrl } : {}),
-          ...videoOptionsFrom(job),
-        },
-        job,
-      );
-      return;
-    }
-    case 'upload':
-      throw new UserError(
-        'retry_unsupported',
-        'Training photos are not kept: start a new set with `/training-photos start`.',
-      );
-  }
+  const params = operationOf(job.operation).fromStored(job.params);
+  if ('cannot' in params) throw new UserError('retry_unsupported', params.cannot);
+  await startOperation(i, ctx, job.operation, params, job);
+}
+
+/** A next step: a job of the step's operation with what it inherits from its finished parent. */
+async function continueJob(
+  i: ButtonInteraction | ModalSubmitInteraction,
+  ctx: BotContext,
+  kind: Exclude<NextStep['kind'], 'retry'>,
+  parent: JobRecord & { taskId: string },
+  input: StepInput,
+): Promise<void> {
+  const target = NEXT_STEP_TARGETS[kind];
+  const continueFrom = operationOf(target).continueFrom;
+  if (!continueFrom) throw new UserError('unknown_button', 'This button is no longer supported.');
+  const params = continueFrom(parent, input);
+  if ('cannot' in params) throw new UserError('params_missing', params.cannot);
+  await startOperation(i, ctx, target, params, parent);
 }
 
 /** Buttons under results: extend song 1/2, extend video (asks for a prompt), upscale again, retry. */
@@ -156,15 +93,12 @@ export const nextStepButtons: ComponentHandler = {
       case 'retry':
         await retry(i, ctx, job);
         return;
-      case 'extend-song': {
-        requireFinished(job);
-        const song = job.result?.kind === 'song' ? job.result.songs[step.songIndex] : undefined;
-        if (!song) throw new UserError('song_missing', 'That song is not part of this result.');
-        await startSongExtension(i, ctx, { parentTaskId: job.taskId ?? '', songId: song.songId }, job);
+      case 'extend-song':
+        await continueJob(i, ctx, step.kind, requireFinished(job), { songIndex: step.songIndex });
         return;
-      }
       case 'extend-video': {
         requireFinished(job);
+        // The prompt of the continuation is asked for; the rest is inherited when the form comes back.
         const modal = new ModalBuilder()
           .setCustomId(extendVideoModalId(job.id))
           .setTitle('Extend this video')
@@ -183,8 +117,7 @@ export const nextStepButtons: ComponentHandler = {
         return;
       }
       case 'upscale-again':
-        requireFinished(job);
-        await startUpscale(i, ctx, upscaleFrom(job, false), job);
+        await continueJob(i, ctx, step.kind, requireFinished(job), {});
         return;
     }
   },
@@ -197,15 +130,6 @@ export const extendVideoModal: ComponentHandler = {
     if (!jobId) throw new UserError('unknown_modal', 'This form is no longer supported.');
     const job = requireFinished(await storedJob(ctx, jobId));
     requireOwner(i, job);
-    await startVideoExtension(
-      i,
-      ctx,
-      {
-        parentTaskId: job.taskId ?? '',
-        prompt: i.fields.getTextInputValue('prompt'),
-        ...videoOptionsFrom(job),
-      },
-      job,
-    );
+    await continueJob(i, ctx, 'extend-video', job, { prompt: i.fields.getTextInputValue('prompt') });
   },
 };

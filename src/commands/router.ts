@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { DiscordAPIError, RESTJSONErrorCodes, type Interaction } from 'discord.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import { replyEphemeral } from './run-job.js';
-import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import {
+  STORE_DOWN_MESSAGE,
+  UserError,
+  type BotContext,
+  type Command,
+  type ComponentHandler,
+} from './types.js';
 
 /** Interaction already answered or expired: nothing left to tell the user. */
 const HARMLESS_CODES = new Set<number>([
@@ -47,6 +53,12 @@ export function createInteractionRouter(
         await cmd.execute(interaction, ctx);
         return;
       }
+      if (interaction.isStringSelectMenu()) {
+        const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
+        if (!handler?.select) throw new UserError('unknown_component', 'This menu is no longer supported.');
+        await handler.select(interaction, ctx);
+        return;
+      }
       if (interaction.isButton() || interaction.isModalSubmit()) {
         const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
         const fn = interaction.isButton() ? handler?.button : handler?.modal;
@@ -69,7 +81,7 @@ export function createInteractionRouter(
         message = err.message;
       } else if (err instanceof StoreUnavailableError) {
         log.warn({ err }, 'store unavailable');
-        message = 'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
+        message = STORE_DOWN_MESSAGE;
       } else {
         const ref = randomBytes(4).toString('hex');
         log.error({ err, ref }, 'interaction failed');

@@ -4,6 +4,8 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type ModalSubmitInteraction,
+  type APIActionRowComponent,
+  type APIComponentInMessageActionRow,
 } from 'discord.js';
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
@@ -15,22 +17,50 @@ import {
   type MessagePayload,
 } from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
-import { StoreUnavailableError } from '../services/store/errors.js';
+import { checkParams, operationOf } from '../services/operations/index.js';
+import type { ParamsOf } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
-import { STORE_DOWN_MESSAGE, UserError, unlessStoreDown, type BotContext } from './types.js';
+import { UserError, unlessStoreDown, type BotContext } from './types.js';
 
 type JobInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
 
 export interface JobRequest {
   operation: Operation;
+  /** As stored on the job (the operation's `toStored`). */
   params: JobRecord['params'];
   /** The job this one continues (a next step or a retry): shown as "Extended from" with a jump link. */
   parent?: JobRecord;
   submit: (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
 }
 
+/**
+ * Starts a job of `op` with these parameters (from slash options, a next step or a
+ * Retry): checked against the operation's schema first, so a bad value is a clear
+ * ephemeral answer and nothing is reserved, stored or sent.
+ */
+export async function startOperation<K extends Operation>(
+  interaction: JobInteraction,
+  ctx: BotContext,
+  op: K,
+  params: ParamsOf<K>,
+  parent?: JobRecord,
+): Promise<void> {
+  const checked = checkParams(op, params);
+  if (!checked.ok) throw new UserError('invalid_options', checked.problems.join('\n'));
+  await runJob(interaction, ctx, {
+    ...(parent ? { parent } : {}),
+    operation: op,
+    params: operationOf(op).toStored(checked.params),
+    submit: (webhook) => ctx.media.submit(op, checked.params, webhook),
+  });
+}
+
 /** discord.js reply options from a rendered payload (raw API JSON is accepted as is). */
-export function toReplyOptions(p: MessagePayload) {
+export function toReplyOptions(
+  p: Pick<MessagePayload, 'content' | 'embeds'> & {
+    components: APIActionRowComponent<APIComponentInMessageActionRow>[];
+  },
+) {
   return { content: p.content, embeds: p.embeds, components: p.components, allowedMentions: { parse: [] } };
 }
 
@@ -57,27 +87,28 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
 
   let job: JobRecord;
   try {
-    job = await ctx.jobs.create({
-      id: admission.jobId,
-      cost: admission.cost,
-      operation: req.operation,
-      userId: interaction.user.id,
-      params: req.parent
-        ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
-        : req.params,
-      message: {
-        channelId: interaction.channelId ?? '',
-        ...(interaction.guildId ? { guildId: interaction.guildId } : {}),
-        interaction: {
-          applicationId: interaction.applicationId,
-          token: interaction.token,
-          createdAt: interaction.createdTimestamp,
+    job = await unlessStoreDown(() =>
+      ctx.jobs.create({
+        id: admission.jobId,
+        cost: admission.cost,
+        operation: req.operation,
+        userId: interaction.user.id,
+        params: req.parent
+          ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
+          : req.params,
+        message: {
+          channelId: interaction.channelId ?? '',
+          ...(interaction.guildId ? { guildId: interaction.guildId } : {}),
+          interaction: {
+            applicationId: interaction.applicationId,
+            token: interaction.token,
+            createdAt: interaction.createdTimestamp,
+          },
         },
-      },
-    });
+      }),
+    );
   } catch (err) {
     await giveBack();
-    if (err instanceof StoreUnavailableError) throw new UserError('store_unavailable', STORE_DOWN_MESSAGE);
     throw err;
   }
 
@@ -93,14 +124,14 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     }
   } catch (err) {
     // Nothing was sent to the service: end the job instead of leaving it `submitting`
-    // forever (and failed as "restarted while submitting" at the next start). Straight
-    // to the store, not through JobService: there is no job message to edit.
+    // forever (and failed as "restarted while submitting" at the next start). There is
+    // no job message to edit.
     const failed = jobError(
       'internal',
       'Discord did not accept the reply, so nothing was sent to the service.',
     );
-    await ctx.store
-      .apply(job.id, { state: 'failed', error: failed, at: ctx.now() })
+    await ctx.jobs
+      .abandon(job.id, failed)
       .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
     await giveBack();
     throw err;

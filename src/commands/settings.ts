@@ -1,3 +1,4 @@
+import { discordTimestamp as ts } from '../services/shared/format.js';
 import {
   ChannelType,
   InteractionContextType,
@@ -80,15 +81,13 @@ function requireManageServer(i: ChatInputCommandInteraction): string {
   return i.guildId;
 }
 
-const ts = (ms: number, style: 'R' | 'f' = 'R') => `<t:${Math.floor(ms / 1000)}:${style}>`;
-
 async function show(ctx: BotContext, guildId: string): Promise<string> {
   const view = await ctx.settings.view(guildId);
   const e = view.effective;
   const src = (n: SettingName) => (view.own.has(n) ? 'this server' : 'default');
   const now = ctx.now();
   const used = await ctx.ledger.creditsUsed(guildId, now);
-  const costs = Object.entries(ctx.config.community.costs)
+  const costs = Object.entries(ctx.costs)
     .map(([cmd, c]) => `/${cmd} ${c}`)
     .join(', ');
   const lines = [

@@ -6,17 +6,30 @@ import {
   SlashCommandBuilder,
   type APIActionRowComponent,
   type APIButtonComponent,
+  type APIComponentInMessageActionRow,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
+  type StringSelectMenuInteraction,
 } from 'discord.js';
-import { JOB_ID, nextStepId } from '../services/discord/custom-ids.js';
 import {
-  discordTimestamp,
+  JOB_ID,
+  nextStepId,
+  parseTasksId,
+  tasksOpenId,
+  tasksPageId,
+  tasksRefreshId,
+  tasksRepostId,
+} from '../services/discord/custom-ids.js';
+import { discordTimestamp } from '../services/shared/format.js';
+import {
   jobMessageLink,
+  retryable,
   renderJob,
   renderJobSummaryLine,
+  truncate,
   type MessagePayload,
 } from '../services/discord/render.js';
+import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
 import { toReplyOptions } from './run-job.js';
@@ -24,9 +37,15 @@ import { UserError, unlessStoreDown, type BotContext, type Command, type Compone
 
 /**
  * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
- * Previous/Next for the invoker only; `id:` (task id or job id) shows one job in
- * full with Retry, Re-post and Refresh. Only the owner (or Manage Server) sees a job.
+ * Previous/Next and a menu opening one of the page's jobs, for the invoker only;
+ * `id:` (task id or job id) shows one job in full with Retry, Re-post and
+ * Refresh. Only the owner (or Manage Server) sees a job.
  */
+
+/** A list page: buttons and the "open a job" menu. */
+type ListMessage = Omit<MessagePayload, 'components'> & {
+  components: APIActionRowComponent<APIComponentInMessageActionRow>[];
+};
 
 const data = new SlashCommandBuilder()
   .setName('tasks')
@@ -39,36 +58,6 @@ const data = new SlashCommandBuilder()
 const PAGE_SIZE = 10;
 /** Jobs remembered per member by the store (its per-user list bound). */
 const LIST_LIMIT = 50;
-const SNOWFLAKE = /^\d{17,20}$/;
-
-const pageId = (userId: string, page: number) => `tasks:page:${userId}:${page}`;
-const repostId = (jobId: string) => `tasks:repost:${jobId}`;
-const refreshId = (jobId: string) => `tasks:refresh:${jobId}`;
-
-type TasksButton =
-  { kind: 'page'; userId: string; page: number } | { kind: 'repost' | 'refresh'; jobId: string };
-
-export function parseTasksId(customId: string): TasksButton | undefined {
-  if (customId.length > 100) return undefined;
-  const parts = customId.split(':');
-  if (parts[0] !== 'tasks') return undefined;
-  if (
-    parts[1] === 'page' &&
-    parts.length === 4 &&
-    SNOWFLAKE.test(parts[2] ?? '') &&
-    /^\d{1,2}$/.test(parts[3] ?? '')
-  ) {
-    return { kind: 'page', userId: parts[2] ?? '', page: Number(parts[3]) };
-  }
-  if (
-    (parts[1] === 'repost' || parts[1] === 'refresh') &&
-    parts.length === 3 &&
-    JOB_ID.test(parts[2] ?? '')
-  ) {
-    return { kind: parts[1], jobId: parts[2] ?? '' };
-  }
-  return undefined;
-}
 
 const button = (
   label: string,
@@ -83,8 +72,8 @@ const button = (
   disabled,
 });
 
-async function listPage(ctx: BotContext, userId: string, page: number): Promise<MessagePayload> {
-  const jobs = await ctx.store.listByUser(userId, LIST_LIMIT);
+async function listPage(ctx: BotContext, userId: string, page: number): Promise<ListMessage> {
+  const jobs = await ctx.records.listByUser(userId, LIST_LIMIT);
   if (jobs.length === 0) {
     return {
       content:
@@ -97,31 +86,51 @@ async function listPage(ctx: BotContext, userId: string, page: number): Promise<
   const pages = Math.ceil(jobs.length / PAGE_SIZE);
   const p = Math.min(Math.max(0, page), pages - 1);
   const now = ctx.now();
-  const lines = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE).map((j) => renderJobSummaryLine(j, now));
+  const shown = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE);
+  const lines = shown.map((j) => renderJobSummaryLine(j, now));
   const content = [`**Your jobs** · page ${p + 1} of ${pages} · newest first`, ...lines]
     .join('\n')
     .slice(0, 2000);
-  const components: APIActionRowComponent<APIButtonComponent>[] =
+  const paging: APIActionRowComponent<APIButtonComponent>[] =
     pages > 1
       ? [
           {
             type: ComponentType.ActionRow,
             components: [
-              button('Previous', pageId(userId, p - 1), p === 0),
-              button('Next', pageId(userId, p + 1), p >= pages - 1),
+              button('Previous', tasksPageId(userId, p - 1), p === 0),
+              button('Next', tasksPageId(userId, p + 1), p >= pages - 1),
             ],
           },
         ]
       : [];
-  return { content, embeds: [], components, allowed_mentions: { parse: [] } };
+  // Opening a job (Retry, Re-post, Refresh) is a click away, no id to type.
+  const open: APIActionRowComponent<APIComponentInMessageActionRow> = {
+    type: ComponentType.ActionRow,
+    components: [
+      {
+        type: ComponentType.StringSelect,
+        custom_id: tasksOpenId(userId),
+        placeholder: 'Open a job (Retry, Re-post, Refresh)…',
+        options: shown.map((j, n) => ({
+          label: truncate(`${p * PAGE_SIZE + n + 1}. ${operations[j.operation].title} · ${j.state}`, 100),
+          value: j.id,
+          description: truncate(j.taskId !== undefined ? `task ${j.taskId}` : `job ${j.id}`, 100),
+        })),
+      },
+    ],
+  };
+  return { content, embeds: [], components: [...paging, open], allowed_mentions: { parse: [] } };
 }
 
-function canSee(i: ChatInputCommandInteraction | ButtonInteraction, job: JobRecord): boolean {
+function canSee(
+  i: ChatInputCommandInteraction | ButtonInteraction | StringSelectMenuInteraction,
+  job: JobRecord,
+): boolean {
   return job.userId === i.user.id || (i.memberPermissions?.has(PermissionFlagsBits.ManageGuild) ?? false);
 }
 
 async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefined> {
-  return (await ctx.store.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.store.get(id) : undefined);
+  return (await ctx.records.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.records.get(id) : undefined);
 }
 
 /** One job in full: its message, plus its timeline, parent and children, and the job-centre buttons. */
@@ -129,7 +138,7 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
   const base = renderJob(job, ctx.now());
   const link = jobMessageLink(job);
   const children = link
-    ? (await ctx.store.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
+    ? (await ctx.records.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
     : [];
   const timeline = [
     `Created ${discordTimestamp(job.createdAt, 'f')}`,
@@ -149,11 +158,11 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
     link ? `**Message:** ${link}` : undefined,
   ].filter((x): x is string => x !== undefined);
   const actions = [
-    ...(job.state === 'failed' && job.operation !== 'upload'
+    ...(retryable(job)
       ? [button('Retry', nextStepId({ kind: 'retry', jobId: job.id }), false, ButtonStyle.Primary)]
       : []),
-    button('Re-post', repostId(job.id)),
-    ...(job.taskId !== undefined ? [button('Refresh', refreshId(job.id))] : []),
+    button('Re-post', tasksRepostId(job.id)),
+    ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),
   ];
   return {
     ...base,
@@ -187,12 +196,32 @@ export const tasks = {
   },
 } satisfies Command;
 
-/** Previous/Next, Re-post and Refresh of the job centre. */
+/** Previous/Next, the "open a job" menu, Re-post and Refresh of the job centre. */
 export const tasksButtons: ComponentHandler = {
   prefix: 'tasks:',
+  async select(i: StringSelectMenuInteraction, ctx: BotContext) {
+    const b = parseTasksId(i.customId);
+    const jobId = i.values[0] ?? '';
+    if (b?.kind !== 'open' || !JOB_ID.test(jobId))
+      throw new UserError(
+        'unknown_component',
+        'This menu is not one of this bot’s (or no longer supported).',
+      );
+    if (b.userId !== i.user.id)
+      throw new UserError('not_yours', 'This list belongs to someone else: run `/tasks` for yours.');
+    await orStoreDown(async () => {
+      const job = await ctx.records.get(jobId);
+      if (!job || !canSee(i, job))
+        throw new UserError(
+          'job_unavailable',
+          'That job is no longer stored (jobs are kept for a limited time).',
+        );
+      await i.reply({ ...toReplyOptions(await detail(ctx, job)), flags: MessageFlags.Ephemeral });
+    });
+  },
   async button(i: ButtonInteraction, ctx: BotContext) {
     const b = parseTasksId(i.customId);
-    if (!b)
+    if (!b || b.kind === 'open')
       throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
     await orStoreDown(async () => {
       if (b.kind === 'page') {
@@ -201,7 +230,7 @@ export const tasksButtons: ComponentHandler = {
         await i.update(toReplyOptions(await listPage(ctx, b.userId, b.page)));
         return;
       }
-      const job = await ctx.store.get(b.jobId);
+      const job = await ctx.records.get(b.jobId);
       if (!job)
         throw new UserError(
           'job_unavailable',
@@ -228,7 +257,7 @@ export const tasksButtons: ComponentHandler = {
           flags: MessageFlags.Ephemeral,
         });
       }
-      const fresh = (await ctx.store.get(job.id)) ?? job;
+      const fresh = (await ctx.records.get(job.id)) ?? job;
       await i.editReply(toReplyOptions(await detail(ctx, fresh)));
     });
   },

@@ -12,15 +12,13 @@ import {
 } from 'discord.js';
 import { MediaRequestInvalidError } from '../services/media/errors.js';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
-import { formatBytes } from '../services/training/download.js';
+import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
+import { discordTimestamp as ts, formatBytes } from '../services/shared/format.js';
 import {
-  parseTrainingCustomId,
   renderAddResult,
   renderClosedSessionMessage,
   renderSessionMessage,
   renderStatus,
-  trainingCustomId,
-  ts,
   countLine,
   type SessionPayload,
 } from '../services/training/render.js';
@@ -36,6 +34,7 @@ import {
   type TrainingSession,
 } from '../services/training/sessions.js';
 import { runJob } from './run-job.js';
+import { operations } from '../services/operations/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 const PHOTO_OPTIONS = 10;
@@ -154,7 +153,7 @@ function replyOptions(p: SessionPayload) {
 }
 
 /** The edit queue's key for a session message: one per message (a closed message is never edited again). */
-export const sessionMessageKey = (messageId: string): string => `training-message:${messageId}`;
+const sessionMessageKey = (messageId: string): string => `training-message:${messageId}`;
 
 /**
  * Queues an edit of a session's public message on the bot's one edit path
@@ -401,14 +400,15 @@ async function submit(
         assertReady(session);
       }
       let accepted = false;
+      const meta = {
+        ethnicity: session.ethnicity,
+        gender: session.gender,
+        ...(session.age !== undefined ? { age: session.age } : {}),
+      };
       await runJob(i, ctx, {
         operation: 'upload',
-        params: {
-          ethnicity: session.ethnicity,
-          gender: session.gender,
-          ...(session.age !== undefined ? { age: session.age } : {}),
-          photos: session.photos.length,
-        },
+        // The photos are read from Discord only when the job is submitted.
+        params: operations.upload.toStored({ ...meta, photos: session.photos }),
         submit: async (webhook) => {
           let photos;
           try {
@@ -417,15 +417,7 @@ async function submit(
             if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
             throw err;
           }
-          const r = await ctx.media.uploadTrainingPhotos(
-            {
-              photos,
-              ethnicity: session.ethnicity,
-              gender: session.gender,
-              ...(session.age !== undefined ? { age: session.age } : {}),
-            },
-            webhook,
-          );
+          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook);
           accepted = true;
           return r;
         },
@@ -519,7 +511,7 @@ async function addButton(i: ButtonInteraction, ctx: BotContext, key: string): Pr
       `The session already holds ${MAX_PHOTOS} photos, the maximum. Send them with **Submit** or \`/training-photos submit\`.`,
     );
   }
-  await i.showModal(buildAddModal(session.userId, st.room, ctx.config.photos.maxBytes));
+  await i.showModal(buildAddModal(session.userId, st.room, ctx.limits.maxImageBytes));
 }
 
 async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<void> {

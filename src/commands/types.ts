@@ -4,28 +4,37 @@ import type {
   ChatInputCommandInteraction,
   ModalSubmitInteraction,
   RESTPostAPIChatInputApplicationCommandsJSONBody,
+  StringSelectMenuInteraction,
 } from 'discord.js';
 import type { Logger } from 'pino';
 import { StoreUnavailableError } from '../services/store/errors.js';
+import { UserError } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobService } from '../services/jobs/job-service.js';
 import type { MediaClient } from '../services/media/client.js';
-import type { JobStore, KeyValueStore } from '../services/store/types.js';
+import type { JobStore } from '../services/store/types.js';
 import type { TrainingSessions } from '../services/training/sessions.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
 import type { ThreadApi } from '../services/community/threads.js';
 
-/** Everything a command needs, passed in (no singletons), so tests can swap parts. */
+export { UserError };
+
+/** Jobs as stored, read-only: commands change a job only through the job service. */
+export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'listByUser'>;
+
+/**
+ * What commands use, passed in (no singletons), so tests can swap parts. No
+ * secrets (token, API key) and no raw store: each part is the narrow view used.
+ */
 export interface BotContext {
-  config: Config;
   logger: Logger;
-  jobs: JobService;
-  media: MediaClient;
-  store: JobStore;
-  kv: KeyValueStore;
+  /** The one writer of jobs. */
+  jobs: Pick<JobService, 'create' | 'attachMessage' | 'moveToThread' | 'submit' | 'applyResult' | 'abandon'>;
+  records: JobReader;
+  media: Pick<MediaClient, 'submit' | 'fetchTask'>;
   training: TrainingSessions;
   /** The one path for editing messages the bot keeps up to date (session messages too). */
   edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;
@@ -33,9 +42,15 @@ export interface BotContext {
   community: CommunityService;
   /** Per-server settings (/settings). */
   settings: GuildSettingsStore;
-  ledger: FairUseLedger;
+  ledger: Pick<FairUseLedger, 'creditsUsed'>;
+  /** Credits each command costs (CREDIT_COSTS), shown by /settings show. */
+  costs: Config['community']['costs'];
   /** Starting a job's thread and posting its live message there (bot token). */
   threads: ThreadApi;
+  limits: {
+    /** Largest input image or training photo (bytes). */
+    maxImageBytes: number;
+  };
   now: () => number;
 }
 
@@ -49,21 +64,8 @@ export interface Command {
 export interface ComponentHandler {
   prefix: string;
   button?(interaction: ButtonInteraction, ctx: BotContext): Promise<void>;
+  select?(interaction: StringSelectMenuInteraction, ctx: BotContext): Promise<void>;
   modal?(interaction: ModalSubmitInteraction, ctx: BotContext): Promise<void>;
-}
-
-/**
- * An error meant for the user (Sapphire style): `id` identifies the kind for logs
- * and tests, `message` is what the user reads, shown ephemerally.
- */
-export class UserError extends Error {
-  constructor(
-    readonly id: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'UserError';
-  }
 }
 
 /**

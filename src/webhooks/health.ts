@@ -8,6 +8,10 @@ export interface HealthDeps {
   /** Resolves when the store answers. */
   pingStore(): Promise<void>;
   registry: Registry;
+  /** Gateway mode with several instances on Redis: whether this instance holds the gateway lease. */
+  gateway?: () => 'held' | 'standby';
+  /** INSTANCE_ID, shown so a load balancer's health view tells replicas apart. */
+  instance?: string;
 }
 
 export interface MetricsDeps {
@@ -28,7 +32,13 @@ export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) =>
     } catch {
       store = false;
     }
-    return reply.code(discord && store ? 200 : 503).send({ ok: discord && store, discord, store });
+    return reply.code(discord && store ? 200 : 503).send({
+      ok: discord && store,
+      discord,
+      store,
+      ...(deps.gateway ? { gateway: deps.gateway() } : {}),
+      ...(deps.instance !== undefined ? { instance: deps.instance } : {}),
+    });
   });
 };
 

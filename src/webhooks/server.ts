@@ -2,6 +2,7 @@ import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { healthRoutes, metricsRoutes, type HealthDeps, type MetricsDeps } from './health.js';
 import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
+import { interactionRoutes, type InteractionsDeps } from './interactions.js';
 
 export interface ServerDeps {
   logger: Logger;
@@ -14,6 +15,8 @@ export interface ServerDeps {
    * when it has its own port (METRICS_PORT, see buildMetricsServer).
    */
   metrics?: { token?: string } | false;
+  /** DISCORD_INTERACTIONS=http: `POST /interactions`. */
+  interactions?: InteractionsDeps;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -62,6 +65,7 @@ export async function buildServer(deps: ServerDeps) {
     });
   }
   await app.register(mediaWebhookRoutes, deps.webhook);
+  if (deps.interactions) await app.register(interactionRoutes, deps.interactions);
   return app;
 }
 

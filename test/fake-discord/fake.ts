@@ -19,6 +19,7 @@ import {
   stripNulls,
 } from './messages.js';
 import { OpenApiSpec } from './openapi.js';
+import { InteractionSigner, type HttpDelivery, type PostOptions } from './http-interactions.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimitConfig } from './ratelimit.js';
 import { SnowflakeGenerator } from './snowflake.js';
 import { TemplateMatcher } from './templates.js';
@@ -325,6 +326,12 @@ export class FakeDiscord {
   readonly interactions = new Map<string, InteractionState>();
   /** Every 429 sent (by the limiter or an injected fault). */
   readonly rateLimitHits: RateLimitHit[] = [];
+  /**
+   * Message edits that arrived while another edit of the same message was still being
+   * answered (several bot instances must never edit one message at once).
+   */
+  readonly concurrentEdits: Array<{ messageId: string; path: string; at: number }> = [];
+  readonly #editsInFlight = new Map<string, number>();
   /** Registered application commands: global and per guild. */
   readonly commands: { global: JsonObject[]; guilds: Map<string, JsonObject[]> } = {
     global: [],
@@ -336,6 +343,12 @@ export class FakeDiscord {
   readonly cdnRequests: Array<{ path: string; status: number; at: number }> = [];
 
   readonly gateway: FakeGateway;
+  /** HTTP interactions (`interactions: 'http'`): the application's key pair and signed deliveries. */
+  readonly signer = new InteractionSigner();
+  /** Every HTTP interaction delivery and what the bot answered, in order. */
+  readonly httpDeliveries: HttpDelivery[] = [];
+  #interactionsMode: 'gateway' | 'http';
+  #interactionsUrl: string | undefined;
   readonly rateLimiter: RateLimiter;
   readonly clock: OffsetClock;
 
@@ -361,6 +374,8 @@ export class FakeDiscord {
 
   constructor(options: FakeDiscordOptions = {}, spec?: OpenApiSpec) {
     this.#options = options;
+    this.#interactionsMode = options.interactions ?? 'gateway';
+    this.#interactionsUrl = options.interactionsUrl;
     this.#host = options.host ?? '127.0.0.1';
     this.clock = new OffsetClock(options.clock, options.startTime);
     this.#snowflakes = new SnowflakeGenerator(() => this.clock.now());
@@ -1353,8 +1368,144 @@ export class FakeDiscord {
 
   #dispatchInteraction(state: InteractionState): InteractionHandle {
     this.interactions.set(state.id, state);
-    this.gateway.dispatch('INTERACTION_CREATE', state.payload);
+    if (this.#interactionsMode === 'http') void this.#deliverOverHttp(state);
+    else this.gateway.dispatch('INTERACTION_CREATE', state.payload);
     return this.#handle(state);
+  }
+
+  // ===========================================================================================
+  // HTTP interactions (an application with an Interactions Endpoint URL)
+
+  /** The application's public key (hex), what the bot gets as DISCORD_PUBLIC_KEY. */
+  get publicKey(): string {
+    return this.signer.publicKey;
+  }
+
+  get interactionsMode(): 'gateway' | 'http' {
+    return this.#interactionsMode;
+  }
+
+  /** Switches how interactions reach the bot; `http` needs the bot's `POST /interactions` URL. */
+  setInteractionsMode(mode: 'gateway' | 'http', url?: string): void {
+    this.#interactionsMode = mode;
+    if (url !== undefined) this.#interactionsUrl = url;
+  }
+
+  #requireUrl(): string {
+    if (!this.#interactionsUrl) throw new Error('fake-discord: no interactions URL (setInteractionsMode)');
+    return this.#interactionsUrl;
+  }
+
+  /**
+   * Delivers an interaction as Discord does to an Interactions Endpoint URL: signed
+   * POST; a 200 body is the initial response (checked like a callback: spec, type,
+   * 3 s deadline, double acknowledgement); a 202 means the bot answered through the
+   * callback endpoint, which must then already have happened.
+   */
+  async #deliverOverHttp(state: InteractionState, opts: PostOptions = {}): Promise<HttpDelivery> {
+    const delivery = await this.signer.post(
+      this.#requireUrl(),
+      JSON.stringify(state.payload),
+      state.id,
+      opts,
+    );
+    this.httpDeliveries.push(delivery);
+    if (delivery.status === 200 && isObj(delivery.body)) {
+      const problem = this.#applyInlineResponse(state, delivery.body);
+      if (problem !== undefined) delivery.problem = problem;
+    } else if (delivery.status === 202) {
+      if (state.callbacks.length === 0) delivery.problem = '202 without a callback: the interaction failed';
+    } else {
+      delivery.problem = `interaction failed: HTTP ${delivery.status || delivery.error}`;
+    }
+    this.#changed();
+    return delivery;
+  }
+
+  /** The bot's HTTP response body as the interaction's initial response; returns what went wrong, if anything. */
+  #applyInlineResponse(state: InteractionState, body: JsonObject): string | undefined {
+    const template = '/interactions/{interaction_id}/{interaction_token}/callback';
+    const path = `/interactions/${state.id}/${state.token}/callback`;
+    const record: RequestRecord = {
+      seq: ++this.#requestSeq,
+      method: 'POST',
+      path,
+      route: template,
+      query: {},
+      auth: 'none',
+      status: 0,
+      at: Date.now(),
+      clockAt: this.clock.now(),
+      body,
+      files: [],
+      inSpec: true,
+      rateLimited: false,
+      fault: false,
+      response: undefined,
+      responseHeaders: {},
+    };
+    const result =
+      this.validation === 'off' ? undefined : this.spec.validateRequestBody(template, 'POST', body);
+    if (result && result.ok === false) {
+      this.violations.push({
+        source: 'openapi',
+        method: 'POST',
+        path: `${path} (HTTP response)`,
+        route: template,
+        operationId: this.spec.operationId(template, 'POST'),
+        errors: result.errors,
+        discordErrors: result.discordErrors,
+        body,
+        at: Date.now(),
+      });
+      return 'HTTP response body is not a valid interaction response';
+    }
+    const ctx: HandlerContext = {
+      method: 'POST',
+      path,
+      template,
+      params: { interaction_id: state.id, interaction_token: state.token },
+      query: new URLSearchParams(),
+      auth: 'none',
+      body,
+      files: [],
+      record,
+    };
+    try {
+      const out = this.#interactionCallback(ctx);
+      record.status = out.status;
+      return undefined;
+    } catch (e) {
+      if (e instanceof DiscordHttpError)
+        return `HTTP response refused: ${e.status} ${JSON.stringify(e.body)}`;
+      throw e;
+    }
+  }
+
+  /** Delivers an interaction created earlier once more (Discord may deliver twice). */
+  redeliver(interactionId: string, opts: PostOptions = {}): Promise<HttpDelivery> {
+    const state = this.interactions.get(interactionId);
+    if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
+    return this.#deliverOverHttp(state, opts);
+  }
+
+  /** A PING, as Discord sends when the Interactions Endpoint URL is saved (and with bad signatures to test it). */
+  sendPing(opts: PostOptions = {}): Promise<HttpDelivery> {
+    const id = this.#snowflakes.next();
+    const body = JSON.stringify({
+      id,
+      application_id: this.applicationId,
+      type: 1,
+      token: `ping-${id}`,
+      version: 1,
+      user: this.botUser,
+    });
+    return this.signer.post(this.#requireUrl(), body, id, opts);
+  }
+
+  /** POSTs any body (signed as `opts` says) to the interactions URL: for malformed-input tests. */
+  postRawInteraction(body: string, opts: PostOptions = {}): Promise<HttpDelivery> {
+    return this.signer.post(this.#requireUrl(), body, null, opts);
   }
 
   #handle(state: InteractionState): InteractionHandle {
@@ -1709,7 +1860,20 @@ export class FakeDiscord {
       this.unspecifiedRequests.push({ method, path, route: template, handled: route !== undefined });
     this.#options.debug?.(`fake-discord <- ${method} ${path}${url.search}`);
 
+    // Edits of one message at once, tracked from arrival to answer.
+    const editKey =
+      method === 'PATCH' && route ? this.#editedMessageId(route.template, match?.params ?? {}) : undefined;
+    if (editKey !== undefined) {
+      const n = (this.#editsInFlight.get(editKey) ?? 0) + 1;
+      this.#editsInFlight.set(editKey, n);
+      if (n > 1) this.concurrentEdits.push({ messageId: editKey, path, at: Date.now() });
+    }
     const finish = (status: number, body: Json | undefined, headers: Record<string, string>): void => {
+      if (editKey !== undefined) {
+        const left = (this.#editsInFlight.get(editKey) ?? 1) - 1;
+        if (left <= 0) this.#editsInFlight.delete(editKey);
+        else this.#editsInFlight.set(editKey, left);
+      }
       record.status = status;
       record.response = body;
       record.responseHeaders = headers;
@@ -1853,7 +2017,8 @@ export class FakeDiscord {
       return;
     }
 
-    // 4. the handler
+    // 4. the handler (message edits after the configured network latency)
+    if (editKey !== undefined && this.#options.editLatencyMs) await sleep(this.#options.editLatencyMs);
     let result: HandlerResult;
     try {
       result = await route.handler(ctx);
@@ -2356,6 +2521,16 @@ export class FakeDiscord {
       throw err.invalidWebhookToken();
     }
     return state;
+  }
+
+  /** The message a PATCH edits (channel route or interaction webhook), without any rule checks. */
+  #editedMessageId(template: string, params: Record<string, string>): string | undefined {
+    if (template === '/channels/{channel_id}/messages/{message_id}') return params['message_id'];
+    if (!template.startsWith('/webhooks/{webhook_id}/{webhook_token}/messages/')) return undefined;
+    if (!template.endsWith('@original')) return params['message_id'];
+    const token = params['webhook_token'];
+    const state = [...this.interactions.values()].find((i) => i.token === token);
+    return state?.originalMessageId ?? undefined;
   }
 
   #webhookMessage(ctx: HandlerContext): FakeMessage {

@@ -17,6 +17,8 @@ export type { SpecError, SpecQuirk, BodyValidation } from './openapi.js';
 export { DEFAULT_RATE_LIMITS } from './ratelimit.js';
 export type { RateLimitConfig, WindowLimit } from './ratelimit.js';
 export { OffsetClock } from './clock.js';
+export { InteractionSigner } from './http-interactions.js';
+export type { HttpDelivery, PostOptions, SignatureMode } from './http-interactions.js';
 export type { FakeClock } from './clock.js';
 export type { GatewayConnection, GatewaySession, GatewayPayload } from './gateway.js';
 export type { Json, JsonObject } from './json.js';

@@ -60,10 +60,18 @@ export interface FakeDiscordOptions {
    * plain text frames, which @discordjs/ws accepts either way (it JSON-parses any text frame).
    */
   gatewayCompression?: 'honor' | 'ignore';
+  /**
+   * How interactions reach the bot: over the gateway (default) or POSTed, Ed25519-signed, to
+   * `interactionsUrl` (the bot's `POST /interactions`; see `setInteractionsMode`, `publicKey`).
+   */
+  interactions?: 'gateway' | 'http';
+  interactionsUrl?: string;
   /** Initial interaction response must arrive within this time (Discord: 3 s), else 404 10062. */
   interactionAckDeadlineMs?: number;
   /** Interaction token lifetime (Discord: 15 min), else 401 50027. */
   interactionTokenTtlMs?: number;
+  /** Message edits (PATCH, either route) are answered this much later, like Discord's latency. Default 0. */
+  editLatencyMs?: number;
   /** How many edits Discord tolerates on messages older than 1 h before 30046. Default 0. */
   oldMessageEditLimit?: number;
   /** Path of the OpenAPI document. Default: test/fixtures/discord-openapi.json. */

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createApp, type App } from '../../src/app.js';
+import { createApp, type App, type AppOptions } from '../../src/app.js';
 import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/server.js';
@@ -27,6 +27,13 @@ export async function freePort(): Promise<number> {
 export interface HarnessOptions {
   /** Webhook mode (PUBLIC_URL set to the bot's own address); default polling only. */
   webhooks?: boolean;
+  /**
+   * `http`: DISCORD_INTERACTIONS=http with the fake's public key; the fake POSTs signed
+   * interactions to the bot's `/interactions` instead of using the gateway.
+   */
+  interactions?: 'gateway' | 'http';
+  /** Extra createApp options (e.g. interactionAckDeadlineMs). */
+  app?: Partial<Pick<AppOptions, 'interactionAckDeadlineMs'>>;
   /** Use Redis at REDIS_URL instead of SQLite in a temp dir. */
   redis?: boolean;
   env?: Record<string, string>;
@@ -79,8 +86,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     MEDIA_TIMEOUT_MS: '5000',
     ...(opts.webhooks ? { PUBLIC_URL: baseUrl } : {}),
     ...(opts.redis ? { REDIS_URL } : {}),
+    ...(opts.interactions === 'http'
+      ? { DISCORD_INTERACTIONS: 'http', DISCORD_PUBLIC_KEY: fake.publicKey }
+      : {}),
     ...opts.env,
   };
+  if (opts.interactions) fake.setInteractionsMode(opts.interactions, `${baseUrl}/interactions`);
   const config = parseConfig(env);
   const logger = createLogger({
     level: process.env.TEST_LOG_LEVEL ?? config.logLevel,
@@ -90,6 +101,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     logger,
     storeNamespace: namespace,
     ...(opts.now ? { now: opts.now } : {}),
+    ...opts.app,
   });
   await app.start();
   let botStopped = false;
@@ -115,6 +127,18 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       if (!opts.reuse?.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Stops `h`'s bot and starts a new one on the same fake Discord, emulator, store and
+ * port: a bot restart (the old harness still owns and closes the shared parts).
+ */
+export async function restartBot(h: Harness, opts: Omit<HarnessOptions, 'reuse'> = {}): Promise<Harness> {
+  await h.stopBot();
+  return startHarness({
+    ...opts,
+    reuse: { fake: h.fake, emulator: h.emulator, dataDir: h.dataDir, namespace: h.namespace, port: h.port },
+  });
 }
 
 /** Polls `check` until it returns a value (not undefined/false) or the time runs out. */

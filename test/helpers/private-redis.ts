@@ -4,6 +4,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createClient } from '@keyv/redis';
 import { eventually, freePort } from './harness.js';
 
 const run = promisify(execFile);
@@ -68,4 +69,19 @@ export async function privateRedis(): Promise<PrivateRedis> {
       await cli('shutdown', 'nosave').catch(() => undefined);
     },
   };
+}
+
+/** Whether a Redis answers at `url` (tests that need one skip, with a message, when not). */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const client = createClient({ url, socket: { connectTimeout: 1_000, reconnectStrategy: false } });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (client.isOpen) client.destroy();
+  }
 }

@@ -1,19 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Config, CostedCommand } from '../../config.js';
+import type { Config } from '../../config.js';
+import { operations } from '../operations/index.js';
+import { discordTimestamp } from '../shared/format.js';
 import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import type { FairUseLedger, Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
-
-/** The slash command (as named in CREDIT_COSTS) behind each operation. */
-export const COMMAND_OF: Record<Operation, CostedCommand> = {
-  upscale: 'upscale',
-  song: 'extend-song',
-  video: 'extend-video',
-  upload: 'training-photos',
-};
 
 /** Error codes of a job that never reached the service (or was refused by it): its credits come back. */
 const NOT_STARTED_CODES = new Set([
@@ -28,7 +22,8 @@ const NOT_STARTED_CODES = new Set([
 export type Admission =
   { ok: true; jobId: string; cost: number } | { ok: false; refusal: Refusal; message: string };
 
-const ts = (ms: number) => `<t:${Math.ceil(ms / 1000)}:R>`;
+/** "Try again at": rounded up, never before the real time. */
+const ts = (ms: number) => discordTimestamp(ms, 'R', true);
 
 /** What the member reads when a submission is refused (ephemeral). */
 export function refusalMessage(r: Refusal): string {
@@ -59,7 +54,7 @@ export class CommunityService {
   ) {}
 
   costOf(operation: Operation): number {
-    return this.deps.costs[COMMAND_OF[operation]];
+    return this.deps.costs[operations[operation].command];
   }
 
   /** Checks and reserves before any service call. Throws StoreUnavailableError when the store is down. */

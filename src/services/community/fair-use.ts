@@ -28,7 +28,7 @@ type Member = z.infer<typeof memberSchema>;
 const creditsSchema = z.object({ used: z.number() });
 
 const DAY_MS = 86_400_000;
-export const utcDay = (at: number): string => new Date(at).toISOString().slice(0, 10);
+const utcDay = (at: number): string => new Date(at).toISOString().slice(0, 10);
 /** Next UTC midnight after `at`. */
 export const nextUtcMidnight = (at: number): number => Math.floor(at / DAY_MS) * DAY_MS + DAY_MS;
 

@@ -1,11 +1,13 @@
+import { operations, resultFiles } from '../operations/index.js';
+import { formatBytes } from '../shared/format.js';
 import { DiscordAPIError, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { z } from 'zod';
 import { renderGalleryPost } from '../discord/render.js';
 import type { JobRecord, LockingKeyValueStore } from '../store/types.js';
-import type { TaskOutputs } from '../media/types.js';
 import type { GuildSettingsStore } from './settings.js';
+import type { ChannelBudget } from '../discord/channel-budget.js';
 
 /**
  * The gallery: every finished upscale, song and video job posted once to the
@@ -27,7 +29,7 @@ const TIER_CACHE_MS = 3_600_000;
 export type Download = { ok: true; bytes: Buffer; contentType?: string } | { ok: false; reason: string };
 
 /** GET `url` streamed, abandoned past `maxBytes` or `timeoutMs`; never buffers more than `maxBytes`. */
-export async function downloadCapped(url: string, maxBytes: number, timeoutMs: number): Promise<Download> {
+async function downloadCapped(url: string, maxBytes: number, timeoutMs: number): Promise<Download> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const res = await request(url, { method: 'GET', signal });
@@ -38,7 +40,7 @@ export async function downloadCapped(url: string, maxBytes: number, timeoutMs: n
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes) {
       await res.body.dump().catch(() => undefined);
-      return { ok: false, reason: `over the ${Math.round(maxBytes / MIB)} MiB upload limit` };
+      return { ok: false, reason: `over the ${formatBytes(maxBytes)} upload limit` };
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -47,7 +49,7 @@ export async function downloadCapped(url: string, maxBytes: number, timeoutMs: n
       size += buf.length;
       if (size > maxBytes) {
         res.body.destroy();
-        return { ok: false, reason: `over the ${Math.round(maxBytes / MIB)} MiB upload limit` };
+        return { ok: false, reason: `over the ${formatBytes(maxBytes)} upload limit` };
       }
       chunks.push(buf);
     }
@@ -65,24 +67,6 @@ export async function downloadCapped(url: string, maxBytes: number, timeoutMs: n
       ok: false,
       reason: err instanceof Error && !signal.aborted ? `${reason} (${err.message})` : reason,
     };
-  }
-}
-
-/** The result files of a finished job, in the order they are shown. */
-export function resultFiles(outputs: TaskOutputs | undefined): string[] {
-  if (!outputs) return [];
-  switch (outputs.kind) {
-    case 'upscale':
-      return outputs.imageUrls;
-    case 'song':
-      return [
-        ...outputs.songs.flatMap((s) => (s.audioUrl ? [s.audioUrl] : [])),
-        ...(outputs.videoUrl ? [outputs.videoUrl] : []),
-      ];
-    case 'video':
-      return [outputs.videoUrl];
-    case 'upload':
-      return [];
   }
 }
 
@@ -111,8 +95,35 @@ export class GalleryPoster {
       logger: Logger;
       now: () => number;
       downloadTimeoutMs?: number;
+      /**
+       * Several instances: the channel budget they share (a gallery post uses the same
+       * per-channel bucket as message edits), so posts from several instances cause no 429.
+       */
+      budget?: ChannelBudget;
     },
   ) {}
+
+  /** Waits for a slot of the channel's shared budget (when there is one), then runs `fn`. */
+  private async withBudget<T>(channelId: string, fn: () => Promise<T>): Promise<T> {
+    const budget = this.deps.budget;
+    if (!budget) return fn();
+    const deadline = this.deps.now() + 60_000;
+    for (;;) {
+      const wait = await budget.acquire(channelId, 'final', this.deps.now());
+      if (wait === 0) break;
+      // Never stuck behind a budget: past a minute, discord.js's own limiter takes over.
+      if (this.deps.now() + wait > deadline) return fn();
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    try {
+      const out = await fn();
+      budget.settled(channelId, this.deps.now());
+      return out;
+    } catch (err) {
+      budget.settled(channelId, this.deps.now());
+      throw err;
+    }
+  }
 
   /** The guild's per-file upload limit (its boost tier, cached for an hour; 10 MiB if unknown). */
   async uploadLimit(guildId: string): Promise<number> {
@@ -132,7 +143,8 @@ export class GalleryPoster {
   /** Posts a finished job once (claimed in the store first, so a retry or another process never posts twice). */
   async post(job: JobRecord): Promise<'posted' | 'skipped' | 'failed'> {
     const guildId = job.message.guildId;
-    if (job.state !== 'finished' || guildId === undefined || job.operation === 'upload') return 'skipped';
+    if (job.state !== 'finished' || guildId === undefined || !operations[job.operation].inGallery)
+      return 'skipped';
     const gallery = (await this.deps.settings.get(guildId)).gallery;
     if (gallery === undefined) return 'skipped';
     const claimed = await this.deps.kv.withLock(`gallery:${job.id}`, async () => {
@@ -162,14 +174,16 @@ export class GalleryPoster {
       else linked.push({ url, reason: d.reason });
     }
     const send = (attach: typeof files, links: typeof linked) =>
-      this.deps.rest.post(Routes.channelMessages(gallery), {
-        body: renderGalleryPost(
-          job,
-          attach.map((f) => ({ filename: f.name })),
-          links,
-        ),
-        files: attach,
-      });
+      this.withBudget(gallery, () =>
+        this.deps.rest.post(Routes.channelMessages(gallery), {
+          body: renderGalleryPost(
+            job,
+            attach.map((f) => ({ filename: f.name })),
+            links,
+          ),
+          files: attach,
+        }),
+      );
     try {
       try {
         await send(files, linked);

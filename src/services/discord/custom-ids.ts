@@ -1,6 +1,9 @@
 /**
- * custom_id scheme of the bot's buttons and modals (≤ 100 chars each).
- * `next:*` buttons sit under a finished job and start the natural next step.
+ * The custom_id scheme of every button and modal of the bot (≤ 100 chars each),
+ * in one place: `next:*` under a job's message (next steps, Retry), `tasks:*` in
+ * the job centre (buttons and its menu), `modal:extend-video:*`, `training:*`. A custom id carries ids
+ * only (all state is in the store) and is parsed strictly: anything forged or
+ * oversized is refused.
  */
 export type NextStep =
   | { kind: 'extend-song'; jobId: string; songIndex: number }
@@ -39,11 +42,63 @@ export function parseNextStepId(customId: string): NextStep | undefined {
 /** Modal asking for the prompt of a video extension started from a button. */
 export const extendVideoModalId = (jobId: string): string => `modal:extend-video:${jobId}`;
 export function parseExtendVideoModalId(customId: string): string | undefined {
-  const m = /^modal:extend-video:([\w-]+)$/.exec(customId);
+  const m = /^modal:extend-video:([\w-]{1,64})$/.exec(customId);
   return m?.[1];
 }
 
-/** Training-photo session buttons and modal. */
-export const TRAINING_ADD_BUTTON = 'training:add';
-export const TRAINING_SUBMIT_BUTTON = 'training:submit';
-export const TRAINING_MODAL = 'training:modal';
+/** The job centre (/tasks): paging (the invoker's own list), Re-post and Refresh of one job. */
+export type TasksButton =
+  | { kind: 'page'; userId: string; page: number }
+  | { kind: 'open'; userId: string }
+  | { kind: 'repost' | 'refresh'; jobId: string };
+
+const SNOWFLAKE = /^\d{17,20}$/;
+
+export const tasksPageId = (userId: string, page: number): string => `tasks:page:${userId}:${page}`;
+/** The list's "open a job" menu (its values are job ids). */
+export const tasksOpenId = (userId: string): string => `tasks:open:${userId}`;
+export const tasksRepostId = (jobId: string): string => `tasks:repost:${jobId}`;
+export const tasksRefreshId = (jobId: string): string => `tasks:refresh:${jobId}`;
+
+export function parseTasksId(customId: string): TasksButton | undefined {
+  if (customId.length > 100) return undefined;
+  const parts = customId.split(':');
+  if (parts[0] !== 'tasks') return undefined;
+  if (
+    parts[1] === 'page' &&
+    parts.length === 4 &&
+    SNOWFLAKE.test(parts[2] ?? '') &&
+    /^\d{1,2}$/.test(parts[3] ?? '')
+  ) {
+    return { kind: 'page', userId: parts[2] ?? '', page: Number(parts[3]) };
+  }
+  if (parts[1] === 'open' && parts.length === 3 && SNOWFLAKE.test(parts[2] ?? '')) {
+    return { kind: 'open', userId: parts[2] ?? '' };
+  }
+  if (
+    (parts[1] === 'repost' || parts[1] === 'refresh') &&
+    parts.length === 3 &&
+    JOB_ID.test(parts[2] ?? '')
+  ) {
+    return { kind: parts[1], jobId: parts[2] ?? '' };
+  }
+  return undefined;
+}
+
+/**
+ * Training-photo session buttons and modal, `training:add:{userId}` etc.: the owner
+ * is in the id so that another member pressing a button on someone's public
+ * session message is told so.
+ */
+export type TrainingAction = 'add' | 'submit' | 'modal';
+
+export const trainingCustomId = (action: TrainingAction, ownerId: string): string =>
+  `training:${action}:${ownerId}`;
+
+export function parseTrainingCustomId(
+  customId: string,
+): { action: TrainingAction; ownerId: string } | undefined {
+  const m = /^training:(add|submit|modal):(\d{1,20})$/.exec(customId);
+  if (!m?.[1] || !m[2]) return undefined;
+  return { action: m[1] as TrainingAction, ownerId: m[2] };
+}

@@ -738,5 +738,15 @@ function classify(err: unknown, route: EditRoute): Failure {
   }
   if (err instanceof HTTPError) return { kind: 'transient', message: `HTTP ${err.status}` };
   // Network errors, timeouts (AbortError), anything else.
-  return { kind: 'transient', message: err instanceof Error ? err.message : String(err) };
+  return { kind: 'transient', message: describeTransient(err) };
+}
+
+/** A network error's message, never empty (an AggregateError or an abort has none of its own). */
+function describeTransient(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  const inner = err instanceof AggregateError ? err.errors[0] : err.cause;
+  const own = err.message || err.name;
+  const more = inner instanceof Error && inner.message ? ` (${inner.message})` : '';
+  return `${own}${typeof code === 'string' ? ` ${code}` : ''}${more}`;
 }

@@ -40,7 +40,7 @@ export const LIMITS = {
   customId: 100,
 } as const;
 
-export const ELLIPSIS = '…';
+const ELLIPSIS = '…';
 
 // ---------------------------------------------------------------- text
 
@@ -125,10 +125,7 @@ export function safeHttpUrl(s: unknown): string | undefined {
   return `${u.protocol}//${u.host}${encodeUnsafe(u.pathname)}${encodeUnsafe(u.search)}${encodeUnsafe(u.hash)}`;
 }
 
-/** True for an absolute http(s) URL with a host. */
-export function isHttpUrl(s: unknown): s is string {
-  return safeHttpUrl(s) !== undefined;
-}
+export { isHttpUrl } from '../shared/format.js';
 
 /** `[label](url)` with the parentheses in the URL encoded so they cannot end the link early. */
 export function maskedLink(label: string, url: string): string {

@@ -7,25 +7,32 @@
  * from users (prompts) is untrusted: URLs pass through `safeHttpUrl`, text through
  * `escapeMarkdown`, and `fitToDiscordLimits` is the last step of every render.
  */
-import {
-  ButtonStyle,
-  ComponentType,
-  type APIActionRowComponent,
-  type APIButtonComponent,
-  type APIEmbed,
-  type APIEmbedField,
-} from 'discord-api-types/v10';
-import type { Operation, Song, TaskOutputs } from '../media/types.js';
-import type { JobRecord, JobState } from '../store/types.js';
+import { ButtonStyle, type APIEmbed } from 'discord-api-types/v10';
+import { operations, renderResult } from '../operations/index.js';
+import { discordTimestamp } from '../shared/format.js';
+import type { JobRecord } from '../store/types.js';
 import { nextStepId } from './custom-ids.js';
 import {
-  LIMITS,
+  COLORS,
+  STATE_EMOJI,
+  actionButton,
+  finishedHeader,
+  footer,
+  formatDuration,
+  lines,
+  mention,
+  paramFields,
+  payload,
+  rows,
+  taskField,
+  withTimestamp,
+  finishedEmbed,
+} from './render-kit.js';
+import {
   escapeMarkdown,
-  fitToDiscordLimits,
   inlineCode,
   isSnowflake,
   maskedLink,
-  safeHttpUrl,
   truncate,
   type MessagePayload,
 } from './render-limits.js';
@@ -40,41 +47,7 @@ export {
   truncate,
 } from './render-limits.js';
 export type { MessagePayload } from './render-limits.js';
-
-// ---------------------------------------------------------------- constants
-
-export const COLORS = {
-  queued: 0x95a5a6,
-  processing: 0x5865f2,
-  finished: 0x57f287,
-  failed: 0xed4245,
-} as const;
-
-export const OPERATION_TITLES: Record<Operation, string> = {
-  upscale: 'Upscale',
-  song: 'Song extension',
-  video: 'Video extension',
-  upload: 'Training photos',
-};
-
-const STATE_EMOJI: Record<JobState, string> = {
-  submitting: '📤',
-  queued: '⏳',
-  processing: '⚙️',
-  finished: '✅',
-  failed: '❌',
-};
-
-/** Images shown as embeds (Discord merges up to 4 embeds sharing a `url` into one gallery). */
-const GALLERY_SIZE = 4;
-/** Characters of lyrics shown per song. */
-const LYRICS_EXCERPT = 1000;
-/** Link buttons leave the last row for next steps. */
-const MAX_LINK_BUTTONS = (LIMITS.actionRows - 1) * LIMITS.buttonsPerRow;
-/** A URL goes in the content (for Discord's own player embed) only when it leaves room for the rest. */
-const MAX_CONTENT_URL = 1800;
-
-// ---------------------------------------------------------------- small helpers
+export { COLORS, formatDuration } from './render-kit.js';
 
 /** `███░░░░░░░ 30%`: 10 cells, floor(pct/10) filled; pct clamped to 0..100, shown floored. */
 export function progressBar(pct: number): string {
@@ -83,141 +56,8 @@ export function progressBar(pct: number): string {
   return `${'█'.repeat(filled)}${'░'.repeat(10 - filled)} ${Math.floor(p)}%`;
 }
 
-/** `42s`, `1m 05s`, `2h 03m 04s` (negative and non-finite count as 0). */
-export function formatDuration(ms: number): string {
-  const total = Number.isFinite(ms) && ms > 0 ? Math.floor(ms / 1000) : 0;
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  if (h > 0) return `${h}h ${pad(m)}m ${pad(s)}s`;
-  if (m > 0) return `${m}m ${pad(s)}s`;
-  return `${s}s`;
-}
-
-/** Discord timestamp markup, `style` R (relative), F (full date) etc. */
-export function discordTimestamp(ms: number, style: 'R' | 'F' | 'f' | 'D' | 'T' = 'R'): string {
-  return `<t:${Math.floor(ms / 1000)}:${style}>`;
-}
-
-function mention(userId: string): string {
-  return isSnowflake(userId) ? `<@${userId}>` : '';
-}
-
 function title(job: JobRecord): string {
-  return OPERATION_TITLES[job.operation] ?? 'Job';
-}
-
-/** Labels that would otherwise read ambiguously next to the job's own fields. */
-const PARAM_LABELS: Record<string, string> = {
-  task_id: 'Source task',
-  taskId: 'Source task',
-  parentTaskId: 'Source task',
-};
-
-/** `imageUrl` → `Image URL`, `magic_prompt` → `Magic prompt`. */
-function humanizeKey(key: string): string {
-  const known = PARAM_LABELS[key];
-  if (known !== undefined) return known;
-  const words = key
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/[_-]+/g, ' ')
-    .trim()
-    .toLowerCase()
-    .split(/\s+/)
-    .map((w) => (w === 'url' ? 'URL' : w === 'id' ? 'ID' : w));
-  const text = words.join(' ');
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-function paramValue(v: string | number | boolean | string[]): string {
-  if (Array.isArray(v)) return v.length === 0 ? '—' : v.map((x) => paramValue(x)).join('\n');
-  if (typeof v === 'boolean') return v ? 'yes' : 'no';
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '—';
-  const url = safeHttpUrl(v);
-  if (url !== undefined && url.length <= LIMITS.fieldValue) return url;
-  return v.trim() === '' ? '—' : truncate(escapeMarkdown(v), LIMITS.fieldValue);
-}
-
-/** job.params as embed fields (long text inline=false, short values inline). */
-function paramFields(job: JobRecord, max = 15): APIEmbedField[] {
-  return Object.entries(job.params)
-    .slice(0, max)
-    .map(([key, value]) => {
-      const text = paramValue(value);
-      return { name: humanizeKey(key), value: text, inline: text.length <= 40 && !text.includes('\n') };
-    });
-}
-
-function taskField(job: JobRecord): APIEmbedField[] {
-  return job.taskId !== undefined && job.taskId !== ''
-    ? [{ name: 'Task ID', value: inlineCode(job.taskId), inline: true }]
-    : [];
-}
-
-function footer(job: JobRecord): NonNullable<APIEmbed['footer']> {
-  return { text: `Job ${job.id}` };
-}
-
-function timestampIso(ms: number): string | undefined {
-  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
-}
-
-function withTimestamp(embed: APIEmbed, ms: number): APIEmbed {
-  const iso = timestampIso(ms);
-  return iso === undefined ? embed : { ...embed, timestamp: iso };
-}
-
-function linkButton(label: string, url: string | undefined): APIButtonComponent | undefined {
-  const safe = safeHttpUrl(url);
-  if (safe === undefined || safe.length > LIMITS.buttonUrl) return undefined;
-  return {
-    type: ComponentType.Button,
-    style: ButtonStyle.Link,
-    label: truncate(label, LIMITS.buttonLabel),
-    url: safe,
-  };
-}
-
-function actionButton(
-  label: string,
-  customId: string,
-  style: ButtonStyle.Primary | ButtonStyle.Secondary = ButtonStyle.Primary,
-): APIButtonComponent {
-  return {
-    type: ComponentType.Button,
-    style,
-    label: truncate(label, LIMITS.buttonLabel),
-    custom_id: customId,
-  };
-}
-
-/** Lays buttons out in rows of 5: link buttons first (capped), next-step buttons on their own row. */
-function rows(
-  links: (APIButtonComponent | undefined)[],
-  actions: APIButtonComponent[] = [],
-): APIActionRowComponent<APIButtonComponent>[] {
-  const out: APIActionRowComponent<APIButtonComponent>[] = [];
-  const present = links.filter((b): b is APIButtonComponent => b !== undefined).slice(0, MAX_LINK_BUTTONS);
-  for (let i = 0; i < present.length; i += LIMITS.buttonsPerRow) {
-    out.push({ type: ComponentType.ActionRow, components: present.slice(i, i + LIMITS.buttonsPerRow) });
-  }
-  if (actions.length > 0) {
-    out.push({ type: ComponentType.ActionRow, components: actions.slice(0, LIMITS.buttonsPerRow) });
-  }
-  return out;
-}
-
-function payload(
-  content: string,
-  embeds: APIEmbed[],
-  components: APIActionRowComponent<APIButtonComponent>[] = [],
-): MessagePayload {
-  return fitToDiscordLimits({ content, embeds, components, allowed_mentions: { parse: [] } });
-}
-
-function lines(...parts: (string | undefined | false)[]): string {
-  return parts.filter((p): p is string => typeof p === 'string' && p !== '').join('\n');
+  return operations[job.operation].title;
 }
 
 // ---------------------------------------------------------------- states
@@ -268,190 +108,19 @@ function renderProcessing(job: JobRecord, now: number): MessagePayload {
   return payload(`${STATE_EMOJI.processing} **${title(job)}** · ${bar} · ${elapsed}`, [embed]);
 }
 
-function tookLine(job: JobRecord): string | undefined {
-  return job.finishedAt !== undefined ? `took ${formatDuration(job.finishedAt - job.createdAt)}` : undefined;
-}
-
-function finishedHeader(job: JobRecord): string {
-  return `${STATE_EMOJI.finished} **${title(job)}** finished`;
-}
-
-function renderUpscale(job: JobRecord, out: Extract<TaskOutputs, { kind: 'upscale' }>): MessagePayload {
-  const images = out.imageUrls
-    .map((raw, i) => ({ n: i + 1, url: safeHttpUrl(raw) }))
-    .filter((x): x is { n: number; url: string } => x.url !== undefined);
-  const shown = images.filter((x) => x.url.length <= LIMITS.embedUrl).slice(0, LIMITS.embeds);
-  const notShown = images.filter((x) => !shown.includes(x));
-
-  const first: APIEmbed = {
-    title: images.length === 1 ? 'Upscaled image' : `Upscaled images (${images.length})`,
-    description: lines(
-      mention(job.userId),
-      tookLine(job),
-      images.length === 0 ? 'The service returned no image.' : undefined,
-      notShown.length > 0
-        ? `More images: ${notShown.map((x) => maskedLink(String(x.n), x.url)).join(' · ')}`
-        : undefined,
-    ),
-    color: COLORS.finished,
-    fields: [
-      ...taskField(job),
-      ...(out.seed !== undefined ? [{ name: 'Seed', value: String(out.seed), inline: true }] : []),
-      ...paramFields(job, 20),
-    ],
-    footer: footer(job),
-  };
-  const embeds: APIEmbed[] = [];
-  shown.forEach((img, i) => {
-    // Embeds sharing a `url` are merged into one gallery (4 per gallery).
-    const galleryUrl = shown[Math.floor(i / GALLERY_SIZE) * GALLERY_SIZE]?.url ?? img.url;
-    const base: APIEmbed = i === 0 ? first : { color: COLORS.finished };
-    embeds.push({ ...base, url: galleryUrl, image: { url: img.url } });
-  });
-  if (embeds.length === 0) embeds.push(first);
-
-  const buttons = rows(
-    images.map((x) => linkButton(`Image ${x.n}`, x.url)),
-    [actionButton('Upscale again', nextStepId({ kind: 'upscale-again', jobId: job.id }))],
-  );
-  return payload(finishedHeader(job), embeds, buttons);
-}
-
-function songEmbed(song: Song, index: number): APIEmbed {
-  const audio = safeHttpUrl(song.audioUrl);
-  const video = safeHttpUrl(song.videoUrl);
-  const image = safeHttpUrl(song.imageUrl);
-  const links = [
-    audio !== undefined ? `🎧 ${maskedLink('Audio', audio)}` : undefined,
-    video !== undefined ? `🎬 ${maskedLink('Video', video)}` : undefined,
-    image !== undefined ? `🖼️ ${maskedLink('Cover', image)}` : undefined,
-  ].filter((x): x is string => x !== undefined);
-  const lyrics = song.lyrics?.trim();
-  const embed: APIEmbed = {
-    title: `Song ${index + 1}`,
-    description: lines(
-      links.join(' · '),
-      lyrics !== undefined && lyrics !== ''
-        ? `\n**Lyrics**\n${truncate(escapeMarkdown(lyrics), LYRICS_EXCERPT)}`
-        : undefined,
-    ),
-    color: COLORS.finished,
-    fields: [{ name: 'Song ID', value: inlineCode(song.songId, 200), inline: true }],
-  };
-  if (audio !== undefined && audio.length <= LIMITS.embedUrl) embed.url = audio;
-  if (image !== undefined && image.length <= LIMITS.embedUrl) embed.thumbnail = { url: image };
-  return embed;
-}
-
-function renderSong(job: JobRecord, out: Extract<TaskOutputs, { kind: 'song' }>): MessagePayload {
-  const video = safeHttpUrl(out.videoUrl);
-  const header: APIEmbed = {
-    title: title(job),
-    description: lines(
-      mention(job.userId),
-      tookLine(job),
-      video !== undefined ? `🎬 ${maskedLink('Video', video)}` : undefined,
-    ),
-    color: COLORS.finished,
-    fields: [...taskField(job), ...paramFields(job)],
-    footer: footer(job),
-  };
-  const songs = out.songs.slice(0, LIMITS.embeds - 1);
-  const embeds = [header, ...songs.map((s, i) => songEmbed(s, i))];
-
-  const links = [
-    ...songs.map((s, i) => linkButton(`Audio ${i + 1}`, s.audioUrl)),
-    linkButton('Video', video),
-  ];
-  // custom-ids only carry song 1 and 2 (indexes 0 and 1), which is what a song task yields.
-  const actions = songs
-    .slice(0, 2)
-    .map((_s, i) =>
-      actionButton(`Extend song ${i + 1}`, nextStepId({ kind: 'extend-song', jobId: job.id, songIndex: i })),
-    );
-  const content = lines(
-    finishedHeader(job),
-    video !== undefined && video.length <= MAX_CONTENT_URL ? video : undefined,
-  );
-  return payload(content, embeds, rows(links, actions));
-}
-
-function renderVideo(job: JobRecord, out: Extract<TaskOutputs, { kind: 'video' }>): MessagePayload {
-  const video = safeHttpUrl(out.videoUrl);
-  const embed: APIEmbed = {
-    title: title(job),
-    description: lines(
-      mention(job.userId),
-      tookLine(job),
-      video !== undefined ? `🎬 ${maskedLink('Open video', video)}` : 'The service returned no video URL.',
-    ),
-    color: COLORS.finished,
-    fields: [...taskField(job), ...paramFields(job)],
-    footer: footer(job),
-  };
-  if (video !== undefined && video.length <= LIMITS.embedUrl) embed.url = video;
-  // A bare URL in the content is what makes Discord show its playable video embed.
-  const content = lines(
-    finishedHeader(job),
-    video !== undefined && video.length <= MAX_CONTENT_URL ? video : undefined,
-  );
-  const buttons = rows(
-    [linkButton('Open video', video)],
-    [actionButton('Extend again', nextStepId({ kind: 'extend-video', jobId: job.id }))],
-  );
-  return payload(content, [embed], buttons);
-}
-
-function renderUpload(job: JobRecord, out: Extract<TaskOutputs, { kind: 'upload' }>): MessagePayload {
-  const message = out.message?.trim();
-  let expiry: string | undefined;
-  if (out.expiresAt !== undefined && out.expiresAt.trim() !== '') {
-    const ms = Date.parse(out.expiresAt);
-    expiry = Number.isFinite(ms)
-      ? `The prepared images expire ${discordTimestamp(ms, 'R')} (${discordTimestamp(ms, 'F')}, ${inlineCode(out.expiresAt, 64)}).`
-      : `The prepared images expire at ${inlineCode(out.expiresAt, 64)}.`;
-  }
-  const embed: APIEmbed = {
-    title: title(job),
-    description: lines(
-      mention(job.userId),
-      tookLine(job),
-      message !== undefined && message !== '' ? truncate(escapeMarkdown(message), 2000) : undefined,
-      expiry,
-    ),
-    color: COLORS.finished,
-    fields: [...taskField(job), ...paramFields(job)],
-    footer: footer(job),
-  };
-  return payload(finishedHeader(job), [embed]);
-}
-
 function renderFinished(job: JobRecord): MessagePayload {
-  const out = job.result;
-  switch (out?.kind) {
-    case 'upscale':
-      return renderUpscale(job, out);
-    case 'song':
-      return renderSong(job, out);
-    case 'video':
-      return renderVideo(job, out);
-    case 'upload':
-      return renderUpload(job, out);
-    case undefined: {
-      const embed: APIEmbed = {
-        title: title(job),
-        description: lines(mention(job.userId), tookLine(job), 'Finished, but the service sent no result.'),
-        color: COLORS.finished,
-        fields: [...taskField(job), ...paramFields(job)],
-        footer: footer(job),
-      };
-      return payload(finishedHeader(job), [embed]);
-    }
-  }
+  if (job.result) return renderResult(job, job.result);
+  const embed = finishedEmbed(job, title(job), 'Finished, but the service sent no result.');
+  return payload(finishedHeader(title(job)), [embed]);
+}
+
+/** Whether a failed job offers Retry (a new job with the same parameters). */
+export function retryable(job: JobRecord): boolean {
+  return job.state === 'failed' && operations[job.operation].retryable;
 }
 
 /** What the user can do about a failure, by JobError code. */
-export function failureAdvice(code: string | undefined): string {
+function failureAdvice(code: string | undefined): string {
   switch (code) {
     case 'service_rejected':
       return 'The service rejected the request: fix the input and run the command again.';
@@ -498,13 +167,9 @@ function renderFailed(job: JobRecord): MessagePayload {
     job.createdAt,
   );
   // Retry: a new job with the same parameters (training photos are gathered again instead).
-  const retry =
-    job.operation === 'upload'
-      ? []
-      : rows(
-          [],
-          [actionButton('Retry', nextStepId({ kind: 'retry', jobId: job.id }), ButtonStyle.Secondary)],
-        );
+  const retry = !retryable(job)
+    ? []
+    : rows([], [actionButton('Retry', nextStepId({ kind: 'retry', jobId: job.id }), ButtonStyle.Secondary)]);
   return payload(`${STATE_EMOJI.failed} **${title(job)}** failed`, [embed], retry);
 }
 
@@ -566,13 +231,6 @@ export function renderJobSummaryLine(job: JobRecord, now: number): string {
     .join(' · ');
 }
 
-const COMMAND_NAMES: Record<JobRecord['operation'], string> = {
-  upscale: 'upscale',
-  song: 'extend-song',
-  video: 'extend-video',
-  upload: 'training-photos',
-};
-
 /** A job's thread: the command and the first words of its prompt (or the task it extends), ≤ 100 chars. */
 export function threadName(job: Pick<JobRecord, 'operation' | 'params'>): string {
   const p = job.params;
@@ -580,7 +238,8 @@ export function threadName(job: Pick<JobRecord, 'operation' | 'params'>): string
     (v): v is string => typeof v === 'string' && v.trim() !== '',
   );
   const words = subject === undefined ? '' : subject.trim().replace(/\s+/g, ' ');
-  const name = words === '' ? COMMAND_NAMES[job.operation] : `${COMMAND_NAMES[job.operation]} · ${words}`;
+  const command = operations[job.operation].command;
+  const name = words === '' ? command : `${command} · ${words}`;
   return name.length <= 100 ? name : `${name.slice(0, 99).trimEnd()}…`;
 }
 

@@ -4,7 +4,7 @@ import type { Submitted } from '../media/client.js';
 import { MediaAuthError, MediaRequestRejectedError } from '../media/errors.js';
 import type { Operation, TaskResult, WebhookTarget } from '../media/types.js';
 import { StoreUnavailableError } from '../store/errors.js';
-import type { JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
+import type { JobError, JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
 import type { MessagePayload } from '../discord/render.js';
 import type { Metrics } from '../../metrics.js';
 import { jobError, jobErrorFromMedia, jobErrorFromResult } from './job-errors.js';
@@ -39,7 +39,23 @@ export interface JobKeyMemo {
   remember(job: Pick<JobRecord, 'id' | 'secret' | 'operation' | 'taskId'>): void;
 }
 
+/**
+ * Several instances on one Redis: which instance works on a job (polls it, edits its
+ * message). Absent: this process owns every job (SQLite, one process).
+ */
+export interface JobOwner {
+  owns(jobId: string): boolean;
+  /** Takes the job if nobody owns it; resolves the owner's id. */
+  claim(jobId: string): Promise<string>;
+  /** Tells the owner the job changed (taking it when it has none); true when this instance owns it now. */
+  route(jobId: string, source: string): Promise<boolean>;
+  /** Work here is over; `done`: nobody needs to pick the job up again. */
+  release(jobId: string, done: boolean): Promise<void>;
+  readonly instanceId: string;
+}
+
 export interface JobServiceDeps {
+  ownership?: JobOwner;
   store: JobStore;
   jobKeys?: JobKeyMemo;
   media: TaskFetcher;
@@ -57,6 +73,12 @@ export interface JobServiceDeps {
    * be idempotent). Errors are logged, never thrown into the job's path.
    */
   onFinal?: (job: JobRecord) => Promise<void>;
+  /**
+   * Several instances: whether the job's message already shows its final state (its
+   * owner died between Discord's answer and recording it). An adopted final job whose
+   * message already shows it is not edited again, so a final is delivered once.
+   */
+  finalShown?: (job: JobRecord) => Promise<boolean>;
 }
 
 export interface NewJob {
@@ -82,6 +104,8 @@ export class JobService {
   private readonly pollAttempts = new Map<string, number>();
   private readonly notFound = new Map<string, number>();
   private readonly lastWebhookAt = new Map<string, number>();
+  /** Owned jobs whose message is gone (released once final). */
+  private readonly gone = new Set<string>();
   private stopped = false;
   private readonly now: () => number;
 
@@ -111,6 +135,17 @@ export class JobService {
       version: 1,
     };
     await this.deps.store.create(job);
+    if (this.deps.ownership) {
+      // The creator owns the job from the start: it submits it, polls it and edits its message.
+      try {
+        await this.deps.ownership.claim(job.id);
+      } catch (err) {
+        throw new StoreUnavailableError(
+          `job lease failed: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
+      }
+    }
     this.deps.jobKeys?.remember(job);
     this.deps.metrics?.jobs.inc({ operation: job.operation, state: 'submitting' });
     return job;
@@ -129,6 +164,14 @@ export class JobService {
   ): Promise<JobRecord | undefined> {
     const r = await this.deps.store.apply(jobId, { thread: { message, reply }, at: this.now() });
     return r?.job;
+  }
+
+  /**
+   * Ends a job that never reached the service and has no message to edit (its reply
+   * failed): stored as failed, nothing rendered, no after-final work.
+   */
+  async abandon(jobId: string, error: JobError): Promise<void> {
+    await this.deps.store.apply(jobId, { state: 'failed', error, at: this.now() });
   }
 
   /** Records the message id of the job's public reply. */
@@ -240,7 +283,7 @@ export class JobService {
           'job updated',
         );
       }
-      this.show(job);
+      this.publish(job, source);
       if (isFinal(job)) {
         this.cancelPoll(jobId);
         this.deps
@@ -274,9 +317,102 @@ export class JobService {
     }
   }
 
+  /**
+   * A change this instance applied: shown here when this instance owns the job,
+   * else handed to the owner (which renders the stored record), or taken over
+   * when the job has no owner.
+   */
+  private publish(job: JobRecord, source: string): void {
+    const own = this.deps.ownership;
+    if (!own || own.owns(job.id)) {
+      this.show(job);
+      return;
+    }
+    own.route(job.id, source).then(
+      (mine) => {
+        if (mine) this.resume(job, source);
+      },
+      (err: unknown) =>
+        this.deps.logger.warn({ err, jobId: job.id }, 'could not hand a job change to its owner'),
+    );
+  }
+
+  /** This instance now owns a job that was live elsewhere: show it and keep polling it. */
+  private resume(job: JobRecord, source: string): void {
+    this.show(job);
+    if (isFinal(job) || this.timers.has(job.id)) return;
+    if (source === 'webhook') this.lastWebhookAt.set(job.id, this.now());
+    this.schedulePoll(
+      job,
+      this.pollingOnly || source !== 'webhook'
+        ? this.deps.options.pollInitialMs
+        : this.deps.options.webhookSilenceMs,
+    );
+  }
+
+  /** Another instance changed a job this instance owns: render the stored record. */
+  async changed(jobId: string, source: string): Promise<void> {
+    const job = await this.deps.store.get(jobId);
+    if (!job) {
+      await this.deps.ownership?.release(jobId, true);
+      return;
+    }
+    this.resume(job, source);
+  }
+
+  /**
+   * Takes over a job whose owner is gone (it died at any point): a job still being
+   * submitted is failed (never resubmitted), an unfinished one is shown and polled,
+   * a final one whose final edit may not have been delivered is shown.
+   */
+  async adopt(jobId: string): Promise<void> {
+    const job = await this.deps.store.get(jobId);
+    if (!job) {
+      await this.deps.ownership?.release(jobId, true);
+      return;
+    }
+    if (isFinal(job) && this.deps.finalShown) {
+      const shown = await this.deps.finalShown(job).catch(() => false);
+      if (shown) {
+        this.deps.logger.info({ jobId, state: job.state }, 'adopted job already shows its final state');
+        this.messageDone(jobId);
+        return;
+      }
+    }
+    this.deps.logger.info({ jobId, state: job.state }, 'resuming a job left by another instance');
+    await this.resumeUnfinished(job, this.deps.options.pollInitialMs);
+  }
+
+  /** The job's message got its final state: nobody needs to edit it again. */
+  messageDone(jobId: string): void {
+    const own = this.deps.ownership;
+    if (!own || !own.owns(jobId)) return;
+    this.gone.delete(jobId);
+    own
+      .release(jobId, true)
+      .catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'could not release a finished job'));
+  }
+
+  /** The job's message is gone: no more edits; the job is released once final (polls go on meanwhile). */
+  messageGone(jobId: string): void {
+    if (!this.deps.ownership?.owns(jobId)) return;
+    this.gone.add(jobId);
+    this.deps.store.get(jobId).then(
+      (job) => {
+        if (!job || isFinal(job)) this.messageDone(jobId);
+      },
+      () => undefined, // released when the job turns final (show) or by the next owner
+    );
+  }
+
   /** Queues the job's current state for its Discord message. */
   show(job: JobRecord): void {
-    if (!job.message.messageId && !job.message.interaction) return;
+    if (this.deps.ownership && isFinal(job) && (this.gone.has(job.id) || !this.hasMessage(job))) {
+      // Nothing to edit: the job's work is over.
+      this.messageDone(job.id);
+      if (!this.hasMessage(job)) return;
+    }
+    if (!this.hasMessage(job)) return;
     this.deps.edits.push({
       jobId: job.id,
       ref: job.message,
@@ -307,28 +443,59 @@ export class JobService {
     let resumed = 0;
     let failed = 0;
     for (const [i, job] of jobs.entries()) {
-      const log = this.deps.logger.child({ jobId: job.id, taskId: job.taskId, operation: job.operation });
-      if (!job.taskId) {
-        failed++;
-        log.warn('job was being submitted when the bot stopped; marking it failed');
-        await this.update(job.id, {
-          state: 'failed',
-          error: jobError(
-            'restart_during_submit',
-            'The bot restarted while submitting this job, so it is not known whether the service received it. Check /tasks before retrying.',
-          ),
-          at: this.now(),
-        });
-        continue;
+      // Several instances: a job another live instance owns is its business.
+      const own = this.deps.ownership;
+      if (own && !own.owns(job.id)) {
+        try {
+          if ((await own.claim(job.id)) !== own.instanceId) continue;
+        } catch (err) {
+          this.deps.logger.warn(
+            { err, jobId: job.id },
+            'could not claim an unfinished job; the sweep retries',
+          );
+          continue;
+        }
       }
-      resumed++;
-      this.deps.jobKeys?.remember(job);
-      this.show(job);
-      // Spread the first polls so a restart with many jobs does not burst the service.
-      this.schedulePoll(job, Math.min(this.deps.options.pollInitialMs, 1000) + i * 50);
+      // Spread the first polls so a restart with many jobs does not burst the service:
+      // 20 a second, in whole seconds so that thousands of timers share a few hundred
+      // durations (Node keeps one timer list per duration).
+      const outcome = await this.resumeUnfinished(
+        job,
+        Math.min(this.deps.options.pollInitialMs, 1000) + Math.floor(i / 20) * 1000,
+      );
+      if (outcome === 'failed') failed++;
+      else if (outcome === 'resumed') resumed++;
     }
     this.deps.logger.info({ resumed, failed }, 'recovered unfinished jobs');
     return { resumed, failed };
+  }
+
+  /** Shows a job this instance (now) owns and polls it again; a job caught mid-submission is failed. */
+  private async resumeUnfinished(
+    job: JobRecord,
+    firstPollMs: number,
+  ): Promise<'resumed' | 'failed' | 'final'> {
+    if (isFinal(job)) {
+      this.show(job);
+      return 'final';
+    }
+    if (!job.taskId) {
+      const log = this.deps.logger.child({ jobId: job.id, operation: job.operation });
+      log.warn('job was being submitted when the bot stopped; marking it failed');
+      await this.update(job.id, {
+        state: 'failed',
+        error: jobError(
+          'restart_during_submit',
+          'The bot restarted while submitting this job, so it is not known whether the service received it. Check /tasks before retrying.',
+        ),
+        at: this.now(),
+      });
+      return 'failed';
+    }
+    this.deps.jobKeys?.remember(job);
+    this.show(job);
+    this.schedulePoll(job, firstPollMs);
+    return 'resumed';
   }
 
   stop(): void {
@@ -345,6 +512,8 @@ export class JobService {
 
   private schedulePoll(job: JobRecord, delayMs: number): void {
     if (this.stopped || !job.taskId || isFinal(job)) return;
+    // Only the job's owner polls it.
+    if (this.deps.ownership && !this.deps.ownership.owns(job.id)) return;
     // The timer keeps only the id: a record held by each of thousands of pending timers adds up.
     const jobId = job.id;
     this.cancelPoll(jobId);
@@ -379,6 +548,11 @@ export class JobService {
 
   private async poll(jobId: string): Promise<void> {
     if (this.stopped) return;
+    if (this.deps.ownership && !this.deps.ownership.owns(jobId)) {
+      // The lease was lost (a pause past it): the new owner polls.
+      this.forget(jobId);
+      return;
+    }
     let job: JobRecord | undefined;
     try {
       job = await this.deps.store.get(jobId);
@@ -396,9 +570,11 @@ export class JobService {
       this.forget(jobId);
       return;
     }
-    const log = this.deps.logger.child({ jobId, taskId: job.taskId, operation: job.operation });
+    // Built only when something is logged: a child logger per poll of thousands of jobs is garbage.
+    const { taskId, operation } = job;
+    const log = () => this.deps.logger.child({ jobId, taskId, operation });
     if (this.now() - job.createdAt > this.deps.options.maxDurationMs) {
-      log.warn('job exceeded its maximum duration');
+      log().warn('job exceeded its maximum duration');
       await this.update(jobId, {
         state: 'failed',
         error: jobError(
@@ -418,6 +594,7 @@ export class JobService {
       return;
     }
     try {
+      if (this.deps.logger.isLevelEnabled('debug')) this.deps.logger.debug({ jobId }, 'job polled');
       const result = await this.deps.media.fetchTask(job.operation, job.taskId);
       this.deps.metrics?.polls.inc({ outcome: result.state });
       this.notFound.delete(jobId);
@@ -427,7 +604,7 @@ export class JobService {
     } catch (err) {
       this.deps.metrics?.polls.inc({ outcome: 'error' });
       if (err instanceof MediaAuthError) {
-        log.error('the media service rejected the API key while polling; failing the job');
+        log().error('the media service rejected the API key while polling; failing the job');
         await this.update(jobId, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
         this.forget(jobId);
         return;
@@ -436,15 +613,19 @@ export class JobService {
         const n = (this.notFound.get(jobId) ?? 0) + 1;
         this.notFound.set(jobId, n);
         if (n >= (this.deps.options.notFoundLimit ?? 3)) {
-          log.warn({ msgs: err.messages }, 'the service keeps rejecting the fetch; failing the job');
+          log().warn({ msgs: err.messages }, 'the service keeps rejecting the fetch; failing the job');
           await this.update(jobId, { state: 'failed', error: jobErrorFromMedia(err), at: this.now() });
           this.forget(jobId);
           return;
         }
       }
-      log.warn({ err }, 'poll failed; backing off');
+      log().warn({ err }, 'poll failed; backing off');
       this.schedulePoll(job, this.nextDelay(jobId));
     }
+  }
+
+  private hasMessage(job: JobRecord): boolean {
+    return job.message.messageId !== undefined || job.message.interaction !== undefined;
   }
 
   private forget(jobId: string): void {

@@ -10,19 +10,15 @@ import {
   MediaServiceError,
   MediaUnavailableError,
 } from './errors.js';
+import { checkParams, operationOf } from '../operations/index.js';
+import type { ParamsOf } from '../operations/types.js';
 import {
   ResultShapeError,
   errorBodySchema,
   normalizeTaskResult,
-  photoUploadMetaSchema,
-  problemsOf,
-  songExtendParamsSchema,
   submitResponseSchema,
-  upscaleParamsSchema,
-  upscaleResponseSchema,
-  videoExtendParamsSchema,
+  syncResponseSchema,
 } from './schemas.js';
-import { photoUploadBody } from './photo-body.js';
 import type {
   Operation,
   PhotoUploadParams,
@@ -40,7 +36,7 @@ export interface MediaClientOptions {
   photoFormat: 'base64' | 'url';
   /** Per request (connect, headers, body idle). */
   timeoutMs: number;
-  /** The synchronous upscale holds the response for tens of seconds. */
+  /** A synchronous operation (upscale) holds the response for tens of seconds. */
   upscaleTimeoutMs: number;
   /** Extra attempts for fetch (never for submissions). */
   fetchRetries?: number;
@@ -89,68 +85,50 @@ export class MediaClient {
     );
   }
 
-  async upscale(params: UpscaleParams): Promise<TaskResult> {
-    const p = this.validate(upscaleParamsSchema, params);
-    const body = compact({
-      image_url: p.imageUrl,
-      prompt: p.prompt,
-      resemblance: p.resemblance,
-      detail: p.detail,
-      seed: p.seed,
-      magic_prompt_option: p.magicPromptOption,
+  /**
+   * Submits one job of `op` (its module builds the body), once. A synchronous
+   * operation answers with the finished result; the others with a task id.
+   */
+  async submit<K extends Operation>(
+    op: K,
+    params: ParamsOf<K>,
+    webhook?: WebhookTarget,
+  ): Promise<Submitted | TaskResult> {
+    const m = operationOf(op);
+    const checked = checkParams(op, params);
+    if (!checked.ok) throw new MediaRequestInvalidError(checked.problems);
+    const body = m.body(checked.params, {
+      ...(webhook ? { webhook } : {}),
+      photoFormat: this.opts.photoFormat,
     });
-    const json = await this.post(this.opts.paths.upscale, JSON.stringify(body), {
-      timeoutMs: this.opts.upscaleTimeoutMs,
-    });
-    const parsed = upscaleResponseSchema.safeParse(json);
-    if (!parsed.success) throw this.protocolError('upscale', json);
-    return this.normalize('upscale', { ...parsed.data, status: parsed.data.status ?? 'finished' });
+    const path = this.opts.paths[m.path];
+    if (m.mode === 'async') {
+      const json = await this.post(path, body, {});
+      const parsed = submitResponseSchema.safeParse(json);
+      if (!parsed.success) throw this.protocolError(op, json);
+      return { taskId: parsed.data.task_id };
+    }
+    const json = await this.post(path, body, { timeoutMs: this.opts.upscaleTimeoutMs });
+    const parsed = syncResponseSchema.safeParse(json);
+    if (!parsed.success) throw this.protocolError(op, json);
+    return this.normalize(op, { ...parsed.data, status: parsed.data.status ?? 'finished' });
   }
 
-  async extendSong(params: SongExtendParams, webhook?: WebhookTarget): Promise<Submitted> {
-    const p = this.validate(songExtendParamsSchema, params);
-    const body = compact({
-      parent_task_id: p.parentTaskId,
-      song_id: p.songId,
-      continue_at: p.continueAt,
-      ...webhookFields(webhook),
-    });
-    return this.submit('song', this.opts.paths.songExtend, JSON.stringify(body));
+  upscale(params: UpscaleParams): Promise<TaskResult> {
+    return this.submit('upscale', params) as Promise<TaskResult>;
   }
 
-  async extendVideo(params: VideoExtendParams, webhook?: WebhookTarget): Promise<Submitted> {
-    const p = this.validate(videoExtendParamsSchema, params);
-    const body = compact({
-      parent_task_id: p.parentTaskId,
-      prompt: p.prompt,
-      image_url: p.imageUrl,
-      end_image_url: p.endImageUrl,
-      enhance_prompt: p.enhancePrompt,
-      aspect_ratio: p.aspectRatio,
-      ...webhookFields(webhook),
-    });
-    return this.submit('video', this.opts.paths.videoExtend, JSON.stringify(body));
+  extendSong(params: SongExtendParams, webhook?: WebhookTarget): Promise<Submitted> {
+    return this.submit('song', params, webhook) as Promise<Submitted>;
+  }
+
+  extendVideo(params: VideoExtendParams, webhook?: WebhookTarget): Promise<Submitted> {
+    return this.submit('video', params, webhook) as Promise<Submitted>;
   }
 
   /** Streams the body (photos → base64 → JSON) so 30 large photos never sit in memory together. */
-  async uploadTrainingPhotos(params: PhotoUploadParams, webhook?: WebhookTarget): Promise<Submitted> {
-    this.validate(photoUploadMetaSchema, {
-      count: params.photos.length,
-      ethnicity: params.ethnicity,
-      gender: params.gender,
-      age: params.age,
-    });
-    const meta = compact({
-      ethnicity: params.ethnicity,
-      gender: params.gender,
-      age: params.age,
-      ...webhookFields(webhook),
-    });
-    return this.submit(
-      'upload',
-      this.opts.paths.photoUpload,
-      photoUploadBody(meta, params.photos, this.opts.photoFormat),
-    );
+  uploadTrainingPhotos(params: PhotoUploadParams, webhook?: WebhookTarget): Promise<Submitted> {
+    return this.submit('upload', params, webhook) as Promise<Submitted>;
   }
 
   /** Reads a task's current result (`POST {base}{fetch} {"task_id"}`), retried on transient failures. */
@@ -169,22 +147,6 @@ export class MediaClient {
   }
 
   // ------------------------------------------------------------ internals
-
-  private validate<T>(
-    schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
-    v: unknown,
-  ): T {
-    const r = schema.safeParse(v);
-    if (r.success) return r.data;
-    throw new MediaRequestInvalidError(problemsOf(r as never));
-  }
-
-  private async submit(op: Operation, path: string, body: Body): Promise<Submitted> {
-    const json = await this.post(path, body, {});
-    const parsed = submitResponseSchema.safeParse(json);
-    if (!parsed.success) throw this.protocolError(op, json);
-    return { taskId: parsed.data.task_id };
-  }
 
   private normalize(op: Operation, json: unknown): TaskResult {
     try {
@@ -303,13 +265,4 @@ function isEmptyObject(v: unknown): boolean {
 function truncate(v: unknown): string {
   const s = JSON.stringify(v) ?? String(v);
   return s.length > 500 ? `${s.slice(0, 500)}…` : s;
-}
-
-function webhookFields(w: WebhookTarget | undefined): Record<string, string> {
-  return w ? { webhook_url: w.url, webhook_secret: w.secret } : {};
-}
-
-/** Drops undefined fields: the service should see only what the user set. */
-export function compact<T extends Record<string, unknown>>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

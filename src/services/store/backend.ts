@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import KeyvRedis, { createClient } from '@keyv/redis';
-import KeyvSqlite from '@keyv/sqlite';
 import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
 import type { Logger } from 'pino';
 import { describeError } from './errors.js';
@@ -19,8 +18,27 @@ export const CORRUPT: unique symbol = Symbol('store.corrupt');
 
 export type BackendKind = 'redis' | 'sqlite';
 
+/** What the multi-instance coordination needs of the Redis connection (src/services/cluster). */
+export interface RedisClient {
+  /** EVAL on the store's connection; string replies come back as strings. */
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<void>;
+  /** A dedicated subscriber connection on `channel`; resolves to its close function. */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+}
+
 export interface Backend {
   readonly kind: BackendKind;
+  /** Redis only: the connection (shared with the multi-instance coordination). */
+  readonly redis?: RedisClient;
+  /**
+   * Redis only: optimistic read-modify-write for records that several instances update
+   * (job records under a webhook storm). No lock round trips: `read` returns the value
+   * with its exact stored text, `write` replaces the key only while it still holds that
+   * text (one Lua script) and answers the new text, or undefined when another writer got
+   * there first (the caller reads again and re-merges).
+   */
+  readonly cas?: CasOps;
   /** `undefined` when absent or expired, CORRUPT when unparseable, else the stored JSON value. */
   get(key: string): Promise<unknown>;
   /** `ttlMs` undefined: no expiry. */
@@ -38,8 +56,30 @@ export interface Backend {
    * has it. SQLite serves one process only: the store's in-process mutex is the lock,
    * so this always succeeds there.
    */
-  tryLock(key: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
+  tryLock(key: string, ttlMs: number, token?: string): Promise<(() => Promise<void>) | undefined>;
+  /**
+   * Redis only: a native set (atomic add/remove, no read-modify-write, so no lock): the
+   * unfinished-job index every instance updates at once. SQLite keeps a JSON list.
+   */
+  readonly sets?: {
+    add(key: string, member: string, ttlMs: number): Promise<void>;
+    remove(key: string, member: string): Promise<void>;
+    members(key: string): Promise<string[]>;
+  };
+  /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
+  unlock(key: string, token: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface CasOps {
+  /** undefined when absent; `value` is CORRUPT when the text is not a stored value. */
+  read(key: string): Promise<{ value: unknown; raw: string } | undefined>;
+  write(
+    key: string,
+    value: unknown,
+    ttlMs: number | undefined,
+    expected: string,
+  ): Promise<string | undefined>;
 }
 
 export interface BackendOptions {
@@ -55,6 +95,12 @@ export interface BackendOptions {
   /** SQLite only: how often expired rows are swept (Redis expires keys itself). Default 1 h; 0 disables. */
   sweepIntervalMs?: number;
 }
+
+// Compare-and-set on the exact stored text: a record changed by anyone since it was read is not overwritten.
+const CAS_SET = `if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '' then redis.call('set', KEYS[1], ARGV[2]) else redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`;
+const CAS_SET_SHA = createHash('sha1').update(CAS_SET).digest('hex');
 
 const RELEASE_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
@@ -141,8 +187,49 @@ async function openRedis(
   if (!connected) logger.warn('store: redis not reachable yet; commands fail until it is (retrying)');
 
   const prefixed = (key: string): string => `${namespace}::${key}`;
+  const cas: CasOps = {
+    async read(key) {
+      const raw = await client.get(prefixed(key));
+      if (raw === null) return undefined;
+      // The same envelope Keyv writes: { value, expires }.
+      const data = deserialize(raw) as DeserializedData<unknown> | undefined;
+      if (data === undefined) return { value: CORRUPT, raw };
+      if (typeof data.expires === 'number' && Date.now() > data.expires) return undefined;
+      return { value: data.value, raw };
+    },
+    async write(key, value, ttlMs, expected) {
+      const expires = ttlMs !== undefined && ttlMs > 0 ? Date.now() + ttlMs : undefined;
+      const raw = serialize({ value, expires }) as string;
+      const options = { keys: [prefixed(key)], arguments: [expected, raw, expires ? String(ttlMs) : ''] };
+      let done: unknown;
+      try {
+        done = await client.evalSha(CAS_SET_SHA, options);
+      } catch (error) {
+        // First use on this server (or after SCRIPT FLUSH): send the script itself once.
+        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+        done = await client.eval(CAS_SET, options);
+      }
+      return done === 1 ? raw : undefined;
+    },
+  };
   return {
     kind: 'redis',
+    cas,
+    redis: {
+      eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
+      async publish(channel, message) {
+        await client.publish(channel, message);
+      },
+      async subscribe(channel, onMessage) {
+        const sub = client.duplicate();
+        sub.on('error', (error: unknown) => onError('redis-subscriber', error));
+        await sub.connect();
+        await sub.subscribe(channel, (message) => onMessage(message));
+        return async () => {
+          if (sub.isOpen) sub.destroy();
+        };
+      },
+    },
     ...keyvOps(keyv),
     async ping() {
       await client.ping();
@@ -155,8 +242,7 @@ async function openRedis(
         if (keys.length > 0) await client.unlink(keys);
       }
     },
-    async tryLock(key, ttlMs) {
-      const token = randomBytes(12).toString('hex');
+    async tryLock(key, ttlMs, token = randomBytes(12).toString('hex')) {
       const lockKey = prefixed(`lock:${key}`);
       const ok = await client.set(lockKey, token, {
         condition: 'NX',
@@ -167,6 +253,20 @@ async function openRedis(
         // Delete only our own lock: after a pause past its TTL another holder may own it.
         await client.eval(RELEASE_LOCK, { keys: [lockKey], arguments: [token] });
       };
+    },
+    sets: {
+      async add(key, member, ttlMs) {
+        await client.multi().sAdd(prefixed(key), member).pExpire(prefixed(key), ttlMs).exec();
+      },
+      async remove(key, member) {
+        await client.sRem(prefixed(key), member);
+      },
+      async members(key) {
+        return client.sMembers(prefixed(key));
+      },
+    },
+    async unlock(key, token) {
+      await client.eval(RELEASE_LOCK, { keys: [prefixed(`lock:${key}`)], arguments: [token] });
     },
     async close() {
       // Every store call has settled or timed out by now: drop the connection (this
@@ -184,6 +284,8 @@ async function openSqlite(
   const dir = path.resolve(opts.dataDir);
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'bot.sqlite');
+  // Loaded only here: a process on Redis never loads the SQLite driver and its native addon.
+  const { default: KeyvSqlite } = await import('@keyv/sqlite');
   const adapter = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: opTimeoutMs });
   // Keyv prefixes `${namespace}:` (SQLite has no native TTL: Keyv stores `expires`
   // in the value and drops expired rows when read; sweep() removes the rest).
@@ -232,6 +334,7 @@ async function openSqlite(
     async tryLock() {
       return async () => undefined;
     },
+    async unlock() {},
     async close() {
       if (closed) return;
       closed = true;

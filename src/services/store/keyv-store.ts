@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { CORRUPT, openBackend, type Backend, type BackendKind } from './backend.js';
+import { CORRUPT, openBackend, type Backend, type BackendKind, type RedisClient } from './backend.js';
 import { describeError, StoreUnavailableError } from './errors.js';
 import { isTerminalState, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
@@ -15,13 +16,15 @@ import type { ApplyResult, JobRecord, JobStore, JobUpdate, LockingKeyValueStore 
  *                                         last write), jobTtlMs once finished/failed
  *   task:{taskId}   jobId                 same TTL as its job
  *   user:{userId}   jobId[] newest first  bounded to userListLimit, TTL jobTtlMs + unfinishedTtlMs
- *   unfinished      jobId[]               jobs not yet final, TTL unfinishedTtlMs (refreshed on write)
+ *   unfinished      jobId[]               jobs not yet final, TTL unfinishedTtlMs (refreshed on write);
+ *                                         on Redis a native set `unfinished-set` instead (atomic
+ *                                         add/remove: instances never queue on one list's lock)
  *   kv:{key}        any JSON              caller's TTL
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
  * on failure. Read-modify-writes of one key are serialised by an in-process keyed
- * mutex (so a single bot process never loses an update; several processes sharing
- * one Redis are not coordinated).
+ * mutex and, on Redis, by a cross-process lock too (SET NX PX), so several bot
+ * instances sharing one Redis never lose each other's updates.
  */
 
 export interface StoreOptions {
@@ -47,16 +50,21 @@ export interface Stores {
   jobs: JobStore;
   kv: LockingKeyValueStore;
   backend: BackendKind;
+  /** The Redis connection (Redis only): the multi-instance coordination shares it. */
+  redis?: RedisClient;
   /** Closes the backend connection (idempotent; `jobs.close()` does the same). */
   close(): Promise<void>;
 }
 
 const DAY_MS = 86_400_000;
 const UNFINISHED_KEY = 'unfinished';
+/** Redis: the unfinished-job index as a native set (see Backend.sets). */
+const UNFINISHED_SET = 'unfinished-set';
 /** Records read at once when listing unfinished jobs. */
 const LIST_BATCH = 100;
 const idListSchema = z.array(z.string());
 const jobKey = (jobId: string): string => `job:${jobId}`;
+const isJobKey = (key: string): boolean => key.startsWith('job:');
 const taskKey = (taskId: string): string => `task:${taskId}`;
 const userKey = (userId: string): string => `user:${userId}`;
 const kvKey = (key: string): string => `kv:${key}`;
@@ -93,6 +101,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
     jobs: new KeyvJobStore(core),
     kv: new KeyvKeyValueStore(core),
     backend: backend.kind,
+    ...(backend.redis ? { redis: backend.redis } : {}),
     close: () => core.close(),
   };
 }
@@ -155,16 +164,56 @@ class StoreCore {
     }
   }
 
+  /**
+   * Serialises read-modify-writes of `key`: the in-process mutex first (callers of one
+   * process queue FIFO), then, on Redis, the backend's cross-process lock, so several
+   * instances sharing one Redis never lose each other's updates.
+   */
   withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const busy = () =>
+      new StoreUnavailableError(
+        `store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`,
+      );
+    // kv locks (`kvlock:`) take their own named backend lock inside; job records are
+    // written with compare-and-set on Redis (see KeyvJobStore.apply), so no lock round trips.
+    if (this.backend.kind !== 'redis' || key.startsWith('kvlock:') || (this.backend.cas && isJobKey(key)))
+      return this.#locks.run(key, fn, this.config.lockWaitMs, busy);
     return this.#locks.run(
       key,
-      fn,
+      () => this.crossProcess(`rec:${key}`, fn, busy),
       this.config.lockWaitMs,
-      () =>
-        new StoreUnavailableError(
-          `store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`,
-        ),
+      busy,
     );
+  }
+
+  /**
+   * The backend lock `name` around `fn`, retried every 5-20 ms until lockWaitMs. The lease
+   * (10 × the op timeout) outlives any bounded store call inside `fn`.
+   */
+  async crossProcess<T>(name: string, fn: () => Promise<T>, busy: () => Error): Promise<T> {
+    const { opTimeoutMs, lockWaitMs } = this.config;
+    const deadline = Date.now() + lockWaitMs;
+    for (;;) {
+      const token = randomBytes(12).toString('hex');
+      let release: (() => Promise<void>) | undefined;
+      try {
+        release = await this.call('lock', () => this.backend.tryLock(name, 10 * opTimeoutMs, token));
+      } catch (error) {
+        // Timed out: the SET may still run when Redis wakes. Undo it then (same connection,
+        // so the undo runs after it), or the stale lock would block this key for its whole lease.
+        this.backend.unlock(name, token).catch(() => undefined);
+        throw error;
+      }
+      if (release) {
+        try {
+          return await fn();
+        } finally {
+          await this.call('unlock', release).catch(() => undefined);
+        }
+      }
+      if (Date.now() > deadline) throw busy();
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 15));
+    }
   }
 
   async get(op: string, key: string): Promise<unknown> {
@@ -190,7 +239,37 @@ class StoreCore {
 
   async readJob(jobId: string): Promise<JobRecord | undefined> {
     const key = jobKey(jobId);
-    const raw = await this.get('get', key);
+    return this.parseJob(key, jobId, await this.get('get', key));
+  }
+
+  /**
+   * The record with the exact text it is stored as (Redis), for a compare-and-set
+   * write; on SQLite (one process, in-process lock) the text is not needed.
+   */
+  async readJobForUpdate(jobId: string): Promise<Remembered | undefined> {
+    const key = jobKey(jobId);
+    const { cas } = this.backend;
+    if (!cas) {
+      const job = await this.readJob(jobId);
+      return job && { job };
+    }
+    const stored = await this.call('get', () => cas.read(key));
+    const job = this.parseJob(key, jobId, stored?.value);
+    return job && stored && { job, raw: stored.raw };
+  }
+
+  /** Writes `job` if its stored text is still `expected`: the new text, or undefined on a conflict. */
+  async writeJobIfUnchanged(job: JobRecord, expected: string): Promise<string | undefined> {
+    const { cas } = this.backend;
+    if (!cas) throw new Error('compare-and-set needs the Redis backend');
+    return this.call(
+      'apply',
+      () => cas.write(jobKey(job.id), job, this.jobTtl(job), expected),
+      jobSecrets(job),
+    );
+  }
+
+  private parseJob(key: string, jobId: string, raw: unknown): JobRecord | undefined {
     if (raw === undefined || raw === null) return undefined;
     if (raw === CORRUPT) {
       this.corrupt(key, 'not JSON');
@@ -230,6 +309,23 @@ class StoreCore {
     });
   }
 
+  /** Adds a job to the unfinished index: a set op on Redis (no lock), the locked JSON list on SQLite. */
+  async addUnfinished(jobId: string): Promise<void> {
+    const sets = this.backend.sets;
+    const ttl = this.config.unfinishedTtlMs;
+    if (sets) await this.call('index', () => sets.add(UNFINISHED_SET, jobId, ttl));
+    else await this.updateIdList(UNFINISHED_KEY, ttl, (ids) => (ids.includes(jobId) ? ids : [...ids, jobId]));
+  }
+
+  async removeUnfinished(jobId: string): Promise<void> {
+    const sets = this.backend.sets;
+    if (sets) await this.call('index', () => sets.remove(UNFINISHED_SET, jobId));
+    else
+      await this.updateIdList(UNFINISHED_KEY, this.config.unfinishedTtlMs, (ids) =>
+        ids.filter((id) => id !== jobId),
+      );
+  }
+
   jobTtl(job: JobRecord): number {
     return isTerminalState(job.state) ? this.config.jobTtlMs : this.config.unfinishedTtlMs;
   }
@@ -261,34 +357,45 @@ class StoreCore {
 }
 
 /**
- * Records this process wrote in the last few seconds. One process owns the jobs it
- * serves (writes are serialised by the in-process lock), so during a burst of
- * webhooks for a job `apply` can merge onto the record it just wrote instead of
- * reading it back: one Redis round trip and one parse less per webhook. Entries
- * live at most RECENT_MS (and never past the record's own TTL); a failed write
- * drops the entry so the next apply reads the store again.
+ * Records this process wrote in the last few seconds, so during a burst of webhooks
+ * for a job `apply` merges onto the record it just wrote instead of reading it back:
+ * one round trip and one parse less per webhook. Writes are serialised in-process by
+ * the keyed mutex; on Redis other instances may have written since, so the entry
+ * keeps the exact text written and `apply` writes with compare-and-set against it: a
+ * stale entry costs one conflict and a fresh read, never a lost update. Entries live
+ * at most RECENT_MS (never past the record's own TTL); a failed or conflicting write
+ * drops the entry.
  */
 const RECENT_MS = 15_000;
+/** Compare-and-set attempts of one apply before the store is reported busy. */
+const CAS_ATTEMPTS = 8;
+const CONFLICT: unique symbol = Symbol('store.conflict');
 const RECENT_MAX = 5_000;
 
+/** A record as this process last saw it, with its stored text on Redis. */
+interface Remembered {
+  job: JobRecord;
+  raw?: string;
+}
+
 class RecentRecords {
-  private readonly map = new Map<string, { job: JobRecord; until: number }>();
-  get(id: string): JobRecord | undefined {
+  private readonly map = new Map<string, { job: JobRecord; raw: string | undefined; until: number }>();
+  get(id: string): Remembered | undefined {
     const hit = this.map.get(id);
     if (!hit) return undefined;
     if (Date.now() > hit.until) {
       this.map.delete(id);
       return undefined;
     }
-    return hit.job;
+    return hit.raw === undefined ? { job: hit.job } : { job: hit.job, raw: hit.raw };
   }
-  set(job: JobRecord, ttlMs: number): void {
+  set(job: JobRecord, raw: string | undefined, ttlMs: number): void {
     if (this.map.size >= RECENT_MAX) {
       const oldest = this.map.keys().next().value;
       if (oldest !== undefined) this.map.delete(oldest);
     }
     this.map.delete(job.id);
-    this.map.set(job.id, { job, until: Date.now() + Math.min(RECENT_MS, ttlMs) });
+    this.map.set(job.id, { job, raw, until: Date.now() + Math.min(RECENT_MS, ttlMs) });
   }
   delete(id: string): void {
     this.map.delete(id);
@@ -315,11 +422,7 @@ class KeyvJobStore implements JobStore {
         await core.updateIdList(userKey(record.userId), jobTtlMs + unfinishedTtlMs, (ids) =>
           [record.id, ...ids.filter((id) => id !== record.id)].slice(0, userListLimit),
         );
-        if (!isTerminalState(record.state)) {
-          await core.updateIdList(UNFINISHED_KEY, unfinishedTtlMs, (ids) =>
-            ids.includes(record.id) ? ids : [...ids, record.id],
-          );
-        }
+        if (!isTerminalState(record.state)) await core.addUnfinished(record.id);
       } catch (error) {
         // Half-indexed: undo the record (best effort) so the caller's retry starts clean.
         await core.delete('create-undo', jobKey(record.id)).catch(() => undefined);
@@ -348,48 +451,78 @@ class KeyvJobStore implements JobStore {
   async apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined> {
     const { core } = this;
     return core.withLock(jobKey(jobId), async () => {
-      const current = this.recent.get(jobId) ?? (await core.readJob(jobId));
-      if (current === undefined) return undefined;
-      const { job: next, changed } = mergeJob(current, update);
-      if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
+      // Redis: compare-and-set, so a record another instance wrote since we read it (or
+      // since our memo of it) is read again and merged again, never overwritten.
+      for (let attempt = 1; ; attempt++) {
+        const seen = this.recent.get(jobId) ?? (await core.readJobForUpdate(jobId));
+        if (seen === undefined) return undefined;
+        const outcome = await this.mergeAndWrite(jobId, seen, update);
+        if (outcome !== CONFLICT) return outcome;
+        this.recent.delete(jobId);
+        if (attempt >= CAS_ATTEMPTS) {
+          throw new StoreUnavailableError(`store busy: job ${jobId} kept changing under ${attempt} writes`);
+        }
+      }
+    });
+  }
+
+  private async mergeAndWrite(
+    jobId: string,
+    seen: Remembered,
+    update: JobUpdate,
+  ): Promise<ApplyResult | typeof CONFLICT> {
+    const { core } = this;
+    const current = seen.job;
+    const { job: next, changed } = mergeJob(current, update);
+    if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
+      core.logger.warn(
+        { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
+        'store: conflicting taskId ignored',
+      );
+    }
+    if (next === current) return { job: current, changed: false };
+    if (!changed && next.statusAt === current.statusAt && next.statusRank === current.statusRank) {
+      // Only lastEventAt moved (a re-delivery: most of a webhook storm). Informational,
+      // so not worth a write of its own: the memo carries it to the next write (it
+      // keeps the stored text, so that write still compares against what is stored).
+      this.recent.set(next, seen.raw, core.jobTtl(next));
+      return { job: next, changed: false };
+    }
+    // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
+    const record = next;
+    const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
+    // Task index before the record: if the record write fails, a retry sees the
+    // taskId as new again and rewrites the index.
+    let raw: string | undefined;
+    try {
+      if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
+        await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+      }
+      if (seen.raw !== undefined) {
+        raw = await core.writeJobIfUnchanged(record, seen.raw);
+        if (raw === undefined) return CONFLICT;
+      } else {
+        await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
+      }
+    } catch (error) {
+      this.recent.delete(jobId);
+      throw error;
+    }
+    this.recent.set(record, raw, core.jobTtl(record));
+    if (becameFinal) {
+      // The record is final and stored: a failure here must not make the caller
+      // retry (the retry would be a no-op and hide the change). listUnfinished
+      // prunes final jobs it finds anyway.
+      try {
+        await core.removeUnfinished(jobId);
+      } catch (error) {
         core.logger.warn(
-          { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
-          'store: conflicting taskId ignored',
+          { jobId, error: describeError(error) },
+          'store: could not drop a final job from the unfinished set',
         );
       }
-      if (next === current) return { job: current, changed: false };
-      // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
-      const record = next;
-      const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
-      // Task index before the record: if the record write fails, a retry sees the
-      // taskId as new again and rewrites the index.
-      try {
-        if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
-          await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
-        }
-        await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
-      } catch (error) {
-        this.recent.delete(jobId);
-        throw error;
-      }
-      this.recent.set(record, core.jobTtl(record));
-      if (becameFinal) {
-        // The record is final and stored: a failure here must not make the caller
-        // retry (the retry would be a no-op and hide the change). listUnfinished
-        // prunes final jobs it finds anyway.
-        try {
-          await core.updateIdList(UNFINISHED_KEY, core.config.unfinishedTtlMs, (ids) =>
-            ids.filter((id) => id !== jobId),
-          );
-        } catch (error) {
-          core.logger.warn(
-            { jobId, error: describeError(error) },
-            'store: could not drop a final job from the unfinished set',
-          );
-        }
-      }
-      return { job: record, changed };
-    });
+    }
+    return { job: record, changed };
   }
 
   async listByUser(userId: string, limit?: number): Promise<JobRecord[]> {
@@ -402,8 +535,12 @@ class KeyvJobStore implements JobStore {
 
   async listUnfinished(): Promise<JobRecord[]> {
     const { core } = this;
+    const sets = core.backend.sets;
     return core.withLock(UNFINISHED_KEY, async () => {
-      const ids = await core.readIdList(UNFINISHED_KEY);
+      // Redis: the native set, plus a JSON list an older version may have left (moved over below).
+      const legacy = await core.readIdList(UNFINISHED_KEY);
+      const fromSet = sets ? await core.call('list', () => sets.members(UNFINISHED_SET)) : [];
+      const ids = [...new Set([...legacy, ...fromSet])];
       // In batches: with thousands of jobs, reading them all at once keeps every reply,
       // parse and validation alive together and grows the heap for good (RSS).
       const jobs: (JobRecord | undefined)[] = [];
@@ -411,7 +548,13 @@ class KeyvJobStore implements JobStore {
         jobs.push(...(await Promise.all(ids.slice(i, i + LIST_BATCH).map((id) => core.readJob(id)))));
       }
       const live = jobs.filter((job): job is JobRecord => job !== undefined && !isTerminalState(job.state));
-      if (live.length !== ids.length) {
+      const liveIds = new Set(live.map((job) => job.id));
+      if (sets) {
+        // Expired, corrupt or final jobs leave the set; a legacy list moves into it.
+        for (const id of fromSet) if (!liveIds.has(id)) await core.removeUnfinished(id);
+        for (const id of legacy) if (liveIds.has(id) && !fromSet.includes(id)) await core.addUnfinished(id);
+        if (legacy.length > 0) await core.delete('delete', UNFINISHED_KEY);
+      } else if (live.length !== ids.length) {
         // Expired, corrupt or final jobs: prune them (we hold the list's lock).
         const keep = live.map((job) => job.id);
         if (keep.length === 0) await core.delete('delete', UNFINISHED_KEY);
@@ -459,24 +602,9 @@ class KeyvKeyValueStore implements LockingKeyValueStore {
    * op timeout) outlives any bounded store call inside `fn`.
    */
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const { opTimeoutMs, lockWaitMs } = this.core.config;
-    return this.core.withLock(`kvlock:${name}`, async () => {
-      const deadline = Date.now() + lockWaitMs;
-      for (;;) {
-        const release = await this.core.call('lock', () => this.core.backend.tryLock(name, 10 * opTimeoutMs));
-        if (release) {
-          try {
-            return await fn();
-          } finally {
-            await this.core.call('unlock', release).catch(() => undefined);
-          }
-        }
-        if (Date.now() > deadline) {
-          throw new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
-        }
-        await new Promise((r) => setTimeout(r, 15 + Math.random() * 25));
-      }
-    });
+    const { lockWaitMs } = this.core.config;
+    const busy = () => new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
+    return this.core.withLock(`kvlock:${name}`, () => this.core.crossProcess(name, fn, busy));
   }
 }
 

@@ -11,9 +11,8 @@
  * (the `onTimeout` error is thrown) and its turn is handed straight to the next
  * waiter as soon as it comes, so the chain never stalls.
  *
- * This serialises work inside ONE process only; several processes sharing a
- * Redis are not serialised against each other (that would need WATCH/MULTI or
- * Lua scripts).
+ * This serialises work inside ONE process only; on Redis the store adds a
+ * cross-process lock behind it (keyv-store.ts).
  */
 export class KeyedMutex {
   readonly #tails = new Map<string, Promise<void>>();

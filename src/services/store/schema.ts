@@ -17,7 +17,7 @@ const songSchema = z.object({
   lyrics: z.string().exactOptional(),
 });
 
-export const taskOutputsSchema = z.discriminatedUnion('kind', [
+const taskOutputsSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('upscale'),
     imageUrls: z.array(z.string()),
@@ -36,15 +36,15 @@ export const taskOutputsSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
-export const jobStateSchema = z.enum(['submitting', 'queued', 'processing', 'finished', 'failed']);
+const jobStateSchema = z.enum(['submitting', 'queued', 'processing', 'finished', 'failed']);
 
-export const jobErrorSchema = z.object({
+const jobErrorSchema = z.object({
   code: z.string(),
   message: z.string(),
   details: z.array(z.string()).exactOptional(),
 });
 
-export const jobMessageRefSchema = z.object({
+const jobMessageRefSchema = z.object({
   channelId: z.string(),
   guildId: z.string().exactOptional(),
   messageId: z.string().exactOptional(),

@@ -1,3 +1,4 @@
+import { formatBytes } from '../shared/format.js';
 import { createHash } from 'node:crypto';
 import { Agent, interceptors, request, errors as undiciErrors, type Dispatcher } from 'undici';
 import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } from './image-sniff.js';
@@ -147,13 +148,6 @@ export function tooLargeMessage(size: number | undefined, maxBytes: number): str
   return size === undefined
     ? `it is over the ${formatBytes(maxBytes)} limit`
     : `it is ${formatBytes(size)}, over the ${formatBytes(maxBytes)} limit`;
-}
-
-export function formatBytes(n: number): string {
-  const MiB = 1024 * 1024;
-  if (n >= MiB) return `${(n / MiB).toFixed(n % MiB === 0 ? 0 : 1)} MiB`;
-  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
-  return `${n} B`;
 }
 
 /**

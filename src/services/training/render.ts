@@ -1,6 +1,6 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
-import { TRAINING_ADD_BUTTON, TRAINING_MODAL, TRAINING_SUBMIT_BUTTON } from '../discord/custom-ids.js';
-import { formatBytes } from './download.js';
+import { trainingCustomId } from '../discord/custom-ids.js';
+import { discordTimestamp as ts, formatBytes } from '../shared/format.js';
 import { MAX_PHOTOS, MIN_PHOTOS, quote, statusOf, type AddResult, type TrainingSession } from './sessions.js';
 
 /**
@@ -15,28 +15,9 @@ export interface SessionPayload {
 
 const MAX_CONTENT = 2000;
 
-// ------------------------------------------------------------ custom ids
-// `training:add:{userId}` etc.: the owner is in the id so that another member
-// pressing a button on someone's public session message is told so.
-
-export type TrainingAction = 'add' | 'submit' | 'modal';
-
-export const trainingCustomId = (action: TrainingAction, ownerId: string): string =>
-  `${{ add: TRAINING_ADD_BUTTON, submit: TRAINING_SUBMIT_BUTTON, modal: TRAINING_MODAL }[action]}:${ownerId}`;
-
-export function parseTrainingCustomId(
-  customId: string,
-): { action: TrainingAction; ownerId: string } | undefined {
-  const m = /^training:(add|submit|modal):(\d{1,20})$/.exec(customId);
-  if (!m?.[1] || !m[2]) return undefined;
-  return { action: m[1] as TrainingAction, ownerId: m[2] };
-}
-
 // ------------------------------------------------------------ texts
 
-export const ts = (ms: number, style: 'R' | 'f'): string => `<t:${Math.floor(ms / 1000)}:${style}>`;
-
-export function subjectLine(s: TrainingSession): string {
+function subjectLine(s: TrainingSession): string {
   return [s.ethnicity, s.gender, ...(s.age !== undefined ? [`age ${s.age}`] : [])].join(' · ');
 }
 

@@ -26,7 +26,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { MAX_PHOTOS, MIN_PHOTOS } from '../media/schemas.js';
+import { MAX_PHOTOS, MIN_PHOTOS } from '../operations/fields.js';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender, type PhotoSource } from '../media/types.js';
 import { KeyedMutex } from '../store/mutex.js';
 import type { KeyValueStore } from '../store/types.js';
@@ -34,7 +34,6 @@ import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
   createHttpDownloader,
-  formatBytes,
   inspectImage,
   parseHttpUrl,
   tooLargeMessage,
@@ -490,8 +489,6 @@ export function quote(name: string): string {
   const short = name.length > 60 ? `${name.slice(0, 57)}…` : name;
   return `“${short.replace(/[`*_~|<>@]/g, '')}”`;
 }
-
-export { formatBytes };
 
 /** `fn` over `items` with at most `limit` running at once; results in input order. */
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

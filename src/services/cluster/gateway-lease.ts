@@ -1,0 +1,201 @@
+import type { LeaseOptions } from './lease-options.js';
+
+/**
+ * Gateway mode with several instances on one Redis: one instance holds the
+ * Discord gateway at a time, the holder of the lease `gateway` (value
+ * `INSTANCE_ID fencing-token`, PX ttlMs). The token comes from INCR on
+ * `gateway:fence` at each acquisition, so every tenure has a new, larger token.
+ *
+ * - The holder renews every renewMs with a compare-and-pexpire (Lua): the renewal
+ *   succeeds only while the stored value is still its own `id token`.
+ * - The others try to take the lease every tryMs (SET only when absent), so a dead
+ *   holder is replaced within ttlMs + tryMs (8 s + 1.5 s by default) plus the login, < 15 s.
+ * - `holds()` is also bounded locally by the time the lease was last confirmed plus
+ *   ttlMs minus a margin: a holder paused past its lease (GC, stopped VM) stops
+ *   acting the moment it wakes, before its failed renewal even returns, and then
+ *   drops the gateway connection at once (`onLost`).
+ * - `verify()` reads the lease and compares the fencing token: the interaction path
+ *   calls it before acting, so an old holder that still has a half-open gateway
+ *   socket can never act on an interaction after losing the lease.
+ */
+
+export interface GatewayLeaseOptions extends LeaseOptions {
+  /** How often a standby tries to take the lease. */
+  tryMs?: number;
+  /** Clock for the local lease deadline (epoch ms). */
+  now?: () => number;
+}
+
+export interface GatewayLeaseHandlers {
+  /** This instance now holds the gateway: connect. */
+  acquired(token: number): Promise<void> | void;
+  /** The lease is gone (expired, taken, Redis unreachable past the deadline): disconnect now. */
+  lost(token: number): Promise<void> | void;
+}
+
+const ACQUIRE = `
+if redis.call('exists', KEYS[1]) == 1 then return 0 end
+local token = redis.call('incr', KEYS[2])
+redis.call('set', KEYS[1], ARGV[1] .. ' ' .. token, 'PX', ARGV[2])
+return token`;
+
+const RENEW = `
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+return 0`;
+
+const RELEASE = `
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0`;
+
+/** Local safety margin below the lease TTL (clock drift, the renewal's own latency); at most a fifth of it. */
+const MARGIN_MS = 1000;
+
+export class GatewayLease {
+  private token = 0;
+  /** The last renewal or check failed to reach Redis (as opposed to finding another holder). */
+  private unreachable = false;
+  private confirmedAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private handlers: GatewayLeaseHandlers | undefined;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  private readonly key: string;
+  private readonly fenceKey: string;
+
+  constructor(private readonly opts: GatewayLeaseOptions) {
+    this.ttlMs = opts.ttlMs ?? 8000;
+    this.now = opts.now ?? Date.now;
+    this.key = `${opts.prefix}gateway`;
+    this.fenceKey = `${opts.prefix}gateway:fence`;
+  }
+
+  /** The fencing token of the current tenure (0 when not holding). */
+  get fencingToken(): number {
+    return this.holds() ? this.token : 0;
+  }
+
+  /** Holding the lease, as far as this instance can tell without asking Redis. */
+  holds(): boolean {
+    if (this.token === 0) return false;
+    // Redis unreachable: nobody can take the lease meanwhile, so the holder keeps the gateway
+    // (and answers "temporarily unavailable") instead of leaving Discord for the outage.
+    if (this.unreachable) return true;
+    return this.now() < this.confirmedAt + this.ttlMs - Math.min(MARGIN_MS, this.ttlMs / 5);
+  }
+
+  /** Asks Redis: the lease still carries this instance's id and fencing token. */
+  async verify(): Promise<boolean> {
+    if (!this.holds()) return false;
+    const token = this.token;
+    let value: unknown;
+    try {
+      value = await this.opts.redis.eval(`return redis.call('get', KEYS[1])`, [this.key], []);
+    } catch {
+      // Redis down: no one else can have taken the lease; act (the store answers "unavailable").
+      this.unreachable = true;
+      return true;
+    }
+    return value === this.value(token);
+  }
+
+  /** First attempt now (awaited), then the renew / try loop. */
+  async start(handlers: GatewayLeaseHandlers): Promise<void> {
+    this.handlers = handlers;
+    await this.tick();
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const token = this.token;
+    if (token > 0) {
+      this.token = 0;
+      // Handing the lease back lets a standby connect at once instead of after the TTL.
+      await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+    }
+  }
+
+  private value(token: number): string {
+    return `${this.opts.instanceId} ${token}`;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = this.now();
+    if (this.token > 0) {
+      const token = this.token;
+      let reply: unknown;
+      try {
+        reply = await this.opts.redis.eval(RENEW, [this.key], [this.value(token), String(this.ttlMs)]);
+      } catch (err) {
+        // Redis unreachable (not another holder): keep the gateway, try again soon.
+        if (!this.unreachable) this.opts.logger.warn({ err }, 'gateway lease renewal failed; retrying');
+        this.unreachable = true;
+        this.schedule(500);
+        return;
+      }
+      // Back from an outage, a renewed lease is ours again whatever the local deadline says.
+      const wasUnreachable = this.unreachable;
+      this.unreachable = false;
+      if (reply === 1 && (wasUnreachable || this.holds())) this.confirmedAt = sentAt;
+      else if (reply === 1) {
+        // Renewed in Redis, but too late to trust locally: give it up there too, so a standby
+        // takes it now rather than after another full lease.
+        await this.lose(token, 'renewal came after the lease deadline');
+        await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+      } else await this.lose(token, 'lease lost');
+      this.schedule(this.token > 0 ? (this.opts.renewMs ?? 2500) : (this.opts.tryMs ?? 1500));
+      return;
+    }
+    try {
+      const token = Number(
+        await this.opts.redis.eval(
+          ACQUIRE,
+          [this.key, this.fenceKey],
+          [this.opts.instanceId, String(this.ttlMs)],
+        ),
+      );
+      if (token > 0 && !this.stopped) {
+        this.token = token;
+        this.confirmedAt = sentAt;
+        this.opts.logger.info(
+          { fencingToken: token },
+          'gateway lease acquired: this instance holds the gateway',
+        );
+        // Not awaited: connecting may take longer than a renewal period, and the lease must be renewed meanwhile.
+        Promise.resolve()
+          .then(() => this.handlers?.acquired(token))
+          .catch(async (err: unknown) => {
+            this.opts.logger.error({ err }, 'could not take the gateway; handing the lease back');
+            await this.lose(token, 'connect failed');
+            await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+          });
+      }
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'gateway lease attempt failed');
+    }
+    this.schedule(this.token > 0 ? (this.opts.renewMs ?? 2500) : (this.opts.tryMs ?? 1500));
+  }
+
+  private async lose(token: number, reason: string): Promise<void> {
+    if (this.token !== token) return;
+    this.token = 0;
+    this.opts.logger.warn(
+      { fencingToken: token, reason },
+      'gateway lease lost: dropping the gateway connection',
+    );
+    try {
+      await this.handlers?.lost(token);
+    } catch (err) {
+      this.opts.logger.error({ err }, 'dropping the gateway connection failed');
+    }
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * The building blocks of every job message (colours, state emoji, parameter
+ * fields, buttons, rows, the final fit to Discord's limits). Pure functions.
+ * Shared by ./render.ts (states, lists, threads, gallery) and each operation's
+ * own finished render (src/services/operations/).
+ */
+import {
+  ButtonStyle,
+  ComponentType,
+  type APIActionRowComponent,
+  type APIButtonComponent,
+  type APIEmbed,
+  type APIEmbedField,
+} from 'discord-api-types/v10';
+import type { JobRecord, JobState } from '../store/types.js';
+import {
+  LIMITS,
+  escapeMarkdown,
+  fitToDiscordLimits,
+  inlineCode,
+  isSnowflake,
+  safeHttpUrl,
+  truncate,
+  type MessagePayload,
+} from './render-limits.js';
+
+export const COLORS = {
+  queued: 0x95a5a6,
+  processing: 0x5865f2,
+  finished: 0x57f287,
+  failed: 0xed4245,
+} as const;
+
+export const STATE_EMOJI: Record<JobState, string> = {
+  submitting: '📤',
+  queued: '⏳',
+  processing: '⚙️',
+  finished: '✅',
+  failed: '❌',
+};
+
+/** Link buttons leave the last row for next steps. */
+const MAX_LINK_BUTTONS = (LIMITS.actionRows - 1) * LIMITS.buttonsPerRow;
+/** A URL goes in the content (for Discord's own player embed) only when it leaves room for the rest. */
+export const MAX_CONTENT_URL = 1800;
+
+/** `42s`, `1m 05s`, `2h 03m 04s` (negative and non-finite count as 0). */
+export function formatDuration(ms: number): string {
+  const total = Number.isFinite(ms) && ms > 0 ? Math.floor(ms / 1000) : 0;
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  if (h > 0) return `${h}h ${pad(m)}m ${pad(s)}s`;
+  if (m > 0) return `${m}m ${pad(s)}s`;
+  return `${s}s`;
+}
+
+/** A mention (the payload's `allowed_mentions` is empty, so it pings no one). */
+export function mention(userId: string): string {
+  return isSnowflake(userId) ? `<@${userId}>` : '';
+}
+
+/** Labels that would otherwise read ambiguously next to the job's own fields. */
+const PARAM_LABELS: Record<string, string> = {
+  task_id: 'Source task',
+  taskId: 'Source task',
+  parentTaskId: 'Source task',
+};
+
+/** `imageUrl` → `Image URL`, `magic_prompt` → `Magic prompt`. */
+function humanizeKey(key: string): string {
+  const known = PARAM_LABELS[key];
+  if (known !== undefined) return known;
+  const words = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[_-]+/g, ' ')
+    .trim()
+    .toLowerCase()
+    .split(/\s+/)
+    .map((w) => (w === 'url' ? 'URL' : w === 'id' ? 'ID' : w));
+  const text = words.join(' ');
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function paramValue(v: string | number | boolean | string[]): string {
+  if (Array.isArray(v)) return v.length === 0 ? '—' : v.map((x) => paramValue(x)).join('\n');
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '—';
+  const url = safeHttpUrl(v);
+  if (url !== undefined && url.length <= LIMITS.fieldValue) return url;
+  return v.trim() === '' ? '—' : truncate(escapeMarkdown(v), LIMITS.fieldValue);
+}
+
+/** job.params as embed fields (long text inline=false, short values inline). */
+export function paramFields(job: JobRecord, max = 15): APIEmbedField[] {
+  return Object.entries(job.params)
+    .slice(0, max)
+    .map(([key, value]) => {
+      const text = paramValue(value);
+      return { name: humanizeKey(key), value: text, inline: text.length <= 40 && !text.includes('\n') };
+    });
+}
+
+export function taskField(job: JobRecord): APIEmbedField[] {
+  return job.taskId !== undefined && job.taskId !== ''
+    ? [{ name: 'Task ID', value: inlineCode(job.taskId), inline: true }]
+    : [];
+}
+
+export function footer(job: JobRecord): NonNullable<APIEmbed['footer']> {
+  return { text: `Job ${job.id}` };
+}
+
+export function withTimestamp(embed: APIEmbed, ms: number): APIEmbed {
+  return Number.isFinite(ms) ? { ...embed, timestamp: new Date(ms).toISOString() } : embed;
+}
+
+export function linkButton(label: string, url: string | undefined): APIButtonComponent | undefined {
+  const safe = safeHttpUrl(url);
+  if (safe === undefined || safe.length > LIMITS.buttonUrl) return undefined;
+  return {
+    type: ComponentType.Button,
+    style: ButtonStyle.Link,
+    label: truncate(label, LIMITS.buttonLabel),
+    url: safe,
+  };
+}
+
+export function actionButton(
+  label: string,
+  customId: string,
+  style: ButtonStyle.Primary | ButtonStyle.Secondary = ButtonStyle.Primary,
+): APIButtonComponent {
+  return {
+    type: ComponentType.Button,
+    style,
+    label: truncate(label, LIMITS.buttonLabel),
+    custom_id: customId,
+  };
+}
+
+/** Lays buttons out in rows of 5: link buttons first (capped), next-step buttons on their own row. */
+export function rows(
+  links: (APIButtonComponent | undefined)[],
+  actions: APIButtonComponent[] = [],
+): APIActionRowComponent<APIButtonComponent>[] {
+  const out: APIActionRowComponent<APIButtonComponent>[] = [];
+  const present = links.filter((b): b is APIButtonComponent => b !== undefined).slice(0, MAX_LINK_BUTTONS);
+  for (let i = 0; i < present.length; i += LIMITS.buttonsPerRow) {
+    out.push({ type: ComponentType.ActionRow, components: present.slice(i, i + LIMITS.buttonsPerRow) });
+  }
+  if (actions.length > 0) {
+    out.push({ type: ComponentType.ActionRow, components: actions.slice(0, LIMITS.buttonsPerRow) });
+  }
+  return out;
+}
+
+/** The message as sent: no pings, fitted to Discord's limits. */
+export function payload(
+  content: string,
+  embeds: APIEmbed[],
+  components: APIActionRowComponent<APIButtonComponent>[] = [],
+): MessagePayload {
+  return fitToDiscordLimits({ content, embeds, components, allowed_mentions: { parse: [] } });
+}
+
+export function lines(...parts: (string | undefined | false)[]): string {
+  return parts.filter((p): p is string => typeof p === 'string' && p !== '').join('\n');
+}
+
+export function tookLine(job: JobRecord): string | undefined {
+  return job.finishedAt !== undefined ? `took ${formatDuration(job.finishedAt - job.createdAt)}` : undefined;
+}
+
+export function finishedHeader(title: string): string {
+  return `${STATE_EMOJI.finished} **${title}** finished`;
+}
+
+/** The main embed of a finished job: who ran it, how long it took, `extra` lines, its task and parameters. */
+export function finishedEmbed(
+  job: JobRecord,
+  title: string,
+  ...extra: (string | undefined | false)[]
+): APIEmbed {
+  return {
+    title,
+    description: lines(mention(job.userId), tookLine(job), ...extra),
+    color: COLORS.finished,
+    fields: [...taskField(job), ...paramFields(job)],
+    footer: footer(job),
+  };
+}

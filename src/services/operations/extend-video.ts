@@ -1,0 +1,156 @@
+import { SlashCommandBuilder } from 'discord.js';
+import { z } from 'zod';
+import { nextStepId } from '../discord/custom-ids.js';
+import {
+  MAX_CONTENT_URL,
+  actionButton,
+  finishedHeader,
+  lines,
+  linkButton,
+  payload,
+  rows,
+  finishedEmbed,
+} from '../discord/render-kit.js';
+import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
+import { httpUrl, nonEmpty, taskId } from './fields.js';
+import { ASPECT_RATIOS, type AspectRatio, type VideoExtendParams } from '../media/types.js';
+import { bool, compact, oneOf, requireImage, str, webhookFields } from './input.js';
+import type { OperationModule, StoredParams } from './types.js';
+
+const data = new SlashCommandBuilder()
+  .setName('extend-video')
+  .setDescription('Extend a video you generated')
+  .addStringOption((o) =>
+    o
+      .setName('task_id')
+      .setDescription('The video task to extend')
+      .setRequired(true)
+      .setAutocomplete(true)
+      .setMaxLength(200),
+  )
+  .addStringOption((o) =>
+    o.setName('prompt').setDescription('What happens next in the video').setRequired(true).setMaxLength(2000),
+  )
+  .addAttachmentOption((o) => o.setName('image').setDescription('Image for the first frame'))
+  .addAttachmentOption((o) => o.setName('end_image').setDescription('Image for the last frame'))
+  .addBooleanOption((o) => o.setName('enhance_prompt').setDescription('Let the generator improve the prompt'))
+  .addStringOption((o) =>
+    o
+      .setName('aspect_ratio')
+      .setDescription('Aspect ratio (default 1:1)')
+      .addChoices(...ASPECT_RATIOS.map((v) => ({ name: v, value: v }))),
+  )
+  .toJSON();
+
+const videoExtendParamsSchema = z.object({
+  parentTaskId: taskId('task_id'),
+  prompt: nonEmpty('prompt'),
+  imageUrl: httpUrl('image').optional(),
+  endImageUrl: httpUrl('end_image').optional(),
+  enhancePrompt: z.boolean().optional(),
+  aspectRatio: z
+    .enum(ASPECT_RATIOS, { error: `aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}` })
+    .optional(),
+});
+
+/** The options a continuation inherits from its parent (the prompt is asked anew, the frames belong to the parent). */
+function inherited(p: StoredParams): Pick<VideoExtendParams, 'enhancePrompt' | 'aspectRatio'> {
+  const enhance = bool(p['enhance_prompt']);
+  const ratio = oneOf(ASPECT_RATIOS, p['aspect_ratio']);
+  return {
+    ...(enhance !== undefined ? { enhancePrompt: enhance } : {}),
+    ...(ratio !== undefined ? { aspectRatio: ratio } : {}),
+  };
+}
+
+const TITLE = 'Video extension';
+
+export const videoOperation: OperationModule<'video'> = {
+  operation: 'video',
+  command: 'extend-video',
+  title: TITLE,
+  label: 'Video',
+  path: 'videoExtend',
+  mode: 'async',
+  schema: videoExtendParamsSchema,
+  input: {
+    kind: 'slash',
+    data,
+    fromOptions(o, limits) {
+      const image = o.getAttachment('image');
+      const endImage = o.getAttachment('end_image');
+      const enhance = o.getBoolean('enhance_prompt');
+      const ratio = o.getString('aspect_ratio');
+      return {
+        parentTaskId: o.getString('task_id', true).trim(),
+        prompt: o.getString('prompt', true),
+        ...(image ? { imageUrl: requireImage('image', image, limits.maxImageBytes) } : {}),
+        ...(endImage ? { endImageUrl: requireImage('end_image', endImage, limits.maxImageBytes) } : {}),
+        ...(enhance !== null ? { enhancePrompt: enhance } : {}),
+        ...(ratio !== null ? { aspectRatio: ratio as AspectRatio } : {}),
+      };
+    },
+  },
+  retryable: true,
+  toStored: (p) => ({
+    task_id: p.parentTaskId,
+    prompt: p.prompt,
+    ...(p.imageUrl ? { image_url: p.imageUrl } : {}),
+    ...(p.endImageUrl ? { end_image_url: p.endImageUrl } : {}),
+    ...(p.enhancePrompt !== undefined ? { enhance_prompt: p.enhancePrompt } : {}),
+    ...(p.aspectRatio ? { aspect_ratio: p.aspectRatio } : {}),
+  }),
+  fromStored(p) {
+    const parentTaskId = str(p['task_id']);
+    const prompt = str(p['prompt']);
+    if (!parentTaskId || !prompt) return { cannot: 'The original parameters are not available.' };
+    const imageUrl = str(p['image_url']);
+    const endImageUrl = str(p['end_image_url']);
+    return {
+      parentTaskId,
+      prompt,
+      ...(imageUrl ? { imageUrl } : {}),
+      ...(endImageUrl ? { endImageUrl } : {}),
+      ...inherited(p),
+    };
+  },
+  body: (p, { webhook }) =>
+    JSON.stringify(
+      compact({
+        parent_task_id: p.parentTaskId,
+        prompt: p.prompt,
+        image_url: p.imageUrl,
+        end_image_url: p.endImageUrl,
+        enhance_prompt: p.enhancePrompt,
+        aspect_ratio: p.aspectRatio,
+        ...webhookFields(webhook),
+      }),
+    ),
+  outputs: (b) => (b.video_url ? { kind: 'video', videoUrl: b.video_url } : undefined),
+  inGallery: true,
+  files: (out) => [out.videoUrl],
+  // "Extend again": the parent task, the prompt from the modal, the parent's aspect ratio and prompt enhancement.
+  continueFrom(parent, input) {
+    const prompt = input.prompt ?? '';
+    return { parentTaskId: parent.taskId, prompt, ...inherited(parent.params) };
+  },
+  render(job, out) {
+    const video = safeHttpUrl(out.videoUrl);
+    const embed = finishedEmbed(
+      job,
+      TITLE,
+      video !== undefined ? `🎬 ${maskedLink('Open video', video)}` : 'The service returned no video URL.',
+    );
+    if (video !== undefined && video.length <= LIMITS.embedUrl) embed.url = video;
+    // A bare URL in the content is what makes Discord show its playable video embed.
+    const content = lines(
+      finishedHeader(TITLE),
+      video !== undefined && video.length <= MAX_CONTENT_URL ? video : undefined,
+    );
+    const buttons = rows(
+      [linkButton('Open video', video)],
+      [actionButton('Extend again', nextStepId({ kind: 'extend-video', jobId: job.id }))],
+    );
+    return payload(content, [embed], buttons);
+  },
+};

@@ -1,0 +1,70 @@
+/**
+ * The registry of media operations: one module each (./types.ts says what a
+ * module declares). Typed against every `Operation`, so adding an operation to
+ * OPERATIONS without its module here (or a module without a piece) does not
+ * compile. Adding one: see "Adding an operation" in the README.
+ */
+import type { NextStep } from '../discord/custom-ids.js';
+import type { MessagePayload } from '../discord/render-limits.js';
+import type { TaskResultBody } from '../media/schemas.js';
+import type { Operation, TaskOutputs } from '../media/types.js';
+import type { JobRecord } from '../store/types.js';
+import { songOperation } from './extend-song.js';
+import { videoOperation } from './extend-video.js';
+import { uploadOperation } from './training-upload.js';
+import type { OperationModule, OperationRegistry, OutputsOf, Parsed, ParamsOf } from './types.js';
+import { upscaleOperation } from './upscale.js';
+
+export const operations = {
+  upscale: upscaleOperation,
+  song: songOperation,
+  video: videoOperation,
+  upload: uploadOperation,
+} as const satisfies OperationRegistry;
+
+/** The module of `op`, typed for generic callers. */
+export function operationOf<K extends Operation>(op: K): OperationModule<K> {
+  return (operations as OperationRegistry)[op];
+}
+
+/** The operation a next-step button starts. */
+export const NEXT_STEP_TARGETS = {
+  'upscale-again': 'upscale',
+  'extend-song': 'song',
+  'extend-video': 'video',
+} as const satisfies Record<Exclude<NextStep['kind'], 'retry'>, Operation>;
+
+/** Validates parameters against the operation's schema: the cleaned parameters, or the problems. */
+export function checkParams<K extends Operation>(
+  op: K,
+  params: ParamsOf<K>,
+): { ok: true; params: ParamsOf<K> } | { ok: false; problems: string[] } {
+  const r = operationOf(op).schema.safeParse(params);
+  if (!r.success) return { ok: false, problems: r.error.issues.map((i) => i.message) };
+  return { ok: true, params: dropUndefined(r.data) };
+}
+
+/** zod keeps optional keys as `undefined`; the parameters' type (exactOptionalPropertyTypes) does not. */
+function dropUndefined<T>(v: Parsed<T>): T {
+  return Object.fromEntries(Object.entries(v as object).filter(([, x]) => x !== undefined)) as T;
+}
+
+/** The outputs of a finished body of `op`, or undefined when the body does not carry them. */
+export function outputsOf(op: Operation, body: TaskResultBody): TaskOutputs | undefined {
+  return operationOf(op).outputs(body);
+}
+
+/** The kind of a result is its operation: the module that parsed it renders it. */
+function moduleOfResult<K extends Operation>(out: OutputsOf<K>): OperationModule<K> {
+  return operationOf(out.kind as K);
+}
+
+/** The finished message of a job (each operation renders its own result). */
+export function renderResult(job: JobRecord, out: TaskOutputs): MessagePayload {
+  return moduleOfResult(out).render(job, out);
+}
+
+/** Result files of a finished job (for the gallery), in the order shown. */
+export function resultFiles(out: TaskOutputs | undefined): string[] {
+  return out ? moduleOfResult(out).files(out) : [];
+}

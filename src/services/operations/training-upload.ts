@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { finishedHeader, payload, finishedEmbed } from '../discord/render-kit.js';
+import { escapeMarkdown, inlineCode, truncate } from '../discord/render-limits.js';
+import { photoUploadBody } from '../media/photo-body.js';
+import { MAX_PHOTOS, MIN_PHOTOS, boundedInt } from './fields.js';
+import { ETHNICITIES, GENDERS, type PhotoSource } from '../media/types.js';
+import { discordTimestamp } from '../shared/format.js';
+import { compact, webhookFields } from './input.js';
+import type { OperationModule } from './types.js';
+
+const photoUploadParamsSchema = z.object({
+  photos: z
+    .array(z.custom<PhotoSource>((v) => typeof v === 'object' && v !== null && 'url' in v))
+    .min(MIN_PHOTOS, `images: at least ${MIN_PHOTOS} photos are needed`)
+    .max(MAX_PHOTOS, `images: at most ${MAX_PHOTOS} photos are allowed`),
+  ethnicity: z.enum(ETHNICITIES, { error: `ethnicity must be one of ${ETHNICITIES.join(', ')}` }),
+  gender: z.enum(GENDERS, { error: 'gender must be female or male' }),
+  age: boundedInt('age', 1, 120).optional(),
+});
+
+const TITLE = 'Training photos';
+
+export const uploadOperation: OperationModule<'upload'> = {
+  operation: 'upload',
+  command: 'training-photos',
+  title: TITLE,
+  label: 'Training photos',
+  path: 'photoUpload',
+  mode: 'async',
+  schema: photoUploadParamsSchema,
+  // Gathered over several interactions (src/commands/training-photos.ts, src/services/training/).
+  input: { kind: 'session' },
+  retryable: false,
+  toStored: (p) => ({
+    ethnicity: p.ethnicity,
+    gender: p.gender,
+    ...(p.age !== undefined ? { age: p.age } : {}),
+    photos: p.photos.length,
+  }),
+  fromStored: () => ({
+    cannot: 'Training photos are not kept: start a new set with `/training-photos start`.',
+  }),
+  // Streamed, so 30 large photos never sit in memory together.
+  body: (p, { webhook, photoFormat }) =>
+    photoUploadBody(
+      compact({ ethnicity: p.ethnicity, gender: p.gender, age: p.age, ...webhookFields(webhook) }),
+      p.photos,
+      photoFormat,
+    ),
+  outputs: (b) =>
+    b.expires_at || b.status === 'finished'
+      ? {
+          kind: 'upload',
+          ...(b.message ? { message: b.message } : {}),
+          ...(b.expires_at ? { expiresAt: b.expires_at } : {}),
+        }
+      : undefined,
+  inGallery: false,
+  files: () => [],
+  continueFrom: undefined,
+  render(job, out) {
+    const message = out.message?.trim();
+    let expiry: string | undefined;
+    if (out.expiresAt !== undefined && out.expiresAt.trim() !== '') {
+      const ms = Date.parse(out.expiresAt);
+      expiry = Number.isFinite(ms)
+        ? `The prepared images expire ${discordTimestamp(ms, 'R')} (${discordTimestamp(ms, 'F')}, ${inlineCode(out.expiresAt, 64)}).`
+        : `The prepared images expire at ${inlineCode(out.expiresAt, 64)}.`;
+    }
+    const embed = finishedEmbed(
+      job,
+      TITLE,
+      message !== undefined && message !== '' && truncate(escapeMarkdown(message), 2000),
+      expiry,
+    );
+    return payload(finishedHeader(TITLE), [embed]);
+  },
+};

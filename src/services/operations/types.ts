@@ -1,0 +1,132 @@
+/**
+ * What one media operation is, declared once: how a member asks for it (slash
+ * options), its parameters (one zod schema), how they are kept on the job and
+ * read back (Retry, next steps), the service request body, the result it
+ * expects, how that result renders, which files the gallery keeps, and the
+ * next steps offered under it. The registry (./index.ts) is typed
+ * `{ [K in Operation]: OperationModule<K> }`, so an operation without a module,
+ * or a module missing a piece, does not compile.
+ */
+import type {
+  ChatInputCommandInteraction,
+  RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import type { z } from 'zod';
+import type { Config, CostedCommand } from '../../config.js';
+import type { MessagePayload } from '../discord/render-limits.js';
+import type { TaskResultBody } from '../media/schemas.js';
+import type {
+  Operation,
+  PhotoUploadParams,
+  SongExtendParams,
+  TaskOutputs,
+  UpscaleParams,
+  VideoExtendParams,
+} from '../media/types.js';
+import type { JobRecord } from '../store/types.js';
+
+/** The parameters of each operation. An operation missing here is a compile error wherever it is used. */
+export interface ParamsByOperation {
+  upscale: UpscaleParams;
+  song: SongExtendParams;
+  video: VideoExtendParams;
+  upload: PhotoUploadParams;
+}
+export type ParamsOf<K extends Operation> = ParamsByOperation[K];
+
+/** The finished result of an operation (`TaskOutputs` member with `kind: K`). */
+export type OutputsOf<K extends Operation> = Extract<TaskOutputs, { kind: K }>;
+
+/** Parameters as stored on the job: shown to the member, inherited by next steps (no secrets, no bytes). */
+export type StoredParams = JobRecord['params'];
+
+/** The service path keys of MEDIA_PATH_* (config.media.paths). */
+export type OperationPath = Exclude<keyof Config['media']['paths'], 'fetch'>;
+
+/** The service request body: JSON text, or a stream (training photos as base64). */
+export type RequestBody = string | AsyncIterable<string>;
+
+export interface BodyOptions {
+  /** Webhook fields of an asynchronous operation (absent: the bot polls). */
+  webhook?: { url: string; secret: string };
+  /** MEDIA_PHOTO_FORMAT. */
+  photoFormat: 'base64' | 'url';
+}
+
+/** What the slash options of an operation may check against. */
+export interface InputLimits {
+  /** Largest input image accepted (bytes). */
+  maxImageBytes: number;
+}
+
+/**
+ * How a member starts it: a slash command whose options map to the parameters,
+ * or a session gathered over several interactions (training photos).
+ */
+export type OperationInput<K extends Operation> =
+  | {
+      kind: 'slash';
+      data: RESTPostAPIChatInputApplicationCommandsJSONBody;
+      /** Options → parameters; throws UserError with what to fix. Validated against `schema` after. */
+      fromOptions(options: ChatInputCommandInteraction['options'], limits: InputLimits): ParamsOf<K>;
+    }
+  | { kind: 'session' };
+
+/** What a next-step button gives the job it starts, besides the parent. */
+export interface StepInput {
+  /** Extend song N: which song of the parent (0-based). */
+  songIndex?: number;
+  /** Extend video: the prompt typed in the modal. */
+  prompt?: string;
+}
+
+export interface OperationModule<K extends Operation> {
+  readonly operation: K;
+  /** The slash command (its name in CREDIT_COSTS; also names threads). */
+  readonly command: CostedCommand;
+  /** Message title, e.g. "Song extension". */
+  readonly title: string;
+  /** Short label in autocomplete choices. */
+  readonly label: string;
+  readonly input: OperationInput<K>;
+  /** Checked before the (paid) service call; messages name the option to fix. */
+  readonly schema: z.ZodType<Parsed<ParamsOf<K>>, unknown>;
+  /** Service endpoint (MEDIA_PATH_*). */
+  readonly path: OperationPath;
+  /** `sync`: the response is the finished result (upscale); `async`: a task id, then webhooks/polls. */
+  readonly mode: 'sync' | 'async';
+  /** Parameters → what the job keeps. */
+  toStored(params: ParamsOf<K>): StoredParams;
+  /** Whether a failed job offers Retry (training photos are not kept, so they are gathered again). */
+  readonly retryable: boolean;
+  /**
+   * The parameters again from a stored job, for Retry (same parameters, a new job),
+   * or a sentence saying why they cannot be (training photos are not kept).
+   */
+  fromStored(stored: StoredParams): ParamsOf<K> | { cannot: string };
+  /** Parameters → the service request body. */
+  body(params: ParamsOf<K>, opts: BodyOptions): RequestBody;
+  /** The outputs of a finished result body, or undefined when the body does not carry them. */
+  outputs(body: TaskResultBody): OutputsOf<K> | undefined;
+  /** The finished message. */
+  render(job: JobRecord, out: OutputsOf<K>): MessagePayload;
+  /** Whether a finished job is also posted to the server's gallery channel. */
+  readonly inGallery: boolean;
+  /** Result files the gallery re-hosts, in the order shown. */
+  files(out: OutputsOf<K>): string[];
+  /**
+   * A job of this operation continuing `parent` from one of the parent's next-step
+   * buttons: the parameters it inherits (every one that still applies). Undefined
+   * when no next step leads here.
+   */
+  continueFrom:
+    | ((parent: JobRecord & { taskId: string }, input: StepInput) => ParamsOf<K> | { cannot: string })
+    | undefined;
+}
+
+type OptionalKeys<T> = { [P in keyof T]-?: object extends Pick<T, P> ? P : never }[keyof T];
+/** What zod outputs for T: its optional properties may also hold `undefined`. */
+export type Parsed<T> = Omit<T, OptionalKeys<T>> & { [P in OptionalKeys<T>]?: T[P] | undefined };
+
+/** Every operation has its module. */
+export type OperationRegistry = { readonly [K in Operation]: OperationModule<K> };

@@ -1,0 +1,204 @@
+import { SlashCommandBuilder } from 'discord.js';
+import type { APIEmbed } from 'discord-api-types/v10';
+import { z } from 'zod';
+import { nextStepId } from '../discord/custom-ids.js';
+import {
+  COLORS,
+  actionButton,
+  finishedHeader,
+  footer,
+  lines,
+  linkButton,
+  mention,
+  paramFields,
+  payload,
+  rows,
+  taskField,
+  tookLine,
+} from '../discord/render-kit.js';
+import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
+import { boundedInt, httpUrl, nonEmpty } from './fields.js';
+import { MAGIC_PROMPT_OPTIONS, type MagicPromptOption, type UpscaleParams } from '../media/types.js';
+import { isHttpUrl } from '../shared/format.js';
+import { UserError, compact, num, oneOf, requireImage, str } from './input.js';
+import type { OperationModule, StoredParams } from './types.js';
+
+/** Images shown as embeds (Discord merges up to 4 embeds sharing a `url` into one gallery). */
+const GALLERY_SIZE = 4;
+
+// Discord requires required options before optional ones, so `prompt` comes first.
+const data = new SlashCommandBuilder()
+  .setName('upscale')
+  .setDescription('Upscale an image to higher quality and resolution')
+  .addStringOption((o) =>
+    o.setName('prompt').setDescription('Describe the image to generate').setRequired(true).setMaxLength(2000),
+  )
+  .addAttachmentOption((o) =>
+    o.setName('image').setDescription('The image to upscale (PNG, JPEG, WebP or GIF)'),
+  )
+  .addStringOption((o) =>
+    o.setName('image_url').setDescription('Or: an http(s) URL of the image').setMaxLength(2000),
+  )
+  .addIntegerOption((o) =>
+    o
+      .setName('resemblance')
+      .setDescription('How close to the original, 1-100 (default 50)')
+      .setMinValue(1)
+      .setMaxValue(100),
+  )
+  .addIntegerOption((o) =>
+    o.setName('detail').setDescription('Amount of detail, 1-100').setMinValue(1).setMaxValue(100),
+  )
+  .addIntegerOption((o) =>
+    o.setName('seed').setDescription('Seed for a repeatable result').setMinValue(0).setMaxValue(4294967295),
+  )
+  .addStringOption((o) =>
+    o
+      .setName('magic_prompt')
+      .setDescription('Let the generator improve the prompt (default AUTO)')
+      .addChoices(...MAGIC_PROMPT_OPTIONS.map((v) => ({ name: v, value: v }))),
+  )
+  .toJSON();
+
+const upscaleParamsSchema = z.object({
+  imageUrl: httpUrl('image_url'),
+  prompt: nonEmpty('prompt'),
+  resemblance: boundedInt('resemblance', 1, 100),
+  detail: boundedInt('detail', 1, 100).optional(),
+  seed: z.number().int('seed must be a whole number').min(0, 'seed must not be negative').optional(),
+  magicPromptOption: z
+    .enum(MAGIC_PROMPT_OPTIONS, { error: 'magic_prompt must be AUTO, ON or OFF' })
+    .optional(),
+});
+
+/** The stored parameters back, keeping the seed for a retry and dropping it for "Upscale again". */
+function fromStored(p: StoredParams, keepSeed: boolean): UpscaleParams | { cannot: string } {
+  const imageUrl = str(p['image_url']);
+  const prompt = str(p['prompt']);
+  if (imageUrl === undefined || prompt === undefined) {
+    return { cannot: 'The original parameters of this upscale are not available.' };
+  }
+  const detail = num(p['detail']);
+  const seed = num(p['seed']);
+  const magic = oneOf(MAGIC_PROMPT_OPTIONS, p['magic_prompt']);
+  return {
+    imageUrl,
+    prompt,
+    resemblance: num(p['resemblance']) ?? 50,
+    ...(detail !== undefined ? { detail } : {}),
+    ...(keepSeed && seed !== undefined ? { seed } : {}),
+    ...(magic !== undefined ? { magicPromptOption: magic } : {}),
+  };
+}
+
+const TITLE = 'Upscale';
+
+export const upscaleOperation: OperationModule<'upscale'> = {
+  operation: 'upscale',
+  command: 'upscale',
+  title: TITLE,
+  label: 'Upscale',
+  path: 'upscale',
+  mode: 'sync',
+  schema: upscaleParamsSchema,
+  input: {
+    kind: 'slash',
+    data,
+    fromOptions(o, limits) {
+      const image = o.getAttachment('image');
+      const imageUrl = o.getString('image_url')?.trim();
+      if (image && imageUrl)
+        throw new UserError('ambiguous_image', 'Give either `image` or `image_url`, not both.');
+      if (!image && !imageUrl) {
+        throw new UserError('missing_image', 'Attach an `image` or give an `image_url` to upscale.');
+      }
+      if (imageUrl && !isHttpUrl(imageUrl)) {
+        throw new UserError(
+          'invalid_image_url',
+          '`image_url` must be an http(s) URL, e.g. https://example.com/photo.png.',
+        );
+      }
+      const detail = o.getInteger('detail');
+      const seed = o.getInteger('seed');
+      const magic = o.getString('magic_prompt');
+      return {
+        imageUrl: image ? requireImage('image', image, limits.maxImageBytes) : (imageUrl ?? ''),
+        prompt: o.getString('prompt', true),
+        resemblance: o.getInteger('resemblance') ?? 50,
+        ...(detail !== null ? { detail } : {}),
+        ...(seed !== null ? { seed } : {}),
+        ...(magic !== null ? { magicPromptOption: magic as MagicPromptOption } : {}),
+      };
+    },
+  },
+  retryable: true,
+  toStored: (p) => ({
+    image_url: p.imageUrl,
+    prompt: p.prompt,
+    resemblance: p.resemblance,
+    ...(p.detail !== undefined ? { detail: p.detail } : {}),
+    ...(p.seed !== undefined ? { seed: p.seed } : {}),
+    ...(p.magicPromptOption ? { magic_prompt: p.magicPromptOption } : {}),
+  }),
+  fromStored: (stored) => fromStored(stored, true),
+  // Synchronous: no webhook fields.
+  body: (p) =>
+    JSON.stringify(
+      compact({
+        image_url: p.imageUrl,
+        prompt: p.prompt,
+        resemblance: p.resemblance,
+        detail: p.detail,
+        seed: p.seed,
+        magic_prompt_option: p.magicPromptOption,
+      }),
+    ),
+  outputs: (b) =>
+    b.image_urls && b.image_urls.length > 0
+      ? { kind: 'upscale', imageUrls: b.image_urls, ...(typeof b.seed === 'number' ? { seed: b.seed } : {}) }
+      : undefined,
+  inGallery: true,
+  files: (out) => out.imageUrls,
+  // "Upscale again": everything but the seed (a new image is wanted).
+  continueFrom: (parent) => fromStored(parent.params, false),
+  render(job, out) {
+    const images = out.imageUrls
+      .map((raw, i) => ({ n: i + 1, url: safeHttpUrl(raw) }))
+      .filter((x): x is { n: number; url: string } => x.url !== undefined);
+    const shown = images.filter((x) => x.url.length <= LIMITS.embedUrl).slice(0, LIMITS.embeds);
+    const notShown = images.filter((x) => !shown.includes(x));
+
+    const first: APIEmbed = {
+      title: images.length === 1 ? 'Upscaled image' : `Upscaled images (${images.length})`,
+      description: lines(
+        mention(job.userId),
+        tookLine(job),
+        images.length === 0 ? 'The service returned no image.' : undefined,
+        notShown.length > 0
+          ? `More images: ${notShown.map((x) => maskedLink(String(x.n), x.url)).join(' · ')}`
+          : undefined,
+      ),
+      color: COLORS.finished,
+      fields: [
+        ...taskField(job),
+        ...(out.seed !== undefined ? [{ name: 'Seed', value: String(out.seed), inline: true }] : []),
+        ...paramFields(job, 20),
+      ],
+      footer: footer(job),
+    };
+    const embeds: APIEmbed[] = [];
+    shown.forEach((img, i) => {
+      // Embeds sharing a `url` are merged into one gallery (4 per gallery).
+      const galleryUrl = shown[Math.floor(i / GALLERY_SIZE) * GALLERY_SIZE]?.url ?? img.url;
+      const base: APIEmbed = i === 0 ? first : { color: COLORS.finished };
+      embeds.push({ ...base, url: galleryUrl, image: { url: img.url } });
+    });
+    if (embeds.length === 0) embeds.push(first);
+
+    const buttons = rows(
+      images.map((x) => linkButton(`Image ${x.n}`, x.url)),
+      [actionButton('Upscale again', nextStepId({ kind: 'upscale-again', jobId: job.id }))],
+    );
+    return payload(finishedHeader(TITLE), embeds, buttons);
+  },
+};
