@@ -173,7 +173,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
     onDelivered: (jobId, d) => {
       metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
-      if (d.final) jobs.messageDone(jobId);
+      jobs.delivered(jobId, d.final);
     },
     metrics: {
       editsSent: (route, outcome) => metrics.editsSent.inc({ route, outcome }),

@@ -172,4 +172,43 @@ describe.skipIf(!hasRedis)('multi-instance primitives on Redis', () => {
     expect(logged[0]?.via).toBe('change');
     await b.stop();
   });
+
+  it('job ownership: a busier instance hands jobs to the least busy live one, not to a dead one, not when an edit waits', async () => {
+    const p = prefix();
+    const opts = { redis, prefix: p, logger, ttlMs: 600, renewMs: 150, sweepMs: 100_000 };
+    const a = new JobOwnership({ ...opts, instanceId: 'a' });
+    const b = new JobOwnership({ ...opts, instanceId: 'b' });
+    const seen: string[] = [];
+    await a.start({ adopt: async () => undefined, changed: async () => undefined });
+    await b.start({
+      adopt: async () => undefined,
+      changed: async (id, source) => void seen.push(`b ${id} ${source}`),
+    });
+    // Two against none is close enough: a keeps them.
+    expect(await a.claim('j1')).toBe('a');
+    expect(await a.claim('j0')).toBe('a');
+    expect(await a.handOff('j1', () => true)).toBe(false);
+    expect(a.owns('j1')).toBe(true);
+    // Three against none: one moves, and b is told.
+    expect(await a.claim('j2')).toBe('a');
+    expect(await a.handOff('j2', () => true)).toBe(true);
+    expect(a.owns('j2')).toBe(false);
+    await eventually(() => seen.includes('b j2 handoff'), 2000, 'new owner told');
+    expect(b.owns('j2')).toBe(true);
+    expect(await a.claim('j2')).toBe('b');
+    // An edit of the job is waiting here (release says no): kept.
+    expect(await a.claim('j3')).toBe('a');
+    expect(await a.claim('j4')).toBe('a');
+    expect(await a.claim('j5')).toBe('a');
+    expect(await a.handOff('j3', () => false)).toBe(false);
+    expect(a.owns('j3')).toBe(true);
+    // b stops: it leaves the instance list at once and gets nothing more.
+    await b.stop();
+    expect(await a.handOff('j4', () => true)).toBe(false);
+    // A dead instance (heartbeat older than the lease) gets nothing either.
+    await redis.eval("redis.call('zadd', KEYS[1], 1, 'ghost') return 1", [`${p}instances`], []);
+    expect(await a.handOff('j4', () => true)).toBe(false);
+    expect(a.owns('j4')).toBe(true);
+    await a.stop();
+  });
 });

@@ -6,11 +6,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairUseLedger, nextUtcMidnight } from '../src/services/community/fair-use.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
+import { GalleryPoster } from '../src/services/community/gallery.js';
+import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
@@ -39,6 +41,53 @@ describe.each([
   afterAll(async () => {
     await stores?.close();
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  // Crash safety: a post claimed by an instance that died before posting was lost (the
+  // claim never lapsed); now a claim lapses and the next caller posts, exactly once.
+  it('gallery claims: a dead poster’s claim lapses and the next owner posts once; a done post is never repeated', async () => {
+    const settings = new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULTS });
+    const g = '333333333333333333';
+    await settings.set(g, { gallery: '444444444444444444' });
+    const posts: string[] = [];
+    const rest = {
+      get: async () => ({ premium_tier: 0 }),
+      post: async (route: string) => {
+        posts.push(route);
+        return {};
+      },
+    };
+    const poster = new GalleryPoster({ rest, settings, kv: stores.kv, logger, now });
+    const job: JobRecord = {
+      id: randomUUID(),
+      secret: 's',
+      operation: 'upscale',
+      userId: '555555555555555555',
+      message: { channelId: '666666666666666666', guildId: g },
+      params: { prompt: 'cat' },
+      state: 'finished',
+      percentage: 100,
+      createdAt: clock,
+      updatedAt: clock,
+      version: 1,
+    };
+    // An instance claimed the post and died: its claim is live for a while, then lapses.
+    await stores.kv.set(
+      `gallery-posted:${job.id}`,
+      { at: clock, token: 'dead', until: clock + 1000 },
+      60_000,
+    );
+    clock += 1001;
+    expect(await poster.post(job)).toBe('posted');
+    expect(posts).toEqual(['/channels/444444444444444444/messages']);
+    // Posted: a retry, another instance or a takeover never posts again.
+    expect(await poster.post(job)).toBe('skipped');
+    expect(posts).toHaveLength(1);
+    // A mark from before claims could lapse ({at} alone) counts as posted.
+    const old = { ...job, id: randomUUID() };
+    await stores.kv.set(`gallery-posted:${old.id}`, { at: clock }, 60_000);
+    expect(await poster.post(old)).toBe('skipped');
+    expect(posts).toHaveLength(1);
   });
 
   it('settings: defaults, set, show sources, reset one and all', async () => {

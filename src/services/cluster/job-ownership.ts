@@ -16,6 +16,15 @@ import type { LeaseOptions } from './lease-options.js';
  * resumes it from the store. A job leaves `open` only once its final state is
  * delivered (or its message is gone), so a final is never lost with its owner.
  *
+ * Work is shared: in gateway mode one instance receives every command and so
+ * creates every job. Once a job's first edit is delivered (nothing of it queued
+ * here), an instance owning 3 or more jobs more than the least busy live one hands
+ * the job over: the lease moves to that instance in one Lua step and it is told over
+ * pub/sub; it polls and edits from then on. Each instance heartbeats its job
+ * count into `load`/`instances`; a dead one drops out after ttlMs. A handover
+ * that goes wrong half-way (a crash, Redis gone) leaves an open job whose lease
+ * lapses, which the sweep picks up like any other.
+ *
  * Plain Redis leases rather than a queue library: the job record in the store is
  * already the queue (state, task id, timestamps), ownership must cover edits as
  * well as polls, and a lease per job is a few lines of Lua with the same
@@ -43,7 +52,46 @@ local v = redis.call('get', KEYS[1])
 if v then return {v, 0} end
 redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local added = redis.call('sadd', KEYS[2], ARGV[3])
+redis.call('hincrby', KEYS[3], ARGV[1], 1)
 return {ARGV[1], 1 - added}`;
+
+/** Heartbeat: this instance is alive (Redis clock) with exactly this many jobs. */
+const HEARTBEAT = `
+local t = redis.call('time')
+redis.call('zadd', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[1])
+redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
+return 1`;
+
+/**
+ * The live instance with the fewest jobs when it has at least 3 fewer than we do (a
+ * little slack, so instances that each create jobs do not pass them back and forth);
+ * else false. Counts move with every claim, release and handover, and each heartbeat
+ * sets the exact figure.
+ */
+const PICK = `
+local t = redis.call('time')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+for _, id in ipairs(redis.call('zrangebyscore', KEYS[1], '-inf', now - tonumber(ARGV[3]))) do
+  redis.call('zrem', KEYS[1], id)
+  redis.call('hdel', KEYS[2], id)
+end
+local best, bestLoad = false, 0
+for _, id in ipairs(redis.call('zrange', KEYS[1], 0, -1)) do
+  if id ~= ARGV[1] then
+    local l = tonumber(redis.call('hget', KEYS[2], id) or '0') or 0
+    if best == false or l < bestLoad then best, bestLoad = id, l end
+  end
+end
+if best == false or bestLoad + 2 >= tonumber(ARGV[2]) then return false end
+return best`;
+
+/** Moves our lease to ARGV[2] (its job count goes up, ours down); 0 when the lease is not ours. */
+const MOVE = `
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('hincrby', KEYS[2], ARGV[2], 1)
+redis.call('hincrby', KEYS[2], ARGV[1], -1)
+return 1`;
 
 /** Renews every lease still ours; returns the job ids whose lease is not ours any more. */
 const RENEW = `
@@ -56,8 +104,17 @@ return lost`;
 
 /** Drops the lease if it is ours; the job leaves `open` when its work is done. */
 const RELEASE = `
-if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call('hincrby', KEYS[3], ARGV[1], -1)
+end
 if ARGV[3] == '1' then redis.call('srem', KEYS[2], ARGV[2]) end
+return 1`;
+
+/** A stopping instance takes no more handovers. */
+const LEAVE = `
+redis.call('zrem', KEYS[1], ARGV[1])
+redis.call('hdel', KEYS[2], ARGV[1])
 return 1`;
 
 /** Open jobs with no owner (at most 200 per sweep). */
@@ -72,10 +129,16 @@ end
 return out`;
 
 const TOOK_OVER = 'took over jobs left by another instance';
+/** claim()'s answer for a job being handed over from here (not a real instance id). */
+const LEAVING = '\u0000leaving';
 
 export class JobOwnership {
   readonly instanceId: string;
   private readonly owned = new Set<string>();
+  /** Jobs being handed over: not ours to edit or poll, not to be claimed back meanwhile. */
+  private readonly leaving = new Set<string>();
+  /** Changes that reached a leaving job: the new owner is told to show the stored state. */
+  private readonly changedWhileLeaving = new Set<string>();
   private readonly ttlMs: number;
   private handlers: JobOwnershipHandlers | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
@@ -97,6 +160,12 @@ export class JobOwnership {
   private get openKey(): string {
     return `${this.opts.prefix}open`;
   }
+  private get instancesKey(): string {
+    return `${this.opts.prefix}instances`;
+  }
+  private get loadKey(): string {
+    return `${this.opts.prefix}load`;
+  }
   private channel(instanceId: string): string {
     return `${this.opts.prefix}notify:${instanceId}`;
   }
@@ -108,6 +177,7 @@ export class JobOwnership {
       const [jobId, source = 'bot', hops = '0'] = message.split(' ');
       if (jobId) void this.onNotified(jobId, source, Number(hops));
     });
+    await this.heartbeat();
     const renewMs = this.opts.renewMs ?? Math.round(this.ttlMs / 3);
     this.renewTimer = setInterval(() => void this.renew(), renewMs);
     this.renewTimer.unref();
@@ -134,11 +204,16 @@ export class JobOwnership {
     if (this.owned.has(jobId)) return { holder: this.instanceId, takenOver: false };
     const reply = await this.opts.redis.eval(
       CLAIM,
-      [this.key(jobId), this.openKey],
+      [this.key(jobId), this.openKey, this.loadKey],
       [this.instanceId, String(this.ttlMs), jobId],
     );
     const [holder, takenOver] = Array.isArray(reply) ? reply : [];
     if (typeof holder !== 'string') throw new Error('unexpected claim reply');
+    if (holder === this.instanceId && this.leaving.has(jobId)) {
+      // Still ours in Redis for one more round trip: the handover tells the new owner.
+      this.changedWhileLeaving.add(jobId);
+      return { holder: LEAVING, takenOver: false };
+    }
     if (holder === this.instanceId && !this.stopped) this.owned.add(jobId);
     return { holder, takenOver: holder === this.instanceId && Number(takenOver) === 1 };
   }
@@ -152,8 +227,42 @@ export class JobOwnership {
     // Counted here, logged with the sweep's: one line per takeover, whichever path found the job first.
     if (takenOver) this.routedTakeovers++;
     if (holder === this.instanceId) return true;
+    if (holder === LEAVING) return false;
     await this.opts.redis.publish(this.channel(holder), `${jobId} ${source} ${hops + 1}`);
     return false;
+  }
+
+  /**
+   * Hands an owned job to the least busy live instance when that evens the load out.
+   * `release` is asked last, synchronously: false (an edit of the job is waiting
+   * here) keeps the job. Resolves true when the job is the other instance's now.
+   */
+  async handOff(jobId: string, release: () => boolean): Promise<boolean> {
+    if (!this.owned.has(jobId) || this.stopped) return false;
+    const target = await this.opts.redis.eval(
+      PICK,
+      [this.instancesKey, this.loadKey],
+      [this.instanceId, String(this.owned.size), String(this.ttlMs)],
+    );
+    if (typeof target !== 'string' || !this.owned.has(jobId) || this.stopped) return false;
+    if (!release()) return false;
+    this.owned.delete(jobId);
+    this.leaving.add(jobId);
+    try {
+      const moved = await this.opts.redis.eval(
+        MOVE,
+        [this.key(jobId), this.loadKey],
+        [this.instanceId, target, String(this.ttlMs)],
+      );
+      // 0: the lease had lapsed and the job is someone else's already.
+      if (moved !== 1) return true;
+      const source = this.changedWhileLeaving.has(jobId) ? 'handoff-changed' : 'handoff';
+      await this.opts.redis.publish(this.channel(target), `${jobId} ${source} 0`);
+      return true;
+    } finally {
+      this.leaving.delete(jobId);
+      this.changedWhileLeaving.delete(jobId);
+    }
   }
 
   /**
@@ -164,7 +273,7 @@ export class JobOwnership {
     this.owned.delete(jobId);
     await this.opts.redis.eval(
       RELEASE,
-      [this.key(jobId), this.openKey],
+      [this.key(jobId), this.openKey, this.loadKey],
       [this.instanceId, jobId, done ? '1' : '0'],
     );
   }
@@ -177,7 +286,10 @@ export class JobOwnership {
     clearInterval(this.sweepTimer);
     const jobs = [...this.owned];
     this.owned.clear();
-    await Promise.allSettled(jobs.map((id) => this.release(id, false)));
+    await Promise.allSettled([
+      ...jobs.map((id) => this.release(id, false)),
+      this.opts.redis.eval(LEAVE, [this.instancesKey, this.loadKey], [this.instanceId]),
+    ]);
     await this.unsubscribe?.().catch(() => undefined);
   }
 
@@ -194,8 +306,22 @@ export class JobOwnership {
     }
   }
 
+  private async heartbeat(): Promise<void> {
+    try {
+      await this.opts.redis.eval(
+        HEARTBEAT,
+        [this.instancesKey, this.loadKey],
+        [this.instanceId, String(this.owned.size)],
+      );
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'could not record this instance’s load');
+    }
+  }
+
   private async renew(): Promise<void> {
-    if (this.stopped || this.owned.size === 0) return;
+    if (this.stopped) return;
+    await this.heartbeat();
+    if (this.owned.size === 0) return;
     const ids = [...this.owned];
     try {
       const lost = await this.opts.redis.eval(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes } from '../shared/format.js';
 import { DiscordAPIError, Routes, type REST } from 'discord.js';
@@ -24,6 +25,28 @@ export const uploadLimitForTier = (tier: number): number =>
   tier >= 3 ? 100 * MIB : tier === 2 ? 50 * MIB : 10 * MIB;
 /** Posted-marks live as long as a job record can. */
 const POSTED_TTL_MS = 45 * 86_400_000;
+/**
+ * How long a claim to post lasts: longer than a post takes (ten downloads of at most
+ * 30 s each, then the upload); renewed just before the upload. An instance that died
+ * holding it leaves a claim that lapses, and the job's next owner posts.
+ */
+const POSTING_LEASE_MS = 6 * 60_000;
+/** How often a post waits out another instance's live claim before leaving it to that instance. */
+const MAX_CLAIM_WAITS = 2;
+
+/**
+ * The mark of a job's gallery post: `posted` once done (or given up, the error
+ * recorded); otherwise a claim by `token` until `until`. `{at}` alone: a mark from
+ * before claims lapsed, read as posted.
+ */
+const markSchema = z.object({
+  at: z.number(),
+  posted: z.boolean().optional(),
+  token: z.string().optional(),
+  until: z.number().optional(),
+});
+type Mark = z.infer<typeof markSchema>;
+type Claim = { kind: 'claimed'; token: string } | { kind: 'done' } | { kind: 'busy'; until: number };
 const TIER_CACHE_MS = 3_600_000;
 
 export type Download = { ok: true; bytes: Buffer; contentType?: string } | { ok: false; reason: string };
@@ -140,19 +163,68 @@ export class GalleryPoster {
     }
   }
 
-  /** Posts a finished job once (claimed in the store first, so a retry or another process never posts twice). */
+  private markKey(jobId: string): string {
+    return `gallery-posted:${jobId}`;
+  }
+
+  private async readMark(jobId: string): Promise<Mark | undefined> {
+    const parsed = markSchema.safeParse(await this.deps.kv.get(this.markKey(jobId)));
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /** Takes the job's post for a while unless it is done or another claim is live. */
+  private claim(jobId: string): Promise<Claim> {
+    return this.deps.kv.withLock(`gallery:${jobId}`, async (): Promise<Claim> => {
+      const mark = await this.readMark(jobId);
+      const now = this.deps.now();
+      if (mark && (mark.posted === true || mark.until === undefined)) return { kind: 'done' };
+      if (mark?.until !== undefined && mark.until > now) return { kind: 'busy', until: mark.until };
+      const token = randomUUID();
+      await this.deps.kv.set(
+        this.markKey(jobId),
+        { at: now, token, until: now + POSTING_LEASE_MS },
+        POSTED_TTL_MS,
+      );
+      return { kind: 'claimed', token };
+    });
+  }
+
+  /** Just before the upload: still our claim? Then it is renewed; else another instance posts. */
+  private renewClaim(jobId: string, token: string): Promise<boolean> {
+    return this.deps.kv.withLock(`gallery:${jobId}`, async () => {
+      const mark = await this.readMark(jobId);
+      if (mark?.token !== token || mark.posted === true) return false;
+      const now = this.deps.now();
+      await this.deps.kv.set(this.markKey(jobId), { ...mark, until: now + POSTING_LEASE_MS }, POSTED_TTL_MS);
+      return true;
+    });
+  }
+
+  private async markPosted(jobId: string): Promise<void> {
+    await this.deps.kv.set(this.markKey(jobId), { at: this.deps.now(), posted: true }, POSTED_TTL_MS);
+  }
+
+  /**
+   * Posts a finished job once: claimed in the store first, so a retry or another
+   * process never posts twice; a claim whose instance died lapses and the next
+   * caller (the job's next owner) posts. Waits out another instance's live claim
+   * (at most twice) rather than leaving the post to an instance that may be gone.
+   */
   async post(job: JobRecord): Promise<'posted' | 'skipped' | 'failed'> {
     const guildId = job.message.guildId;
     if (job.state !== 'finished' || guildId === undefined || !operations[job.operation].inGallery)
       return 'skipped';
     const gallery = (await this.deps.settings.get(guildId)).gallery;
     if (gallery === undefined) return 'skipped';
-    const claimed = await this.deps.kv.withLock(`gallery:${job.id}`, async () => {
-      if ((await this.deps.kv.get(`gallery-posted:${job.id}`)) !== undefined) return false;
-      await this.deps.kv.set(`gallery-posted:${job.id}`, { at: this.deps.now() }, POSTED_TTL_MS);
-      return true;
-    });
-    if (!claimed) return 'skipped';
+    let claim = await this.claim(job.id);
+    for (let waits = 0; claim.kind === 'busy' && waits < MAX_CLAIM_WAITS; waits++) {
+      const waitMs = Math.max(0, claim.until - this.deps.now()) + 50;
+      this.deps.logger.debug({ jobId: job.id, waitMs }, 'gallery post claimed elsewhere; waiting for it');
+      await new Promise((r) => setTimeout(r, waitMs).unref());
+      claim = await this.claim(job.id);
+    }
+    if (claim.kind !== 'claimed') return 'skipped';
+    const token = claim.token;
 
     const limit = await this.uploadLimit(guildId);
     const urls = resultFiles(job.result);
@@ -184,6 +256,9 @@ export class GalleryPoster {
           files: attach,
         }),
       );
+    // Downloads took a while: post only if the claim is still ours (a paused instance whose
+    // claim lapsed and was taken leaves the post to the taker).
+    if (!(await this.renewClaim(job.id, token))) return 'skipped';
     try {
       try {
         await send(files, linked);
@@ -192,6 +267,7 @@ export class GalleryPoster {
         if (!(err instanceof DiscordAPIError && err.code === 40005) || files.length === 0) throw err;
         await send([], [...urls.map((url) => ({ url, reason: 'too large for this server' }))]);
       }
+      await this.markPosted(job.id);
       await this.deps.settings.clearGalleryError(guildId);
       this.deps.logger.info(
         { jobId: job.id, guildId, files: files.length, linked: linked.length },
@@ -204,6 +280,8 @@ export class GalleryPoster {
           ? `${err.message} (${err.code}) in <#${gallery}>`
           : `could not post in <#${gallery}> (${err instanceof Error ? err.message : String(err)})`;
       this.deps.logger.warn({ err, jobId: job.id, guildId, gallery }, 'gallery post failed');
+      // Recorded for /settings show; not retried (a retry could post twice if Discord took it).
+      await this.markPosted(job.id).catch(() => undefined);
       await this.deps.settings
         .recordGalleryError(guildId, what, this.deps.now())
         .catch((e: unknown) => this.deps.logger.warn({ err: e }, 'could not record the gallery error'));

@@ -278,6 +278,18 @@ export class EditQueue {
     this.checkDrain();
   }
 
+  /**
+   * Another instance takes the job's message over: its slot is dropped, without
+   * marking it ended (the job may come back here), when nothing of it waits or is in
+   * flight and no final was pushed. False: the slot stays, the job should stay too.
+   */
+  handOver(jobId: string): boolean {
+    const slot = this.slots.get(jobId);
+    if (!slot || slot.pending || slot.inFlight || slot.finalSeen) return false;
+    this.slots.delete(jobId);
+    return true;
+  }
+
   /** States queued and not yet sent (in-flight ones not included). */
   depth(): number {
     let n = 0;

@@ -17,6 +17,8 @@ export interface EditSink {
     payload: MessagePayload | (() => MessagePayload);
     final: boolean;
   }): void;
+  /** Drops the job's slot when nothing of it waits or is in flight (another instance takes it); false otherwise. */
+  handOver?(jobId: string): boolean;
 }
 
 export interface TaskFetcher {
@@ -51,6 +53,8 @@ export interface JobOwner {
   route(jobId: string, source: string): Promise<boolean>;
   /** Work here is over; `done`: nobody needs to pick the job up again. */
   release(jobId: string, done: boolean): Promise<void>;
+  /** Gives the job to a less busy instance if that evens the load (`release` false: keep it). */
+  handOff?(jobId: string, release: () => boolean): Promise<boolean>;
   readonly instanceId: string;
 }
 
@@ -68,9 +72,10 @@ export interface JobServiceDeps {
   options: JobServiceOptions;
   now?: () => number;
   /**
-   * A job reached finished/failed (once per transition this process applied; may be
-   * called again for the same job by another process or after a restart, so it must
-   * be idempotent). Errors are logged, never thrown into the job's path.
+   * A job reached finished/failed: run by the job's owner when it shows the final (and
+   * again by an instance taking the job over, or when the final is shown again), so it
+   * must be idempotent. The job leaves the open set only once it settled. Errors are
+   * logged, never thrown into the job's path.
    */
   onFinal?: (job: JobRecord) => Promise<void>;
   /**
@@ -106,6 +111,10 @@ export class JobService {
   private readonly lastWebhookAt = new Map<string, number>();
   /** Owned jobs whose message is gone (released once final). */
   private readonly gone = new Set<string>();
+  /** After-final work running here (onFinal), by job id. */
+  private readonly afterFinal = new Map<string, Promise<void>>();
+  /** Jobs this instance already offered to a less busy one (once each). */
+  private readonly offered = new Set<string>();
   private stopped = false;
   private readonly now: () => number;
 
@@ -283,13 +292,9 @@ export class JobService {
           'job updated',
         );
       }
+      // The owner shows the job, and a final's after-final work runs there (show()).
       this.publish(job, source);
-      if (isFinal(job)) {
-        this.cancelPoll(jobId);
-        this.deps
-          .onFinal?.(job)
-          .catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'after-final work failed'));
-      }
+      if (isFinal(job)) this.cancelPoll(jobId);
     }
     return job;
   }
@@ -337,16 +342,52 @@ export class JobService {
     );
   }
 
-  /** This instance now owns a job that was live elsewhere: show it and keep polling it. */
+  /**
+   * This instance now owns a job that was live elsewhere: show it and keep polling it.
+   * A handover ('handoff') comes with the message already showing the stored state.
+   */
   private resume(job: JobRecord, source: string): void {
-    this.show(job);
+    const handedOver = source === 'handoff' || source === 'handoff-changed';
+    if (handedOver) {
+      this.offered.add(job.id); // not passed on again
+      this.deps.logger.debug({ jobId: job.id }, 'job received from a busier instance');
+    }
+    if (source !== 'handoff' || isFinal(job)) this.show(job);
     if (isFinal(job) || this.timers.has(job.id)) return;
     if (source === 'webhook') this.lastWebhookAt.set(job.id, this.now());
     this.schedulePoll(
       job,
-      this.pollingOnly || source !== 'webhook'
+      this.pollingOnly || (source !== 'webhook' && !handedOver)
         ? this.deps.options.pollInitialMs
         : this.deps.options.webhookSilenceMs,
+    );
+  }
+
+  /**
+   * One of the job's edits reached Discord. A final ends this instance's work on it;
+   * the first progress edit of a job is the moment to give it to a less busy
+   * instance (its message shows what this one knew, nothing of it is queued here).
+   */
+  delivered(jobId: string, final: boolean): void {
+    if (final) {
+      this.messageDone(jobId);
+      return;
+    }
+    const own = this.deps.ownership;
+    if (!own?.handOff || this.offered.has(jobId) || !own.owns(jobId)) return;
+    this.offered.add(jobId);
+    const release = () => this.deps.edits.handOver?.(jobId) ?? false;
+    own.handOff(jobId, release).then(
+      (moved) => {
+        if (!moved) return;
+        this.forget(jobId);
+        this.deps.logger.debug({ jobId }, 'job handed to a less busy instance');
+      },
+      (err: unknown) => {
+        // The lease lapses and the sweep gives the job to someone (this instance, maybe).
+        this.forget(jobId);
+        this.deps.logger.warn({ err, jobId }, 'job handover failed; the sweep picks the job up');
+      },
     );
   }
 
@@ -375,6 +416,7 @@ export class JobService {
       const shown = await this.deps.finalShown(job).catch(() => false);
       if (shown) {
         this.deps.logger.info({ jobId, state: job.state }, 'adopted job already shows its final state');
+        this.runAfterFinal(job); // the dead owner may not have finished it
         this.messageDone(jobId);
         return;
       }
@@ -388,9 +430,30 @@ export class JobService {
     const own = this.deps.ownership;
     if (!own || !own.owns(jobId)) return;
     this.gone.delete(jobId);
-    own
-      .release(jobId, true)
-      .catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'could not release a finished job'));
+    this.offered.delete(jobId);
+    // The job stays open (another instance would finish it) until its after-final work is done too.
+    const release = () =>
+      own
+        .release(jobId, true)
+        .catch((err: unknown) => this.deps.logger.warn({ err, jobId }, 'could not release a finished job'));
+    const pending = this.afterFinal.get(jobId);
+    if (pending) void pending.then(release);
+    else void release();
+  }
+
+  /**
+   * A final job's after-final work (free the member's slot, the gallery post), run by
+   * the job's owner whenever it shows the final: right after the transition, and again
+   * by an instance that takes the job over, so an owner dying half-way loses nothing
+   * (onFinal is idempotent). Once at a time per job here.
+   */
+  private runAfterFinal(job: JobRecord): void {
+    const onFinal = this.deps.onFinal;
+    if (!onFinal || this.afterFinal.has(job.id)) return;
+    const work = onFinal(job)
+      .catch((err: unknown) => this.deps.logger.warn({ err, jobId: job.id }, 'after-final work failed'))
+      .finally(() => this.afterFinal.delete(job.id));
+    this.afterFinal.set(job.id, work);
   }
 
   /** The job's message is gone: no more edits; the job is released once final (polls go on meanwhile). */
@@ -407,6 +470,7 @@ export class JobService {
 
   /** Queues the job's current state for its Discord message. */
   show(job: JobRecord): void {
+    if (isFinal(job)) this.runAfterFinal(job);
     if (this.deps.ownership && isFinal(job) && (this.gone.has(job.id) || !this.hasMessage(job))) {
       // Nothing to edit: the job's work is over.
       this.messageDone(job.id);
@@ -629,6 +693,7 @@ export class JobService {
   }
 
   private forget(jobId: string): void {
+    this.offered.delete(jobId);
     this.cancelPoll(jobId);
     this.pollAttempts.delete(jobId);
     this.notFound.delete(jobId);
