@@ -130,13 +130,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   };
   /** Bot-token REST for every service (and the first gateway tenure's client). */
   const client = makeClient();
-  // Standby instances never log in, yet post gallery messages and threads: the token goes on now.
+  // Standby instances and http mode never log in, yet post gallery messages and threads: the token goes on now.
   client.rest.setToken(config.discord.token);
   let gateway = client;
   const interactionRest: REST = createInteractionRest({ api: config.discord.apiUrl });
   const { interactions: interactionMode } = config.discord;
-  // http mode: no gateway, so no login; REST still needs the token.
-  if (interactionMode.mode === 'http') client.rest.setToken(config.discord.token);
 
   // Channel edits get their own bot-token REST that rejects on 429 instead of sleeping inside it:
   // the edit queue then waits itself and sends the *latest* state, not a stale one.

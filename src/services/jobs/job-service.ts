@@ -474,7 +474,6 @@ export class JobService {
     if (this.deps.ownership && isFinal(job) && (this.gone.has(job.id) || !this.hasMessage(job))) {
       // Nothing to edit: the job's work is over.
       this.messageDone(job.id);
-      if (!this.hasMessage(job)) return;
     }
     if (!this.hasMessage(job)) return;
     this.deps.edits.push({

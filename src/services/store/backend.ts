@@ -187,6 +187,10 @@ async function openRedis(
   if (!connected) logger.warn('store: redis not reachable yet; commands fail until it is (retrying)');
 
   const prefixed = (key: string): string => `${namespace}::${key}`;
+  /** Deletes the lock only while it holds `token`: after a pause past its TTL another holder may own it. */
+  const unlock = async (key: string, token: string): Promise<void> => {
+    await client.eval(RELEASE_LOCK, { keys: [prefixed(`lock:${key}`)], arguments: [token] });
+  };
   const cas: CasOps = {
     async read(key) {
       const raw = await client.get(prefixed(key));
@@ -243,16 +247,11 @@ async function openRedis(
       }
     },
     async tryLock(key, ttlMs, token = randomBytes(12).toString('hex')) {
-      const lockKey = prefixed(`lock:${key}`);
-      const ok = await client.set(lockKey, token, {
+      const ok = await client.set(prefixed(`lock:${key}`), token, {
         condition: 'NX',
         expiration: { type: 'PX', value: ttlMs },
       });
-      if (ok !== 'OK') return undefined;
-      return async () => {
-        // Delete only our own lock: after a pause past its TTL another holder may own it.
-        await client.eval(RELEASE_LOCK, { keys: [lockKey], arguments: [token] });
-      };
+      return ok === 'OK' ? () => unlock(key, token) : undefined;
     },
     sets: {
       async add(key, member, ttlMs) {
@@ -265,9 +264,7 @@ async function openRedis(
         return client.sMembers(prefixed(key));
       },
     },
-    async unlock(key, token) {
-      await client.eval(RELEASE_LOCK, { keys: [prefixed(`lock:${key}`)], arguments: [token] });
-    },
+    unlock,
     async close() {
       // Every store call has settled or timed out by now: drop the connection (this
       // also stops a reconnect loop). Acknowledged writes are already in Redis.

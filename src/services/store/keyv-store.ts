@@ -23,7 +23,8 @@ import type { ApplyResult, JobRecord, JobStore, JobUpdate, LockingKeyValueStore 
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
  * on failure. Read-modify-writes of one key are serialised by an in-process keyed
- * mutex and, on Redis, by a cross-process lock too (SET NX PX), so several bot
+ * mutex and, on Redis, across processes too: job records by compare-and-set writes
+ * (KeyvJobStore.apply), everything else by a lock (SET NX PX), so several bot
  * instances sharing one Redis never lose each other's updates.
  */
 

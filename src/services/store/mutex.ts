@@ -12,7 +12,8 @@
  * waiter as soon as it comes, so the chain never stalls.
  *
  * This serialises work inside ONE process only; on Redis the store adds a
- * cross-process lock behind it (keyv-store.ts).
+ * cross-process lock behind it, or for job records compare-and-set writes
+ * (keyv-store.ts).
  */
 export class KeyedMutex {
   readonly #tails = new Map<string, Promise<void>>();
