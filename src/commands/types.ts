@@ -7,7 +7,7 @@ import type {
   StringSelectMenuInteraction,
 } from 'discord.js';
 import type { Logger } from 'pino';
-import { StoreUnavailableError } from '../services/store/errors.js';
+import { STORE_DOWN_MESSAGE, StoreUnavailableError } from '../services/store/errors.js';
 import { UserError } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
@@ -68,13 +68,12 @@ export interface ComponentHandler {
   modal?(interaction: ModalSubmitInteraction, ctx: BotContext): Promise<void>;
 }
 
+export { STORE_DOWN_MESSAGE };
+
 /**
  * The command layer's one translation of a store outage: StoreUnavailableError
  * thrown by `run` becomes a UserError with `message` (what the member was doing).
  */
-export const STORE_DOWN_MESSAGE =
-  'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
-
 export async function unlessStoreDown<T>(run: () => Promise<T>, message = STORE_DOWN_MESSAGE): Promise<T> {
   try {
     return await run();

@@ -12,6 +12,7 @@ import {
 } from 'discord.js';
 import type { InternalRequest, REST } from '@discordjs/rest';
 import type { Logger } from 'pino';
+import { STORE_DOWN_MESSAGE } from '../store/errors.js';
 
 /**
  * Interactions received over HTTP (`DISCORD_INTERACTIONS=http`), run through the
@@ -123,7 +124,6 @@ const CALLBACK_ROUTE = /^\/interactions\/(\d{1,20})\/([^/]+)\/callback$/;
 // discord-api-types' Routes encode `@original` as `%40original`; callers may use either.
 const ORIGINAL_ROUTE = /^\/webhooks\/(\d{1,20})\/([^/]+)\/messages\/(?:@|%40)original$/;
 
-const STORE_DOWN = 'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
 const BROKEN = 'Sorry, the bot could not read this request. Please try again.';
 const SHUTTING_DOWN = 'The bot is restarting. Please try again in a few seconds.';
 const TOO_SLOW = 'That took longer than Discord allows for opening a form. Please click the button again.';
@@ -197,7 +197,7 @@ export class HttpInteractions {
     } catch (err) {
       // Without the store nothing can run (jobs, sessions, settings all live there): say so now.
       log.warn({ err }, 'store unavailable; interaction answered with an apology');
-      return { status: 200, body: apology(raw, STORE_DOWN) };
+      return { status: 200, body: apology(raw, STORE_DOWN_MESSAGE) };
     }
     if (!first) {
       // Already handled (Discord retried, or another instance got it): its own answer

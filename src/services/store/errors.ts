@@ -11,6 +11,10 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** What a member reads when the store is down (the command layer and the HTTP interaction answer). */
+export const STORE_DOWN_MESSAGE =
+  'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
+
 export function isStoreUnavailableError(error: unknown): error is StoreUnavailableError {
   return error instanceof StoreUnavailableError;
 }
