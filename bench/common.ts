@@ -14,6 +14,12 @@ export const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
 };
+export const median = (xs: number[]): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
+};
 export const r1 = (n: number) => Math.round(n * 10) / 10;
 export const mib = (bytes: number) => r1(bytes / 1048576);
 
@@ -230,9 +236,9 @@ export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
 }
 
 /** CPU time (user + system) a process has used so far, in ms (Linux /proc, 10 ms ticks). */
-export async function cpuMsOf(pid: number): Promise<number> {
+export async function cpuMsOf(pid: number): Promise<{ user: number; sys: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return { user: Number(fields[11]) * 10, sys: Number(fields[12]) * 10 };
 }

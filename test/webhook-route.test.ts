@@ -538,6 +538,41 @@ describe('health and metrics', () => {
     expect(res.body).toMatch(/^mediabot_webhooks_total\{status="413"\} 1$/m);
   });
 
+  it('/metrics: 503 and 500 deliveries are counted too, other routes are not', async () => {
+    // Counted where each answer is made (no onResponse hook): the error handler's answers included.
+    const job = await storedJob('song');
+    const metrics = createMetrics();
+    const failures = [new StoreUnavailableError('write timed out'), new Error('bug')];
+    const app = await buildServer({
+      logger: silent,
+      webhook: {
+        store: stores.jobs,
+        applyResult: () => Promise.reject(failures.shift() ?? new Error('no more')),
+        metrics,
+      },
+      health: { discordReady: () => true, pingStore: async () => undefined, registry: metrics.registry },
+    });
+    try {
+      const deliver = () =>
+        app.inject({
+          method: 'POST',
+          url: `/webhooks/media/${job.id}`,
+          headers: { 'content-type': 'application/json', 'x-webhook-secret': job.secret },
+          payload: JSON.stringify(SONG_PROGRESS),
+        });
+      expect((await deliver()).statusCode).toBe(503);
+      expect((await deliver()).statusCode).toBe(500);
+      expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      expect((await app.inject({ method: 'GET', url: '/nope' })).statusCode).toBe(404);
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(text).toMatch(/^mediabot_webhooks_total\{status="503"\} 1$/m);
+      expect(text).toMatch(/^mediabot_webhooks_total\{status="500"\} 1$/m);
+      expect(text).not.toMatch(/^mediabot_webhooks_total\{status="(200|404)"\}/m);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('unknown routes are 404 JSON', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/nope' });
     expect(res.statusCode).toBe(404);

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeTaskResult, ResultShapeError } from '../services/media/schemas.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobStore } from '../services/store/types.js';
@@ -83,66 +83,82 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
       );
     }
   });
-  // Callback style: no promise per request on the hot path.
-  // One labelled child per status, looked up once (a label hash per request is not free).
+  // Deliveries counted by status where each answer is made, not in an onResponse hook: a
+  // hook runs per request, and this route is the one a storm hits. One labelled child
+  // per status, looked up once (a label hash per request is not free).
   const byStatus = new Map<number, { inc(): void }>();
-  app.addHook('onResponse', (req, reply, done) => {
+  const count = (status: number): void => {
     const counter = deps.metrics?.webhooks;
-    if (counter && req.routeOptions.url === '/webhooks/media/:jobId') {
-      let child = byStatus.get(reply.statusCode);
-      if (!child) {
-        child = counter.labels({ status: String(reply.statusCode) });
-        byStatus.set(reply.statusCode, child);
-      }
-      child.inc();
+    if (!counter) return;
+    let child = byStatus.get(status);
+    if (!child) {
+      child = counter.labels({ status: String(status) });
+      byStatus.set(status, child);
     }
-    done();
+    child.inc();
+  };
+  const answer = (reply: FastifyReply, status: number, body: unknown): FastifyReply => {
+    count(status);
+    return reply.code(status).send(body);
+  };
+  const refuse = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    status: 401 | 404,
+    code: string,
+    message: string,
+  ) => {
+    // Counted without waiting: the answer does not depend on it.
+    void guard.fail(req.ip).catch(() => undefined);
+    return answer(reply, status, problem(code, message));
+  };
+  const storeDown = (reply: FastifyReply, code: string): FastifyReply => {
+    deps.metrics?.storeErrors.inc();
+    return answer(reply.header('retry-after', '5'), 503, problem(code, 'store temporarily unavailable'));
+  };
+  // What fails before the handler (body not JSON 400, over the limit 413) or throws in it
+  // (500) is answered by the app's error handler, and counted here.
+  const appErrorHandler = app.errorHandler;
+  app.setErrorHandler(function (this: typeof app, err, req, reply) {
+    const sent = appErrorHandler.call(this, err, req, reply);
+    count(reply.statusCode);
+    return sent;
   });
 
   app.post<{ Params: { jobId: string } }>(
     '/webhooks/media/:jobId',
     { bodyLimit: WEBHOOK_BODY_LIMIT },
     async (req, reply) => {
-      const refuse = (status: 401 | 404, code: string, message: string) => {
-        // Counted without waiting: the answer does not depend on it.
-        void guard.fail(req.ip).catch(() => undefined);
-        return reply.code(status).send(problem(code, message));
-      };
       const given = req.headers['x-webhook-secret'];
       if (typeof given !== 'string' || given === '') {
-        return refuse(401, 'WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required');
+        return refuse(req, reply, 401, 'WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required');
       }
       const { jobId } = req.params;
-      if (!JOB_ID.test(jobId)) return refuse(404, 'JOB_NOT_FOUND', 'unknown job');
+      if (!JOB_ID.test(jobId)) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
 
       let job: JobKeyInfo | undefined = keys.get(jobId);
       if (!job) {
         const waitMs = await guard.throttledForMs(req.ip);
         if (waitMs > 0) {
-          return reply
-            .code(429)
-            .header('retry-after', String(Math.ceil(waitMs / 1000)))
-            .send(
-              problem('WEBHOOK_AUTH_THROTTLED', 'too many failed webhook authentications from this address'),
-            );
+          return answer(
+            reply.header('retry-after', String(Math.ceil(waitMs / 1000))),
+            429,
+            problem('WEBHOOK_AUTH_THROTTLED', 'too many failed webhook authentications from this address'),
+          );
         }
         try {
           job = await lookup(jobId);
         } catch (err) {
           if (err instanceof StoreUnavailableError) {
-            deps.metrics?.storeErrors.inc();
             req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
-            return reply
-              .code(503)
-              .header('retry-after', '5')
-              .send(problem(err.code, 'store temporarily unavailable'));
+            return storeDown(reply, err.code);
           }
           throw err;
         }
       }
-      if (!job) return refuse(404, 'JOB_NOT_FOUND', 'unknown job');
+      if (!job) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
       if (!secretMatches(given, job.secret)) {
-        return refuse(401, 'WEBHOOK_SECRET_INVALID', 'wrong webhook secret');
+        return refuse(req, reply, 401, 'WEBHOOK_SECRET_INVALID', 'wrong webhook secret');
       }
 
       let result: TaskResult;
@@ -150,34 +166,29 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
         result = normalizeTaskResult(job.operation, req.body).result;
       } catch (err) {
         if (err instanceof ResultShapeError)
-          return reply.code(400).send(problem('WEBHOOK_BODY_INVALID', err.message));
+          return answer(reply, 400, problem('WEBHOOK_BODY_INVALID', err.message));
         throw err;
       }
       if (result.taskId && job.taskId && result.taskId !== job.taskId) {
-        return reply.code(400).send(problem('WEBHOOK_TASK_MISMATCH', 'task_id does not belong to this job'));
+        return answer(reply, 400, problem('WEBHOOK_TASK_MISMATCH', 'task_id does not belong to this job'));
       }
       try {
         const applied = await deps.applyResult(jobId, result, 'webhook');
         if (applied === undefined) {
           // Expired from the store since it was cached.
           keys.delete(jobId);
-          return reply.code(404).send(problem('JOB_NOT_FOUND', 'unknown job'));
+          return answer(reply, 404, problem('JOB_NOT_FOUND', 'unknown job'));
         }
         if (!job.taskId && applied.taskId) keys.set(jobId, { ...job, taskId: applied.taskId });
       } catch (err) {
-        if (err instanceof StoreUnavailableError) {
-          deps.metrics?.storeErrors.inc();
-          return reply
-            .code(503)
-            .header('retry-after', '5')
-            .send(problem(err.code, 'store temporarily unavailable'));
-        }
+        if (err instanceof StoreUnavailableError) return storeDown(reply, err.code);
         throw err;
       }
       // Guarded: under a storm the log object alone costs more than the check.
       if (req.log.level === 'debug' || req.log.level === 'trace') {
         req.log.debug({ jobId, taskId: result.taskId, state: result.state }, 'webhook accepted');
       }
+      count(202);
       return reply.code(202).type(JSON_TYPE).send(ACCEPTED);
     },
   );

@@ -375,12 +375,22 @@ const RECENT_MAX = 5_000;
 
 /** A record as this process last saw it, with its stored text on Redis. */
 interface Remembered {
+  readonly job: JobRecord;
+  readonly raw?: string | undefined;
+  /** Latest event time of re-deliveries since `job` (merged into the next write). */
+  readonly eventAt?: number | undefined;
+}
+
+interface RecentEntry {
   job: JobRecord;
-  raw?: string;
+  raw: string | undefined;
+  until: number;
+  eventAt: number | undefined;
 }
 
 class RecentRecords {
-  private readonly map = new Map<string, { job: JobRecord; raw: string | undefined; until: number }>();
+  private readonly map = new Map<string, RecentEntry>();
+  /** The entry itself (read-only): no copy per webhook. */
   get(id: string): Remembered | undefined {
     const hit = this.map.get(id);
     if (!hit) return undefined;
@@ -388,7 +398,7 @@ class RecentRecords {
       this.map.delete(id);
       return undefined;
     }
-    return hit.raw === undefined ? { job: hit.job } : { job: hit.job, raw: hit.raw };
+    return hit;
   }
   set(job: JobRecord, raw: string | undefined, ttlMs: number): void {
     if (this.map.size >= RECENT_MAX) {
@@ -396,7 +406,16 @@ class RecentRecords {
       if (oldest !== undefined) this.map.delete(oldest);
     }
     this.map.delete(job.id);
-    this.map.set(job.id, { job, raw, until: Date.now() + Math.min(RECENT_MS, ttlMs) });
+    this.map.set(job.id, { job, raw, until: Date.now() + Math.min(RECENT_MS, ttlMs), eventAt: undefined });
+  }
+  /**
+   * A re-delivery seen at `at`: kept as a number beside the remembered record, not as
+   * a new copy of it (a storm would otherwise keep a fresh record per delivery alive
+   * for the old generation to collect).
+   */
+  noteEvent(id: string, at: number): void {
+    const hit = this.map.get(id);
+    if (hit && (hit.eventAt === undefined || at > hit.eventAt)) hit.eventAt = at;
   }
   delete(id: string): void {
     this.map.delete(id);
@@ -449,7 +468,7 @@ class KeyvJobStore implements JobStore {
     return job?.taskId === taskId ? job : undefined;
   }
 
-  async apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined> {
+  apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined> {
     const { core } = this;
     return core.withLock(jobKey(jobId), async () => {
       // Redis: compare-and-set, so a record another instance wrote since we read it (or
@@ -457,7 +476,9 @@ class KeyvJobStore implements JobStore {
       for (let attempt = 1; ; attempt++) {
         const seen = this.recent.get(jobId) ?? (await core.readJobForUpdate(jobId));
         if (seen === undefined) return undefined;
-        const outcome = await this.mergeAndWrite(jobId, seen, update);
+        const merged = this.merge(jobId, seen, update);
+        if (!merged.write) return merged.outcome;
+        const outcome = await this.write(jobId, seen, merged.outcome);
         if (outcome !== CONFLICT) return outcome;
         this.recent.delete(jobId);
         if (attempt >= CAS_ATTEMPTS) {
@@ -467,30 +488,50 @@ class KeyvJobStore implements JobStore {
     });
   }
 
-  private async mergeAndWrite(
+  /**
+   * Merges `update` onto what was seen. Without a write when nothing changed, or when
+   * only lastEventAt moved (a re-delivery: most of a webhook storm): that is
+   * informational, so the memo carries it to the next write (the memo keeps the
+   * stored record and text, so that write still compares against what is stored).
+   * Synchronous: a re-delivery costs no promise here.
+   */
+  private merge(
     jobId: string,
     seen: Remembered,
     update: JobUpdate,
-  ): Promise<ApplyResult | typeof CONFLICT> {
+  ): { write: boolean; outcome: ApplyResult } {
     const { core } = this;
     const current = seen.job;
-    const { job: next, changed } = mergeJob(current, update);
+    const merged = mergeJob(current, update);
     if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
       core.logger.warn(
         { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
         'store: conflicting taskId ignored',
       );
     }
-    if (next === current) return { job: current, changed: false };
-    if (!changed && next.statusAt === current.statusAt && next.statusRank === current.statusRank) {
-      // Only lastEventAt moved (a re-delivery: most of a webhook storm). Informational,
-      // so not worth a write of its own: the memo carries it to the next write (it
-      // keeps the stored text, so that write still compares against what is stored).
-      this.recent.set(next, seen.raw, core.jobTtl(next));
-      return { job: next, changed: false };
+    const next = merged.job;
+    if (next === current) return { write: false, outcome: merged };
+    if (!merged.changed && next.statusAt === current.statusAt && next.statusRank === current.statusRank) {
+      if (next.lastEventAt !== undefined) this.recent.noteEvent(jobId, next.lastEventAt);
+      return { write: false, outcome: merged };
     }
+    // `next` is a new object of this merge's own: the re-deliveries' time goes in with it.
+    if (seen.eventAt !== undefined && seen.eventAt > (next.lastEventAt ?? Number.NEGATIVE_INFINITY)) {
+      next.lastEventAt = seen.eventAt;
+    }
+    return { write: true, outcome: merged };
+  }
+
+  /** Stores a merged record (compare-and-set against what was seen, on Redis). */
+  private async write(
+    jobId: string,
+    seen: Remembered,
+    merged: ApplyResult,
+  ): Promise<ApplyResult | typeof CONFLICT> {
+    const { core } = this;
+    const current = seen.job;
     // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
-    const record = next;
+    const { job: record, changed } = merged;
     const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
     // Task index before the record: if the record write fails, a retry sees the
     // taskId as new again and rewrites the index.

@@ -30,67 +30,73 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
   if (!Number.isFinite(at)) throw new TypeError(`JobUpdate.at must be a finite number, got ${String(at)}`);
   if (isTerminalState(job.state)) return { job, changed: false };
 
-  const currentRank = stateRank(job.state);
+  // Each field's merged value first, the record copied only once something differs:
+  // most of a webhook storm is re-deliveries, which change nothing a member sees.
   const updateRank = update.state === undefined ? undefined : stateRank(update.state);
-  const next: JobRecord = { ...job, message: { ...job.message } };
-
-  if (update.state !== undefined && updateRank !== undefined && updateRank > currentRank) {
-    next.state = update.state;
-  }
-
+  const state =
+    update.state !== undefined && updateRank !== undefined && updateRank > stateRank(job.state)
+      ? update.state
+      : job.state;
   const incoming = normalizePercentage(update.percentage);
-  next.percentage =
-    next.state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
-
-  if (job.taskId === undefined && update.taskId !== undefined && update.taskId !== '') {
-    next.taskId = update.taskId;
-  }
-
-  if (update.statusText !== undefined) {
-    const textRank = updateRank ?? 0;
-    if (isLaterStatus(textRank, at, update.statusText, job)) {
-      next.statusText = update.statusText;
-      next.statusAt = at;
-      next.statusRank = textRank;
-    }
-  }
-
-  if (isTerminalState(next.state)) {
-    next.finishedAt = at;
-    if (next.state === 'finished' && update.result !== undefined) next.result = update.result;
-    if (next.state === 'failed' && update.error !== undefined) next.error = update.error;
-  }
-
-  if (job.message.messageId === undefined && update.messageId !== undefined && update.messageId !== '') {
-    next.message.messageId = update.messageId;
-  }
-
-  if (job.reply === undefined && update.thread !== undefined) {
-    next.message = update.thread.message;
-    next.reply = update.thread.reply;
-  }
-
+  const percentage = state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
+  const newTaskId =
+    job.taskId === undefined && update.taskId !== undefined && update.taskId !== ''
+      ? update.taskId
+      : undefined;
+  const textRank = updateRank ?? 0;
+  const newText =
+    update.statusText !== undefined && isLaterStatus(textRank, at, update.statusText, job)
+      ? update.statusText
+      : undefined;
+  const final = isTerminalState(state);
+  const newResult = state === 'finished' && update.result !== undefined ? update.result : undefined;
+  const newError = state === 'failed' && update.error !== undefined ? update.error : undefined;
+  const newMessageId =
+    job.message.messageId === undefined && update.messageId !== undefined && update.messageId !== ''
+      ? update.messageId
+      : undefined;
+  const thread = job.reply === undefined ? update.thread : undefined;
   const lastEventAt = Math.max(job.lastEventAt ?? Number.NEGATIVE_INFINITY, at);
+
   // What a user can see (or what ends the job): worth a version bump and an edit.
   const changed =
-    next.state !== job.state ||
-    next.percentage !== job.percentage ||
-    next.taskId !== job.taskId ||
-    next.statusText !== job.statusText ||
-    next.result !== job.result ||
-    next.error !== job.error ||
-    next.finishedAt !== job.finishedAt ||
-    next.message.messageId !== job.message.messageId ||
-    next.reply !== job.reply;
+    state !== job.state ||
+    percentage !== job.percentage ||
+    newTaskId !== undefined ||
+    (newText !== undefined && newText !== job.statusText) ||
+    final ||
+    newMessageId !== undefined ||
+    thread !== undefined;
 
   if (!changed) {
     // Bookkeeping only (a re-delivery observed later: same text, newer `at`): keep
     // it so later comparisons stay order-independent, but report no change.
-    const bookkeeping =
-      lastEventAt !== job.lastEventAt || next.statusAt !== job.statusAt || next.statusRank !== job.statusRank;
-    return bookkeeping
-      ? { job: { ...next, message: job.message, lastEventAt }, changed: false }
-      : { job, changed: false };
+    const textMoved = newText !== undefined && (at !== job.statusAt || textRank !== job.statusRank);
+    if (lastEventAt === job.lastEventAt && !textMoved) return { job, changed: false };
+    const kept: JobRecord = { ...job, lastEventAt };
+    if (textMoved) {
+      kept.statusAt = at;
+      kept.statusRank = textRank;
+    }
+    return { job: kept, changed: false };
+  }
+
+  const next: JobRecord = { ...job, message: { ...job.message }, state, percentage };
+  if (newTaskId !== undefined) next.taskId = newTaskId;
+  if (newText !== undefined) {
+    next.statusText = newText;
+    next.statusAt = at;
+    next.statusRank = textRank;
+  }
+  if (final) {
+    next.finishedAt = at;
+    if (newResult !== undefined) next.result = newResult;
+    if (newError !== undefined) next.error = newError;
+  }
+  if (newMessageId !== undefined) next.message.messageId = newMessageId;
+  if (thread !== undefined) {
+    next.message = thread.message;
+    next.reply = thread.reply;
   }
   next.lastEventAt = lastEventAt;
   next.updatedAt = Math.max(job.updatedAt, at);

@@ -1,72 +1,70 @@
 /**
  * A tiny in-process keyed async mutex.
  *
- * Each key has a promise chain: a caller appends its own "turn" promise to the
- * chain's tail, waits for the previous tail, runs, then resolves its turn so
- * the next caller (FIFO) goes. Different keys never wait for each other. The
- * map entry is removed when the last holder of a key finishes, so memory stays
- * proportional to the number of keys currently busy.
+ * A key in the map is held; its value is the FIFO of callers waiting for it (null
+ * while nobody waits). When the holder's work settles, the first waiter runs, or
+ * the key is dropped, so memory stays proportional to the keys currently busy.
+ * The uncontended acquire (the common case, e.g. every webhook of a storm) costs
+ * one map entry: no promise, timer or queue of its own.
  *
- * Waiting is bounded by `maxWaitMs`: a caller that waits longer gives up
- * (the `onTimeout` error is thrown) and its turn is handed straight to the next
- * waiter as soon as it comes, so the chain never stalls.
+ * Waiting is bounded by `maxWaitMs`: a caller that waits longer gives up (the
+ * `onTimeout` error is thrown) and leaves the queue, so the chain never stalls.
  *
  * This serialises work inside ONE process only; on Redis the store adds a
  * cross-process lock behind it, or for job records compare-and-set writes
  * (keyv-store.ts).
  */
 export class KeyedMutex {
-  readonly #tails = new Map<string, Promise<void>>();
+  readonly #held = new Map<string, (() => void)[] | null>();
 
-  async run<T>(key: string, fn: () => Promise<T>, maxWaitMs: number, onTimeout: () => Error): Promise<T> {
-    const busy = this.#tails.get(key);
-    if (busy === undefined) {
-      // Uncontended (the common case, e.g. every webhook of a storm): no wait, so no timer.
-      let releaseTurn: () => void = () => undefined;
-      const tail = new Promise<void>((resolve) => {
-        releaseTurn = resolve;
-      });
-      this.#tails.set(key, tail);
-      try {
-        return await fn();
-      } finally {
-        releaseTurn();
-        if (this.#tails.get(key) === tail) this.#tails.delete(key);
+  run<T>(key: string, fn: () => Promise<T>, maxWaitMs: number, onTimeout: () => Error): Promise<T> {
+    if (!this.#held.has(key)) {
+      this.#held.set(key, null);
+      return this.#hold(key, fn);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const turn = (): void => {
+        clearTimeout(timer);
+        this.#hold(key, fn).then(resolve, reject);
+      };
+      let waiters = this.#held.get(key);
+      if (!waiters) {
+        waiters = [];
+        this.#held.set(key, waiters);
       }
-    }
-    const previous = busy;
-    let releaseTurn: () => void = () => undefined;
-    const turn = new Promise<void>((resolve) => {
-      releaseTurn = resolve;
+      waiters.push(turn);
+      const timer = setTimeout(() => {
+        const queue = this.#held.get(key);
+        const at = queue ? queue.indexOf(turn) : -1;
+        if (at < 0) return; // its turn came as the timer fired
+        queue?.splice(at, 1);
+        reject(onTimeout());
+      }, maxWaitMs);
     });
-    const tail = previous.then(() => turn);
-    this.#tails.set(key, tail);
-    const release = (): void => {
-      releaseTurn();
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    };
+  }
 
-    let timer: NodeJS.Timeout | undefined;
-    const acquired = await Promise.race([
-      previous.then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), maxWaitMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (!acquired) {
-      void previous.then(release);
-      throw onTimeout();
-    }
+  /** Runs `fn` as the key's holder; the next waiter goes once its work settles. */
+  #hold<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    let work: Promise<T>;
     try {
-      return await fn();
-    } finally {
-      release();
+      work = fn();
+    } catch (err) {
+      this.#release(key);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+    const release = (): void => this.#release(key);
+    work.then(release, release);
+    return work;
+  }
+
+  #release(key: string): void {
+    const next = this.#held.get(key)?.shift();
+    if (next) next();
+    else this.#held.delete(key);
   }
 
   /** Keys with a holder or waiters (for tests and diagnostics). */
   get busyKeys(): number {
-    return this.#tails.size;
+    return this.#held.size;
   }
 }
