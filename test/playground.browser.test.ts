@@ -68,10 +68,17 @@ describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () =>
   });
 
   it('/extend-song from the composer: percentages, then the two songs; then "Extend song 2"', async () => {
+    // Held at 40 % until the page shows it: on a busy machine the whole progress phase of
+    // a free-running task can fall between two edits, and the final then replaces it.
+    pg.emulator.nextScenario({ hold: true, steps: [40], stepMs: 200 });
+    const tasksBefore = new Set(pg.emulator.tasks.keys());
     await runCommand(page, 'extend-song', async (p) => {
       await p.fill('#opt-task_id', FIXTURE_SONG_TASK_ID);
       await p.fill('#opt-song_id', FIXTURE_SONG_IDS[0]);
     });
+    await expect.poll(() => lastMessage(page).innerText(), { timeout: 20_000 }).toMatch(/40%/);
+    const task = [...pg.emulator.tasks.values()].find((t) => !tasksBefore.has(t.id));
+    pg.emulator.finish(task?.id ?? '');
     await expect
       .poll(() => lastMessage(page).locator('button', { hasText: 'Extend song 2' }).count(), {
         timeout: 60_000,
