@@ -207,6 +207,20 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect(await stores.jobs.get('le-1')).toMatchObject({ lastEventAt: 2_500, percentage: 30, version: 2 });
   });
 
+  it('re-deliveries of a job this process has not written yet still carry their time to the next change', async () => {
+    // Regression: the memo only kept a re-delivery's time for records it already held,
+    // so a job read from the store (created, recovered, or written by another instance)
+    // lost it and was read again on every duplicate.
+    await stores.jobs.create(makeJob('le-2', { state: 'processing', percentage: 20, taskId: 'task-le-2' }));
+    const stored = await raw.get('job:le-2');
+    await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_500 });
+    await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_600 });
+    expect(await raw.get('job:le-2')).toStrictEqual(stored);
+    const next = await stores.jobs.apply('le-2', { state: 'processing', percentage: 30, at: 2_400 });
+    expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_600, percentage: 30 } });
+    expect(await stores.jobs.get('le-2')).toMatchObject({ lastEventAt: 2_600, percentage: 30 });
+  });
+
   it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
     await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
     expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');

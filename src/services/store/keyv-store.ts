@@ -358,14 +358,14 @@ class StoreCore {
 }
 
 /**
- * Records this process wrote in the last few seconds, so during a burst of webhooks
- * for a job `apply` merges onto the record it just wrote instead of reading it back:
+ * Records `apply` wrote or read in the last few seconds, so during a burst of webhooks
+ * for a job it merges onto the record it already has instead of reading it back:
  * one round trip and one parse less per webhook. Writes are serialised in-process by
  * the keyed mutex; on Redis other instances may have written since, so the entry
- * keeps the exact text written and `apply` writes with compare-and-set against it: a
+ * keeps the exact stored text and `apply` writes with compare-and-set against it: a
  * stale entry costs one conflict and a fresh read, never a lost update. Entries live
- * at most RECENT_MS (never past the record's own TTL); a failed or conflicting write
- * drops the entry.
+ * RECENT_MS after their last write or re-delivery (never past the record's own TTL);
+ * a failed or conflicting write drops the entry.
  */
 const RECENT_MS = 15_000;
 /** Compare-and-set attempts of one apply before the store is reported busy. */
@@ -385,6 +385,8 @@ interface RecentEntry {
   job: JobRecord;
   raw: string | undefined;
   until: number;
+  /** How long the entry lives after its last use (RECENT_MS, never past the record's TTL). */
+  lifeMs: number;
   eventAt: number | undefined;
 }
 
@@ -400,22 +402,28 @@ class RecentRecords {
     }
     return hit;
   }
-  set(job: JobRecord, raw: string | undefined, ttlMs: number): void {
+  set(job: JobRecord, raw: string | undefined, ttlMs: number): Remembered {
     if (this.map.size >= RECENT_MAX) {
       const oldest = this.map.keys().next().value;
       if (oldest !== undefined) this.map.delete(oldest);
     }
     this.map.delete(job.id);
-    this.map.set(job.id, { job, raw, until: Date.now() + Math.min(RECENT_MS, ttlMs), eventAt: undefined });
+    const lifeMs = Math.min(RECENT_MS, ttlMs);
+    const entry: RecentEntry = { job, raw, until: Date.now() + lifeMs, lifeMs, eventAt: undefined };
+    this.map.set(job.id, entry);
+    return entry;
   }
   /**
    * A re-delivery seen at `at`: kept as a number beside the remembered record, not as
    * a new copy of it (a storm would otherwise keep a fresh record per delivery alive
-   * for the old generation to collect).
+   * for the old generation to collect). It keeps the entry alive like a write would,
+   * so the time is not dropped before the next write carries it.
    */
   noteEvent(id: string, at: number): void {
     const hit = this.map.get(id);
-    if (hit && (hit.eventAt === undefined || at > hit.eventAt)) hit.eventAt = at;
+    if (!hit) return;
+    if (hit.eventAt === undefined || at > hit.eventAt) hit.eventAt = at;
+    hit.until = Date.now() + hit.lifeMs;
   }
   delete(id: string): void {
     this.map.delete(id);
@@ -474,8 +482,14 @@ class KeyvJobStore implements JobStore {
       // Redis: compare-and-set, so a record another instance wrote since we read it (or
       // since our memo of it) is read again and merged again, never overwritten.
       for (let attempt = 1; ; attempt++) {
-        const seen = this.recent.get(jobId) ?? (await core.readJobForUpdate(jobId));
-        if (seen === undefined) return undefined;
+        let seen = this.recent.get(jobId);
+        if (seen === undefined) {
+          const read = await core.readJobForUpdate(jobId);
+          if (read === undefined) return undefined;
+          // Remembered as read: the re-deliveries that follow need no read, and their
+          // time has an entry to ride on until the next write.
+          seen = this.recent.set(read.job, read.raw, core.jobTtl(read.job));
+        }
         const merged = this.merge(jobId, seen, update);
         if (!merged.write) return merged.outcome;
         const outcome = await this.write(jobId, seen, merged.outcome);

@@ -49,8 +49,6 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
       ? update.statusText
       : undefined;
   const final = isTerminalState(state);
-  const newResult = state === 'finished' && update.result !== undefined ? update.result : undefined;
-  const newError = state === 'failed' && update.error !== undefined ? update.error : undefined;
   const newMessageId =
     job.message.messageId === undefined && update.messageId !== undefined && update.messageId !== ''
       ? update.messageId
@@ -90,8 +88,8 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
   }
   if (final) {
     next.finishedAt = at;
-    if (newResult !== undefined) next.result = newResult;
-    if (newError !== undefined) next.error = newError;
+    if (state === 'finished' && update.result !== undefined) next.result = update.result;
+    if (state === 'failed' && update.error !== undefined) next.error = update.error;
   }
   if (newMessageId !== undefined) next.message.messageId = newMessageId;
   if (thread !== undefined) {
