@@ -30,6 +30,19 @@ describe('KeyedMutex', () => {
     expect(m.busyKeys).toBe(0);
   });
 
+  it('says whether a key is held, from the first holder until the last waiter is done', async () => {
+    const m = new KeyedMutex();
+    expect(m.isHeld('k')).toBe(false);
+    const first = m.run('k', () => later(10, 1), 1000, busy);
+    const second = m.run('k', () => later(1, 2), 1000, busy);
+    expect(m.isHeld('k')).toBe(true);
+    expect(m.isHeld('other')).toBe(false);
+    await first;
+    expect(m.isHeld('k')).toBe(true);
+    await second;
+    expect(m.isHeld('k')).toBe(false);
+  });
+
   it('never makes different keys wait for each other', async () => {
     const m = new KeyedMutex();
     const order: string[] = [];

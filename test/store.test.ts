@@ -221,6 +221,54 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect(await stores.jobs.get('le-2')).toMatchObject({ lastEventAt: 2_600, percentage: 30 });
   });
 
+  it('applyInMemory: a re-delivery of a remembered job is decided without the store; anything else is left to apply', async () => {
+    const jobs = stores.jobs;
+    const inMemory = jobs.applyInMemory?.bind(jobs);
+    if (!inMemory) throw new Error('the Keyv store decides re-deliveries in memory');
+    await jobs.create(makeJob('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1' }));
+    // Not remembered yet (created, never applied here): apply must read it.
+    expect(inMemory('im-1', { state: 'processing', percentage: 20, at: 2_000 })).toBeUndefined();
+    expect(inMemory('im-missing', { state: 'processing', at: 2_000 })).toBeUndefined();
+    await jobs.apply('im-1', { state: 'processing', percentage: 20, at: 2_000 });
+    const stored = await raw.get('job:im-1');
+
+    // A duplicate: decided here, nothing written, its time kept for the next write.
+    const dup = inMemory('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1', at: 2_700 });
+    expect(dup).toMatchObject({ changed: false, job: { id: 'im-1', percentage: 20 } });
+    // Lower than what is stored: no change either.
+    expect(inMemory('im-1', { state: 'queued', percentage: 5, at: 2_100 })?.changed).toBe(false);
+    expect(await raw.get('job:im-1')).toStrictEqual(stored);
+
+    // A change, a new status text, or a conflicting task id: apply's work, nothing merged here.
+    expect(inMemory('im-1', { state: 'processing', percentage: 30, at: 2_800 })).toBeUndefined();
+    expect(inMemory('im-1', { state: 'processing', statusText: 'rendering', at: 2_800 })).toBeUndefined();
+    expect(inMemory('im-1', { state: 'processing', taskId: 'task-other', at: 2_800 })).toBeUndefined();
+    expect(inMemory('im-1', { state: 'finished', at: 2_800 })).toBeUndefined();
+    expect(await raw.get('job:im-1')).toStrictEqual(stored);
+
+    // The next write carries the duplicate's time.
+    const next = await jobs.apply('im-1', { state: 'processing', percentage: 30, at: 2_500 });
+    expect(next).toMatchObject({ changed: true, job: { percentage: 30, lastEventAt: 2_700 } });
+    expect(await jobs.get('im-1')).toMatchObject({ percentage: 30, lastEventAt: 2_700 });
+  });
+
+  it('applyInMemory waits its turn: while an apply of the job runs, it defers to apply', async () => {
+    const jobs = stores.jobs;
+    await jobs.create(makeJob('im-2', { state: 'processing', percentage: 20, taskId: 'task-im-2' }));
+    await jobs.apply('im-2', { state: 'processing', percentage: 20, at: 2_000 });
+    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_001 })?.changed).toBe(
+      false,
+    );
+    // An apply between its read and its write: the in-memory path must not merge beside it.
+    const running = jobs.apply('im-2', { state: 'processing', percentage: 60, at: 2_100 });
+    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_002 })).toBeUndefined();
+    await running;
+    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 60, at: 2_003 })).toMatchObject({
+      changed: false,
+      job: { percentage: 60 },
+    });
+  });
+
   it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
     await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
     expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');

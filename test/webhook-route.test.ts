@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
@@ -13,6 +14,7 @@ import { createStores, type JobRecord, type Stores } from '../src/services/store
 import type { MessagePayload } from '../src/services/discord/render.js';
 import { secretMatches } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
+import { eventually } from './helpers/harness.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -494,6 +496,69 @@ describe('webhooks through the real JobService', () => {
     } finally {
       jobs.stop();
       await app.close();
+    }
+  });
+});
+
+describe('re-deliveries decided in memory', () => {
+  // Regression guard for the in-memory path (a duplicate skips the store's async round):
+  // it must still count as hearing from the service, or a job whose service keeps
+  // re-sending the same progress would be polled as if the webhooks had gone silent.
+  it('a duplicate keeps the silence poll away; silence brings it back', async () => {
+    let polls = 0;
+    const jobs = new JobService({
+      store: stores.jobs,
+      media: {
+        fetchTask: (operation) => {
+          polls++;
+          return Promise.resolve({ operation, state: 'processing', percentage: 40, raw: {} });
+        },
+      },
+      edits: { push: () => undefined },
+      render: (): MessagePayload => ({
+        content: '',
+        embeds: [],
+        components: [],
+        allowed_mentions: { parse: [] },
+      }),
+      logger: silent,
+      options: {
+        publicUrl: 'http://127.0.0.1:1',
+        maxDurationMs: 600_000,
+        pollInitialMs: 60_000,
+        pollMaxMs: 60_000,
+        webhookSilenceMs: 400,
+      },
+    });
+    try {
+      const job = await jobs.create({
+        operation: 'song',
+        userId: 'u',
+        message: { channelId: 'c' },
+        params: {},
+      });
+      await stores.jobs.apply(job.id, { state: 'queued', taskId: 'dup-1', at: Date.now() });
+      const progress = {
+        operation: 'song' as const,
+        state: 'processing' as const,
+        taskId: 'dup-1',
+        percentage: 40,
+        raw: {},
+      };
+      expect((await jobs.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
+      // The same delivery again and again, faster than the silence: decided in memory, never polled.
+      for (let i = 0; i < 8; i++) {
+        await sleep(100);
+        expect(
+          stores.jobs.applyInMemory?.(job.id, { state: 'processing', percentage: 40, at: Date.now() })
+            ?.changed,
+        ).toBe(false);
+        expect((await jobs.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
+      }
+      expect(polls).toBe(0);
+      await eventually(() => polls > 0, 3_000, 'the silence poll');
+    } finally {
+      jobs.stop();
     }
   });
 });

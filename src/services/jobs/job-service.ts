@@ -258,14 +258,24 @@ export class JobService {
     if (result.message !== undefined) update.statusText = result.message;
     if (result.state === 'finished' && result.outputs) update.result = result.outputs;
     if (result.state === 'failed') update.error = jobErrorFromResult(result);
-    const job = await this.update(jobId, update, source);
-    if (job && !isFinal(job) && source === 'webhook' && !this.pollingOnly) {
-      // A webhook arrived: poll only if the webhook goes silent again. The pending
-      // timer is kept and re-armed when it fires (no timer churn per webhook).
-      this.lastWebhookAt.set(jobId, this.now());
-      if (!this.timers.has(jobId)) this.schedulePoll(job, this.deps.options.webhookSilenceMs);
+    // A re-delivery that changes nothing (most of a webhook storm) is decided in memory,
+    // without the store's async round (lock, merge, write): nothing to show either.
+    const known = this.deps.store.applyInMemory?.(jobId, update);
+    if (known && !known.changed) {
+      this.heardFrom(known.job, source);
+      return known.job;
     }
+    const job = await this.update(jobId, update, source);
+    if (job) this.heardFrom(job, source);
     return job;
+  }
+
+  /** A webhook arrived: poll only if the webhook goes silent again. */
+  private heardFrom(job: JobRecord, source: string): void {
+    if (isFinal(job) || source !== 'webhook' || this.pollingOnly) return;
+    this.lastWebhookAt.set(job.id, this.now());
+    // The pending timer is kept and re-armed when it fires (no timer churn per webhook).
+    if (!this.timers.has(job.id)) this.schedulePoll(job, this.deps.options.webhookSilenceMs);
   }
 
   /** Applies an update; when it changed the job, renders it and queues the edit. */

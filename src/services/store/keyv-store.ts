@@ -165,6 +165,11 @@ class StoreCore {
     }
   }
 
+  /** Is a read-modify-write of `key` running (or queued) in this process? */
+  isLocked(key: string): boolean {
+    return this.#locks.isHeld(key);
+  }
+
   /**
    * Serialises read-modify-writes of `key`: the in-process mutex first (callers of one
    * process queue FIFO), then, on Redis, the backend's cross-process lock, so several
@@ -500,6 +505,19 @@ class KeyvJobStore implements JobStore {
         }
       }
     });
+  }
+
+  applyInMemory(jobId: string, update: JobUpdate): ApplyResult | undefined {
+    // Only while no apply of this job is between its read and its write: that one's
+    // merge would not see this update, and this one not its result.
+    if (this.core.isLocked(jobKey(jobId))) return undefined;
+    const seen = this.recent.get(jobId);
+    if (seen === undefined) return undefined;
+    // A conflicting taskId is apply's to report.
+    const { taskId } = seen.job;
+    if (update.taskId !== undefined && taskId !== undefined && update.taskId !== taskId) return undefined;
+    const merged = this.merge(jobId, seen, update);
+    return merged.write ? undefined : merged.outcome;
   }
 
   /**

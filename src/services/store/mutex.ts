@@ -63,6 +63,11 @@ export class KeyedMutex {
     else this.#held.delete(key);
   }
 
+  /** Is `key` held (or waited for)? Synchronous work on it must then queue behind. */
+  isHeld(key: string): boolean {
+    return this.#held.has(key);
+  }
+
   /** Keys with a holder or waiters (for tests and diagnostics). */
   get busyKeys(): number {
     return this.#held.size;

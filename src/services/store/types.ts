@@ -97,6 +97,13 @@ export interface JobStore {
    * unfinished set when it becomes final. `undefined` when the job is unknown.
    */
   apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined>;
+  /**
+   * `apply` decided from memory, synchronously, when it can be: the job's record is
+   * remembered from a recent read or write, nobody is applying to it right now, and
+   * the update changes nothing worth storing (a re-delivery, most of a webhook storm).
+   * `changed` is then always false. `undefined`: call `apply`.
+   */
+  applyInMemory?(jobId: string, update: JobUpdate): ApplyResult | undefined;
   /** Most recent first, at most `limit` (the per-user list is bounded). */
   listByUser(userId: string, limit?: number): Promise<JobRecord[]>;
   /** Every job not yet finished/failed (for polling and restart recovery). */
