@@ -420,29 +420,45 @@ describe('POST /webhooks/media/:jobId: accepted shapes', () => {
   });
 });
 
+/** A JobService on the test store: no Discord edits, polls only where `fetchTask` is given. */
+function realJobService(opts: {
+  metrics?: Metrics;
+  fetchTask?: (operation: Operation, taskId: string) => Promise<TaskResult>;
+  webhookSilenceMs?: number;
+}): JobService {
+  return new JobService({
+    store: stores.jobs,
+    media: { fetchTask: opts.fetchTask ?? (() => Promise.reject(new Error('no polling in this test'))) },
+    edits: { push: () => undefined },
+    render: (): MessagePayload => ({
+      content: '',
+      embeds: [],
+      components: [],
+      allowed_mentions: { parse: [] },
+    }),
+    logger: silent,
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    options: {
+      publicUrl: 'http://127.0.0.1:1',
+      maxDurationMs: 600_000,
+      pollInitialMs: 60_000,
+      pollMaxMs: 60_000,
+      webhookSilenceMs: opts.webhookSilenceMs ?? 60_000,
+    },
+  });
+}
+
+/** A job made by `jobs`, queued on the service as `taskId`. */
+async function queuedJob(jobs: JobService, operation: Operation, taskId: string): Promise<JobRecord> {
+  const job = await jobs.create({ operation, userId: 'u', message: { channelId: 'c' }, params: {} });
+  await stores.jobs.apply(job.id, { state: 'queued', taskId, at: Date.now() });
+  return job;
+}
+
 describe('webhooks through the real JobService', () => {
   it('moves the stored job forward, never backwards, and finished is final', async () => {
     const metrics = createMetrics();
-    const jobs = new JobService({
-      store: stores.jobs,
-      media: { fetchTask: () => Promise.reject(new Error('no polling in this test')) },
-      edits: { push: () => undefined },
-      render: (): MessagePayload => ({
-        content: '',
-        embeds: [],
-        components: [],
-        allowed_mentions: { parse: [] },
-      }),
-      logger: silent,
-      metrics,
-      options: {
-        publicUrl: 'http://127.0.0.1:1',
-        maxDurationMs: 60_000,
-        pollInitialMs: 60_000,
-        pollMaxMs: 60_000,
-        webhookSilenceMs: 60_000,
-      },
-    });
+    const jobs = realJobService({ metrics });
     const app = await buildServer({
       logger: silent,
       webhook: {
@@ -453,13 +469,7 @@ describe('webhooks through the real JobService', () => {
       health: { discordReady: () => true, pingStore: () => stores.jobs.ping(), registry: metrics.registry },
     });
     try {
-      const job = await jobs.create({
-        operation: 'video',
-        userId: 'u',
-        message: { channelId: 'c' },
-        params: {},
-      });
-      await stores.jobs.apply(job.id, { state: 'queued', taskId: 'vid-1', at: Date.now() });
+      const job = await queuedJob(jobs, 'video', 'vid-1');
       const send = (body: unknown) =>
         app.inject({
           method: 'POST',
@@ -506,38 +516,15 @@ describe('re-deliveries decided in memory', () => {
   // re-sending the same progress would be polled as if the webhooks had gone silent.
   it('a duplicate keeps the silence poll away; silence brings it back', async () => {
     let polls = 0;
-    const jobs = new JobService({
-      store: stores.jobs,
-      media: {
-        fetchTask: (operation) => {
-          polls++;
-          return Promise.resolve({ operation, state: 'processing', percentage: 40, raw: {} });
-        },
+    const jobs = realJobService({
+      fetchTask: (operation) => {
+        polls++;
+        return Promise.resolve({ operation, state: 'processing', percentage: 40, raw: {} });
       },
-      edits: { push: () => undefined },
-      render: (): MessagePayload => ({
-        content: '',
-        embeds: [],
-        components: [],
-        allowed_mentions: { parse: [] },
-      }),
-      logger: silent,
-      options: {
-        publicUrl: 'http://127.0.0.1:1',
-        maxDurationMs: 600_000,
-        pollInitialMs: 60_000,
-        pollMaxMs: 60_000,
-        webhookSilenceMs: 400,
-      },
+      webhookSilenceMs: 400,
     });
     try {
-      const job = await jobs.create({
-        operation: 'song',
-        userId: 'u',
-        message: { channelId: 'c' },
-        params: {},
-      });
-      await stores.jobs.apply(job.id, { state: 'queued', taskId: 'dup-1', at: Date.now() });
+      const job = await queuedJob(jobs, 'song', 'dup-1');
       const progress = {
         operation: 'song' as const,
         state: 'processing' as const,
