@@ -435,6 +435,11 @@ class RecentRecords {
   }
 }
 
+/** An update naming another task than the one the job already has (merge ignores it). */
+function conflictingTaskId(job: JobRecord, update: JobUpdate): boolean {
+  return update.taskId !== undefined && job.taskId !== undefined && update.taskId !== job.taskId;
+}
+
 class KeyvJobStore implements JobStore {
   private readonly recent = new RecentRecords();
   constructor(private readonly core: StoreCore) {}
@@ -514,8 +519,7 @@ class KeyvJobStore implements JobStore {
     const seen = this.recent.get(jobId);
     if (seen === undefined) return undefined;
     // A conflicting taskId is apply's to report.
-    const { taskId } = seen.job;
-    if (update.taskId !== undefined && taskId !== undefined && update.taskId !== taskId) return undefined;
+    if (conflictingTaskId(seen.job, update)) return undefined;
     const merged = this.merge(jobId, seen, update);
     return merged.write ? undefined : merged.outcome;
   }
@@ -535,7 +539,7 @@ class KeyvJobStore implements JobStore {
     const { core } = this;
     const current = seen.job;
     const merged = mergeJob(current, update);
-    if (update.taskId !== undefined && current.taskId !== undefined && update.taskId !== current.taskId) {
+    if (conflictingTaskId(current, update)) {
       core.logger.warn(
         { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
         'store: conflicting taskId ignored',
