@@ -43,6 +43,41 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Bot/bare runs alternated this many times: the machine's speed drifts, a pair sees the same drift. */
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 5);
 
+/**
+ * Time the process spent in minor (scavenge) and major GC so far, and the major GCs'
+ * count: prom-client's `nodejs_gc_duration_seconds` on the bot's /metrics.
+ */
+interface GcTotals {
+  minorMs: number;
+  majors: number;
+  majorMs: number;
+}
+
+async function gcOf(botUrl: string): Promise<GcTotals> {
+  const text = await (await fetch(`${botUrl}/metrics`)).text();
+  const read = (series: 'sum' | 'count', kind: string) => {
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith(`nodejs_gc_duration_seconds_${series}{`) && l.includes(`kind="${kind}"`));
+    return Number(line?.split(' ').at(-1) ?? 0);
+  };
+  return {
+    minorMs: read('sum', 'minor') * 1000,
+    majors: read('count', 'major'),
+    majorMs: read('sum', 'major') * 1000,
+  };
+}
+
+/** The GC between two readings of gcOf. */
+function gcSince(before: GcTotals, after: GcTotals): GcTotals {
+  return {
+    minorMs: after.minorMs - before.minorMs,
+    majors: after.majors - before.majors,
+    majorMs: after.majorMs - before.majorMs,
+  };
+}
+const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
+
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
   if (!HAS_REDIS_SERVER) return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
   buildBot();
@@ -105,6 +140,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     bare = bareProc;
+    const botPid = bot.child.pid ?? 0;
     const bareUrl = await new Promise<string>((resolve, reject) => {
       let out = '';
       bareProc.stdout?.on('data', (d: Buffer) => {
@@ -118,6 +154,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     // Each run also measures the server process's CPU time per request: unlike req/s, it
     // hardly depends on what else the (shared) machine is doing at that moment.
     const run = async (pid: number, url: string, pathPrefix: string, durationSec = SECONDS) => {
+      const gc0 = pid === botPid ? await gcOf(bot.url) : undefined;
       const cpu0 = await cpuMsOf(pid);
       const r = await loadFromChild({
         url,
@@ -127,14 +164,15 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
         durationSec,
       });
       const cpu1 = await cpuMsOf(pid);
-      return { ...r, userMs: cpu1.user - cpu0.user, sysMs: cpu1.sys - cpu0.sys };
+      // The bot's garbage collection during the run (from its own /metrics).
+      const gc = gc0 ? gcSince(gc0, await gcOf(bot.url)) : NO_GC;
+      return { ...r, userMs: cpu1.user - cpu0.user, sysMs: cpu1.sys - cpu0.sys, gc };
     };
-    const botPid = bot.child.pid ?? 0;
     const barePid = bareProc.pid ?? 0;
     // Warm both, then alternate so machine noise hits both alike.
     await run(botPid, bot.url, '/webhooks/media/', 1);
     await run(barePid, bareUrl, '/hook/', 1);
-    type Run = LoadResult & { userMs: number; sysMs: number };
+    type Run = Awaited<ReturnType<typeof run>>;
     const botRuns: Run[] = [];
     const bareRuns: Run[] = [];
     for (let i = 0; i < PAIRS; i++) {
@@ -153,6 +191,9 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       return `${us(user + sys)} (user ${us(user)}, kernel ${us(sys)})`;
     };
     const botRps = mean(botRuns);
+    const botDeliveries = botRuns.reduce((a, r) => a + r.total, 0);
+    const botGc = (k: keyof GcTotals) => botRuns.reduce((a, r) => a + r.gc[k], 0);
+    const per10k = (ms: number) => r1((ms * 1e4) / botDeliveries);
     const bareRps = mean(bareRuns);
     // Each pair's ratio, and their median as the figure: a slow spell of the (shared)
     // machine lowers one pair, not the result.
@@ -168,7 +209,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       'bare fastify+keyv/redis get+set req/s': Math.round(bareRps),
       'ratio bot/bare (median of pairs)': Math.round(ratio * 100) / 100,
       'ratio of each pair': pairRatios.map((r) => Math.round(r * 100) / 100).join(' '),
-      'bot deliveries': botRuns.reduce((a, r) => a + r.total, 0),
+      'bot deliveries': botDeliveries,
       'bot refused (non-2xx)': botRuns.reduce((a, r) => a + r.non2xx, 0),
       'bot errors/timeouts': botRuns.reduce((a, r) => a + r.errors + r.timeouts, 0),
       'bot p50 ms': r1(Math.max(...botRuns.map((r) => r.p50))),
@@ -177,6 +218,8 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       'bare p99 ms (median run)': r1(median(bareRuns.map((r) => r.p99))),
       'bot CPU µs/request': cpuUsPerReq(botRuns),
       'bare CPU µs/request': cpuUsPerReq(bareRuns),
+      'bot GC ms per 10k requests (minor / major)': `${per10k(botGc('minorMs'))} / ${per10k(botGc('majorMs'))}`,
+      'bot major GCs': botGc('majors'),
       'bot rss MiB after load': mib(botVm.rss),
       'target ratio ≥ 0.9': met(ratio >= 0.9),
       'target 0 refused': met(refused === 0),

@@ -20,6 +20,7 @@ import {
 } from '../test/emulator/server.js';
 import { DiscordErrors, startFakeDiscord, type FakeDiscord } from '../test/fake-discord/index.js';
 import { freePort } from '../test/helpers/harness.js';
+import { productionNodeFlags } from '../bench/common.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
 import { Timeline } from './timeline.js';
 
@@ -114,7 +115,8 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
   let bot: ChildProcess | undefined;
   let botLog = '';
   const startBot = () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    // As `npm start` runs it: the same V8 flags, then src/main.ts through tsx.
+    const child = spawn(process.execPath, [...productionNodeFlags(), '--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       env: {
         PATH: process.env['PATH'] ?? '',

@@ -1,7 +1,8 @@
 /**
- * The bot's V8 flags (README "Memory") are part of how it runs in production: `npm start`
+ * The bot's V8 flags (README "Memory and V8 flags") are part of how it runs in production: `npm start`
  * and the Docker image must use the same ones, and the benchmarks start the bot with them.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { productionNodeFlags } from '../bench/common.js';
@@ -13,6 +14,16 @@ describe('runtime V8 flags', () => {
 
   it('npm start bounds the young generation', () => {
     expect(flags).toContain('--max-semi-space-size=4');
+  });
+
+  it('npm start turns off allocation-site pretenuring (it made every webhook promote ~2.6 KB)', () => {
+    expect(flags).toContain('--no-allocation-site-pretenuring');
+  });
+
+  it('Node accepts every flag (an unknown V8 flag would stop the bot at start)', () => {
+    const r = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
   });
 
   it('the Dockerfile CMD runs the compiled bot with the same flags as npm start', () => {
