@@ -154,6 +154,9 @@ export function describeStartFailure(err: unknown, ctx: StartContext): string {
       }
       const fs = firstCode(inner, FS_CODES);
       const sqlite = all.map(codeOf).find((c) => c?.startsWith('SQLITE_'));
+      if (sqlite === 'SQLITE_BUSY') {
+        return `DATA_DIR ${ctx.dataDir} holds a database another process keeps locked (SQLITE_BUSY): check that no other bot runs on this DATA_DIR; several instances need REDIS_URL.`;
+      }
       if (fs !== undefined || sqlite !== undefined || phase === 'store') {
         return `DATA_DIR ${ctx.dataDir} is not usable (${fs ?? sqlite ?? last}): check DATA_DIR; it must be a writable directory (or set REDIS_URL).`;
       }

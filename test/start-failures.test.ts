@@ -188,6 +188,43 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     expectOneLine(r, /DATA_DIR .*a-file\/sub is not usable \(ENOTDIR\)/, /check DATA_DIR/);
   });
 
+  it.concurrent(
+    'DATA_DIR whose database another process keeps locked: waited for, then one line',
+    async () => {
+      const lockedDir = await mkdtemp(join(tmpdir(), 'mediabot-locked-'));
+      // A new file held exclusively (rollback mode), as by a bot that never lets go of it.
+      const { default: KeyvSqlite } = await import('@keyv/sqlite');
+      const other = new KeyvSqlite({ uri: `sqlite://${join(lockedDir, 'bot.sqlite')}` });
+      await other.query('BEGIN EXCLUSIVE');
+      await other.query('INSERT INTO keyv (key, value) VALUES (?, ?)', 'held', '1');
+      try {
+        const started = Date.now();
+        const r = await startBot({ ...base, DATA_DIR: lockedDir, PORT: String(await freePort()) });
+        expectOneLine(
+          r,
+          /another process keeps locked \(SQLITE_BUSY\)/,
+          /no other bot runs on this DATA_DIR/,
+          /REDIS_URL/,
+        );
+        // It waited (5 × the 2 s store timeout) before giving up, instead of failing on the
+        // first busy answer, and said so once in the logs.
+        expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
+        const warnings = r.stdout
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { level: string; msg: string })
+          .filter((x) => x.level === 'warn');
+        expect(warnings.map((x) => x.msg)).toEqual([
+          'SQLite file is locked by another process; waiting for it',
+        ]);
+      } finally {
+        await other.query('ROLLBACK');
+        await other.disconnect();
+        await rm(lockedDir, { recursive: true, force: true });
+      }
+    },
+  );
+
   it.concurrent('LOG_LEVEL=debug adds the details (stack) to the logs, still one human line', async () => {
     const r = await startBot({
       ...base,

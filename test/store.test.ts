@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { HAS_REDIS_SERVER, privateRedis, redisAnswers, type PrivateRedis } from './helpers/private-redis.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -487,6 +487,90 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     await expect(s.jobs.get('cl-1')).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(s.kv.set('x', 1, 1_000)).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(s.jobs.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Opening SQLite while another process uses the same file
+// ---------------------------------------------------------------------------
+
+describe('SQLite open: a file another connection holds', () => {
+  const logger = pino({ level: 'silent' });
+  const dirs: string[] = [];
+  const freshDir = async (): Promise<string> => {
+    const dir = await mkdtemp(join(tmpdir(), 'sqlite-open-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Another connection (as another process would) holding the exclusive lock of a file
+   * it has just made, still in rollback-journal mode: no other connection can even read.
+   */
+  async function holdLock(dir: string): Promise<{ release: () => Promise<void> }> {
+    const { default: KeyvSqlite } = await import('@keyv/sqlite');
+    const other = new KeyvSqlite({ uri: `sqlite://${join(dir, 'bot.sqlite')}` });
+    await other.query('BEGIN EXCLUSIVE');
+    await other.query('INSERT INTO keyv (key, value) VALUES (?, ?)', 'held', '1');
+    return {
+      release: async () => {
+        await other.query('COMMIT');
+        await other.disconnect();
+      },
+    };
+  }
+
+  // Regression: two bots starting at once on a new DATA_DIR. SQLite answers one of them
+  // SQLITE_BUSY at once (no busy wait: it breaks a lock deadlock), which used to end its start.
+  it('several openers of one new file at once all open it (x40)', async () => {
+    for (let round = 0; round < 40; round++) {
+      const dataDir = await freshDir();
+      const opened = await Promise.all(
+        [0, 1, 2].map(() => openBackend({ dataDir, namespace: 'race', opTimeoutMs: 2_000, logger })),
+      );
+      await opened[0]?.set('k', { round }, 60_000);
+      for (const b of opened) expect(await b.get('k')).toEqual({ round });
+      for (const b of opened) await b.close();
+    }
+  });
+
+  it('a lock held longer than the busy timeout is waited out, within openWaitMs', async () => {
+    const dataDir = await freshDir();
+    const lock = await holdLock(dataDir);
+    const opening = openBackend({ dataDir, namespace: 'held', opTimeoutMs: 100, openWaitMs: 5_000, logger });
+    await sleep(400); // 4 × the busy timeout: a single attempt would have failed by now
+    await lock.release();
+    const b = await opening;
+    await b.set('after', 1, 60_000);
+    expect(await b.get('after')).toBe(1);
+    await b.close();
+  });
+
+  it('a lock held past openWaitMs fails the open with SQLITE_BUSY, after waiting for it', async () => {
+    const dataDir = await freshDir();
+    const lock = await holdLock(dataDir);
+    const started = Date.now();
+    try {
+      await expect(
+        openBackend({ dataDir, namespace: 'held', opTimeoutMs: 100, openWaitMs: 500, logger }),
+      ).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    } finally {
+      await lock.release();
+    }
+  });
+
+  it('an error other than SQLITE_BUSY is not retried', async () => {
+    const dir = await freshDir();
+    await writeFile(join(dir, 'bot.sqlite'), 'this is not a database, and long enough to show it '.repeat(4));
+    const started = Date.now();
+    await expect(
+      openBackend({ dataDir: dir, namespace: 'bad', opTimeoutMs: 100, openWaitMs: 10_000, logger }),
+    ).rejects.toMatchObject({ code: 'SQLITE_NOTADB' });
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import KeyvRedis, { createClient } from '@keyv/redis';
 import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
 import type { Logger } from 'pino';
@@ -94,6 +95,8 @@ export interface BackendOptions {
   onError?: (source: string, error: unknown) => void;
   /** SQLite only: how often expired rows are swept (Redis expires keys itself). Default 1 h; 0 disables. */
   sweepIntervalMs?: number;
+  /** SQLite only: how long opening waits out a file another process holds locked. Default 5 × opTimeoutMs. */
+  openWaitMs?: number;
 }
 
 // Compare-and-set on the exact stored text: a record changed by anyone since it was read is not overwritten.
@@ -273,6 +276,42 @@ async function openRedis(
   };
 }
 
+/**
+ * Opens the file, creates the table (the adapter does on connect) and switches to WAL.
+ * Two processes opening a new file at once can each hold a lock the other needs;
+ * SQLite then answers SQLITE_BUSY at once instead of waiting busyTimeout, to break the
+ * deadlock. So a busy open is tried again, on a new connection, until waitMs is spent.
+ */
+async function openSqliteFile(file: string, busyTimeoutMs: number, waitMs: number, logger: Logger) {
+  // Loaded only here: a process on Redis never loads the SQLite driver and its native addon.
+  const { default: KeyvSqlite } = await import('@keyv/sqlite');
+  const deadline = Date.now() + waitMs;
+  for (let attempt = 1; ; attempt++) {
+    const adapter = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: busyTimeoutMs });
+    // A failed connect is also emitted; the queries below throw it, and a later one is Keyv's to report.
+    const ignore = (): void => undefined;
+    adapter.on('error', ignore);
+    try {
+      await adapter.query('PRAGMA journal_mode=WAL');
+      await adapter.query('PRAGMA synchronous=NORMAL');
+      adapter.off('error', ignore);
+      return adapter;
+    } catch (error) {
+      await adapter.disconnect().catch(() => undefined);
+      const busy = (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY';
+      if (!busy || Date.now() >= deadline) throw error;
+      // A first busy answer is the deadlock above; a second means the file is held.
+      if (attempt === 2) {
+        logger.warn(
+          { file, waitSeconds: waitMs / 1000 },
+          'SQLite file is locked by another process; waiting for it',
+        );
+      }
+      await sleep(20 + Math.floor(Math.random() * 80));
+    }
+  }
+}
+
 async function openSqlite(
   opts: BackendOptions,
   onError: (source: string, error: unknown) => void,
@@ -281,19 +320,13 @@ async function openSqlite(
   const dir = path.resolve(opts.dataDir);
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'bot.sqlite');
-  // Loaded only here: a process on Redis never loads the SQLite driver and its native addon.
-  const { default: KeyvSqlite } = await import('@keyv/sqlite');
-  const adapter = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: opTimeoutMs });
+  const adapter = await openSqliteFile(file, opTimeoutMs, opts.openWaitMs ?? 5 * opTimeoutMs, opts.logger);
   // Keyv prefixes `${namespace}:` (SQLite has no native TTL: Keyv stores `expires`
   // in the value and drops expired rows when read; sweep() removes the rest).
   const keyv = new Keyv({ store: adapter, namespace, throwOnErrors: true, serialize, deserialize });
   keyv.on('error', (error: unknown) => onError('sqlite', error));
   const table = adapter.opts.table ?? 'keyv';
   const prefix = `${namespace}:`;
-
-  // First query right away, so a failed open is handled (and thrown) here.
-  await adapter.query('PRAGMA journal_mode=WAL');
-  await adapter.query('PRAGMA synchronous=NORMAL');
 
   const sweep = async (): Promise<void> => {
     await adapter.query(
