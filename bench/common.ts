@@ -1,11 +1,11 @@
 /** Shared pieces of the benchmarks. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
+import { productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
@@ -131,26 +131,6 @@ export function loadFromChild(spec: {
       }
     });
   });
-}
-
-/**
- * The V8 flags the bot runs with in production: those of `npm start` (package.json),
- * which the Dockerfile's CMD repeats (test/runtime-flags.test.ts keeps them equal).
- * Every bench starts the bot with them, so its figures are the production ones.
- */
-export function productionNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    scripts: { start: string };
-  };
-  const words = pkg.scripts.start.split(/\s+/);
-  const flags: string[] = [];
-  for (let i = 1; i < words.length; i++) {
-    const w = words[i] ?? '';
-    if (w === '--import')
-      i++; // the TypeScript loader, not a runtime flag
-    else if (w.startsWith('--')) flags.push(w);
-  }
-  return flags;
 }
 
 /** Compiles the bot as the Docker image does (`tsc -p tsconfig.build.json` → dist/). */

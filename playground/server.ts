@@ -20,7 +20,7 @@ import {
 } from '../test/emulator/server.js';
 import { DiscordErrors, startFakeDiscord, type FakeDiscord } from '../test/fake-discord/index.js';
 import { freePort } from '../test/helpers/harness.js';
-import { productionNodeFlags } from '../bench/common.js';
+import { productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
 import { Timeline } from './timeline.js';
 
