@@ -35,6 +35,40 @@ interface Ready {
   instance?: string;
 }
 
+/**
+ * A command that got no answer: what Discord saw of it and what each instance logged
+ * since the kill about the gateway, its lease and interactions, so a failure on a
+ * loaded CI machine says where the command went.
+ */
+function explainUnanswered(
+  handle: ReturnType<FakeDiscord['sendCommand']>,
+  bots: BotProcess[],
+  fake: FakeDiscord,
+  since: number,
+): void {
+  const state = fake.interactions.get(handle.id);
+  const session = fake.gateway.currentSession;
+  console.log(
+    `unanswered interaction ${handle.id}: callbacks ${JSON.stringify(state?.callbacks ?? []).slice(0, 500)}; ` +
+      `gateway session ${session?.id ?? 'none'} (connected: ${fake.gateway.connected})`,
+  );
+  const relevant = /gateway|lease|interaction|command|connected to Discord|took over/i;
+  for (const [i, bot] of bots.entries()) {
+    const lines = bot
+      .output()
+      .split('\n')
+      .filter((line) => {
+        try {
+          const entry = JSON.parse(line) as { time?: string; msg?: string };
+          return Date.parse(entry.time ?? '') >= since && relevant.test(entry.msg ?? '');
+        } catch {
+          return false;
+        }
+      });
+    console.log(`bot-${i} since the kill:\n${lines.slice(-40).join('\n')}`);
+  }
+}
+
 async function readyz(bot: BotProcess): Promise<Ready | undefined> {
   try {
     const r = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(2000) });
@@ -209,7 +243,10 @@ describe
         channelId: channels[0] ?? fake.defaultChannelId,
         options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
       });
-      await after.message(20_000);
+      await after.message(20_000).catch((err: unknown) => {
+        explainUnanswered(after, bots, fake, killedAt);
+        throw err;
+      });
 
       // Every job (the 100 and the one after the takeover) reaches its final message.
       const all = [...handles, after];
