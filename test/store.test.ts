@@ -491,6 +491,73 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
 });
 
 // ---------------------------------------------------------------------------
+// Cross-process locks (Redis): a short lease, renewed while the holder works
+// ---------------------------------------------------------------------------
+
+describe.skipIf(redisUrl === undefined)('cross-process locks (Redis)', () => {
+  // Regression: the lease was 10 × the op timeout (20 s) and never renewed, so an instance
+  // SIGKILLed inside a guild's fair-use lock (a final releasing its slot) kept every job
+  // command of that guild from answering Discord for up to 20 s.
+  it('the lease is 3 × the op timeout, renewed while held: never overtaken, however long the holder works', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'lock-test-'));
+    const namespace = uniqueNamespace('lock');
+    const opTimeoutMs = 200;
+    const logger = pino({ level: 'silent' });
+    const opts = { redisUrl, dataDir, namespace, logger, opTimeoutMs, lockWaitMs: 10_000 };
+    const a = await createStores(opts);
+    const b = await createStores(opts);
+    try {
+      const pttl = async (): Promise<number> =>
+        Number(
+          await a.redis?.eval(`return redis.call('pttl', KEYS[1])`, [`${namespace}::lock:fair-use:g`], []),
+        );
+      let aLeft = 0;
+      let bEntered = 0;
+      const held = a.kv.withLock('fair-use:g', async () => {
+        const first = await pttl();
+        expect(first).toBeGreaterThan(0);
+        expect(first).toBeLessThanOrEqual(3 * opTimeoutMs);
+        await sleep(5 * 3 * opTimeoutMs); // five leases
+        expect(await pttl()).toBeGreaterThan(0); // renewed all along
+        aLeft = Date.now();
+      });
+      await sleep(50);
+      const other = b.kv.withLock('fair-use:g', async () => {
+        bEntered = Date.now();
+        await Promise.resolve();
+      });
+      await Promise.all([held, other]);
+      expect(bEntered).toBeGreaterThanOrEqual(aLeft);
+      expect(await pttl()).toBe(-2); // released
+    } finally {
+      await a.close();
+      await b.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a lock left by a holder that died (no renewal) is free again after one lease', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'lock-test-'));
+    const namespace = uniqueNamespace('lock');
+    const opTimeoutMs = 200;
+    const logger = pino({ level: 'silent' });
+    const raw = await openBackend({ redisUrl, dataDir, namespace, opTimeoutMs, logger });
+    const s = await createStores({ redisUrl, dataDir, namespace, logger, opTimeoutMs, lockWaitMs: 5_000 });
+    try {
+      // What a SIGKILLed holder leaves behind: the lock with the lease it was given.
+      expect(await raw.tryLock('fair-use:g', 3 * opTimeoutMs, 'dead-holder')).toBeDefined();
+      const started = Date.now();
+      await s.kv.withLock('fair-use:g', async () => undefined);
+      expect(Date.now() - started).toBeLessThan(3 * opTimeoutMs + 500);
+    } finally {
+      await s.close();
+      await raw.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------
 // Opening SQLite while another process uses the same file
 // ---------------------------------------------------------------------------
 

@@ -69,6 +69,8 @@ export interface Backend {
   };
   /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
   unlock(key: string, token: string): Promise<void>;
+  /** Extends the lock `key` to `ttlMs` from now if it still holds `token`; false when it does not. */
+  renewLock(key: string, token: string, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -106,6 +108,7 @@ return 1`;
 const CAS_SET_SHA = createHash('sha1').update(CAS_SET).digest('hex');
 
 const RELEASE_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+const RENEW_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 
 // Plain JSON, so expired SQLite rows can be swept with json_extract().
 const serialize: Serialize = (data) => JSON.stringify(data);
@@ -268,6 +271,13 @@ async function openRedis(
       },
     },
     unlock,
+    async renewLock(key, token, ttlMs) {
+      const renewed = await client.eval(RENEW_LOCK, {
+        keys: [prefixed(`lock:${key}`)],
+        arguments: [token, String(ttlMs)],
+      });
+      return renewed === 1;
+    },
     async close() {
       // Every store call has settled or timed out by now: drop the connection (this
       // also stops a reconnect loop). Acknowledged writes are already in Redis.
@@ -365,6 +375,9 @@ async function openSqlite(
       return async () => undefined;
     },
     async unlock() {},
+    async renewLock() {
+      return true;
+    },
     async close() {
       if (closed) return;
       closed = true;

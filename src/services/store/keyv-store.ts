@@ -194,16 +194,20 @@ class StoreCore {
 
   /**
    * The backend lock `name` around `fn`, retried every 5-20 ms until lockWaitMs. The lease
-   * (10 × the op timeout) outlives any bounded store call inside `fn`.
+   * is short (3 × the op timeout) and renewed every op timeout while `fn` runs: a holder
+   * that dies (SIGKILL, lost host) blocks the key for at most one lease, not for as long
+   * as the slowest `fn` could take. A guild's fair-use lock is taken by every job command
+   * before it answers Discord, which allows 3 s.
    */
   async crossProcess<T>(name: string, fn: () => Promise<T>, busy: () => Error): Promise<T> {
     const { opTimeoutMs, lockWaitMs } = this.config;
+    const leaseMs = 3 * opTimeoutMs;
     const deadline = Date.now() + lockWaitMs;
     for (;;) {
       const token = randomBytes(12).toString('hex');
       let release: (() => Promise<void>) | undefined;
       try {
-        release = await this.call('lock', () => this.backend.tryLock(name, 10 * opTimeoutMs, token));
+        release = await this.call('lock', () => this.backend.tryLock(name, leaseMs, token));
       } catch (error) {
         // Timed out: the SET may still run when Redis wakes. Undo it then (same connection,
         // so the undo runs after it), or the stale lock would block this key for its whole lease.
@@ -211,9 +215,20 @@ class StoreCore {
         throw error;
       }
       if (release) {
+        const renew = setInterval(() => {
+          this.call('lock-renew', () => this.backend.renewLock(name, token, leaseMs)).then(
+            (held) => {
+              if (!held)
+                this.logger.warn({ lock: name }, 'store: a lock expired while held (a pause past its lease)');
+            },
+            () => undefined, // Redis unreachable: fn's own store calls fail too
+          );
+        }, opTimeoutMs);
+        renew.unref();
         try {
           return await fn();
         } finally {
+          clearInterval(renew);
           await this.call('unlock', release).catch(() => undefined);
         }
       }
@@ -676,8 +691,8 @@ class KeyvKeyValueStore implements LockingKeyValueStore {
 
   /**
    * In-process mutex first (callers of one process queue, FIFO), then the backend's
-   * cross-process lock, retried every 15-40 ms until lockWaitMs. The lease (10 × the
-   * op timeout) outlives any bounded store call inside `fn`.
+   * cross-process lock (see crossProcess: a short lease, renewed while `fn` runs),
+   * retried until lockWaitMs.
    */
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const { lockWaitMs } = this.core.config;
