@@ -180,6 +180,67 @@ describe('JobService with job ownership', () => {
     expect(t.owner.released).toEqual([`${job.id} done`]);
   });
 
+  // Regression: ownership was checked only before the poll's store read, so a job handed
+  // over during that read was fetched by both instances (seen in the replicas test on CI).
+  it('a job handed over while its poll reads the store is not fetched here', async () => {
+    const owner = new RecordingOwner();
+    const fetched: string[] = [];
+    const watched: { id?: string } = {};
+    // The store as it is, except that reading the watched job moves it to another instance.
+    const store = new Proxy(stores.jobs, {
+      get(target, prop) {
+        if (prop === 'get') {
+          return async (id: string) => {
+            const job = await target.get(id);
+            if (id === watched.id) owner.owned.delete(id);
+            return job;
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const jobs = new JobService({
+      store,
+      ownership: owner,
+      media: {
+        fetchTask: async (operation, taskId) => {
+          fetched.push(taskId);
+          return { operation, taskId, state: 'processing', percentage: 20, raw: {} };
+        },
+      },
+      edits: new RecordingEdits(),
+      render: () => ({ content: 'x', embeds: [], components: [], allowed_mentions: { parse: [] } }),
+      logger,
+      onFinal: async () => undefined,
+      finalShown: async () => false,
+      options: {
+        publicUrl: 'https://bot.example',
+        maxDurationMs: 3_600_000,
+        pollInitialMs: 30,
+        pollMaxMs: 30,
+        webhookSilenceMs: 30,
+      },
+    });
+    const params = { task_id: 't', song_id: 's', continue_at: 30 };
+    const message = { channelId: '2', messageId: '3' };
+    const kept = await jobs.create({ operation: 'song', userId: '1', message, params });
+    const moved = await jobs.create({ operation: 'song', userId: '1', message, params });
+    for (const job of [kept, moved]) {
+      await jobs.update(job.id, { state: 'queued', taskId: `task-${job.id}`, at: Date.now() });
+      await jobs.applyResult(
+        job.id,
+        { operation: 'song', taskId: `task-${job.id}`, state: 'processing', percentage: 10, raw: {} },
+        'webhook',
+      );
+    }
+    watched.id = moved.id;
+    await new Promise((r) => setTimeout(r, 400));
+    jobs.stop();
+    expect(fetched).toContain(`task-${kept.id}`); // polling itself works
+    expect(fetched).not.toContain(`task-${moved.id}`);
+  });
+
   it('the first progress edit offers the job once; a job handed over is not polled here any more', async () => {
     const t = setup();
     const job = await t.newJob();

@@ -215,6 +215,8 @@ describe
       const killedAt = Date.now();
       first.child.kill('SIGKILL');
       await eventually(() => first.child.signalCode !== null, 5000, 'bot-0 killed');
+      // Taken once the kill is seen: bot-0 may still log in the moment between kill() and its death.
+      const deadAt = Date.now();
 
       let takeoverMs = 0;
       if (mode === 'gateway') {
@@ -309,7 +311,13 @@ describe
           .sort((x, y) => x[0] - y[0]);
         const overlapping = spans.some((span, i) => i > 0 && span[0] <= (spans[i - 1]?.[1] ?? -1));
         const deadLast = Math.max(0, ...(byBot[0]?.get(jobId) ?? []));
-        if (overlapping || deadLast > killedAt) pollOverlaps++;
+        if (overlapping || deadLast > deadAt) {
+          pollOverlaps++;
+          const each = byBot.map(
+            (m, i) => `bot-${i} ${(m.get(jobId) ?? []).map((t) => t - killedAt).join(',')}`,
+          );
+          console.log(`job ${jobId} polled by two at once (ms from the kill): ${each.join(' | ')}`);
+        }
       }
       expect(pollOverlaps).toBe(0);
 

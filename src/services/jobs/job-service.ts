@@ -666,6 +666,13 @@ export class JobService {
       this.schedulePoll(job, this.deps.options.webhookSilenceMs - silentFor);
       return;
     }
+    // The store read above awaited: a handover may have moved the job meanwhile, and its new
+    // owner polls it now. Checked again with no await before the fetch, so two instances
+    // never poll one job at once.
+    if (this.deps.ownership && !this.deps.ownership.owns(jobId)) {
+      this.forget(jobId);
+      return;
+    }
     try {
       if (this.deps.logger.isLevelEnabled('debug')) this.deps.logger.debug({ jobId }, 'job polled');
       const result = await this.deps.media.fetchTask(job.operation, job.taskId);
