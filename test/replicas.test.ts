@@ -52,7 +52,9 @@ function explainUnanswered(
     `unanswered interaction ${handle.id}: callbacks ${JSON.stringify(state?.callbacks ?? []).slice(0, 500)}; ` +
       `gateway session ${session?.id ?? 'none'} (connected: ${fake.gateway.connected})`,
   );
-  const relevant = /gateway|lease|interaction|command|connected to Discord|took over/i;
+  // Not the routine token-expiry lines, which fill the tail during a storm.
+  const relevant =
+    /gateway|lease|interaction (?!token)|command|connected to Discord|took over|"level":"(warn|error)"/i;
   for (const [i, bot] of bots.entries()) {
     const lines = bot
       .output()
@@ -60,7 +62,9 @@ function explainUnanswered(
       .filter((line) => {
         try {
           const entry = JSON.parse(line) as { time?: string; msg?: string };
-          return Date.parse(entry.time ?? '') >= since && relevant.test(entry.msg ?? '');
+          return (
+            Date.parse(entry.time ?? '') >= since && relevant.test(`${entry.msg ?? ''} ${line.slice(0, 20)}`)
+          );
         } catch {
           return false;
         }
