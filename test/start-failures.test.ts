@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { freePort, REDIS_URL } from './helpers/harness.js';
+import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -46,6 +47,16 @@ function run(args: string[], env: Record<string, string>, timeoutMs = 25_000): P
 }
 
 const startBot = (env: Record<string, string>) => run(['--import', 'tsx', 'src/main.ts'], env);
+
+/** The messages of the warn-level JSON log lines (LOG_FORMAT=json) in `stdout`. */
+function warningsIn(stdout: string): string[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: string; msg: string })
+    .filter((x) => x.level === 'warn')
+    .map((x) => x.msg);
+}
 
 /** The one human line, and no stack anywhere. */
 function expectOneLine(r: Run, ...patterns: RegExp[]): string {
@@ -162,13 +173,7 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
       /REDIS_URL/,
     );
     // JSON logs (LOG_FORMAT=json): the one warning says what it waits for; no "retrying" then crash.
-    const records = r.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { level: string; msg: string });
-    expect(records.filter((x) => x.level === 'warn').map((x) => x.msg)).toEqual([
-      'Redis does not answer yet; waiting for it before starting',
-    ]);
+    expect(warningsIn(r.stdout)).toEqual(['Redis does not answer yet; waiting for it before starting']);
     expect(r.stdout).not.toMatch(/retrying|registered|HTTP server listening/);
   });
 
@@ -192,11 +197,8 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     'DATA_DIR whose database another process keeps locked: waited for, then one line',
     async () => {
       const lockedDir = await mkdtemp(join(tmpdir(), 'mediabot-locked-'));
-      // A new file held exclusively (rollback mode), as by a bot that never lets go of it.
-      const { default: KeyvSqlite } = await import('@keyv/sqlite');
-      const other = new KeyvSqlite({ uri: `sqlite://${join(lockedDir, 'bot.sqlite')}` });
-      await other.query('BEGIN EXCLUSIVE');
-      await other.query('INSERT INTO keyv (key, value) VALUES (?, ?)', 'held', '1');
+      // A new file held exclusively, as by a bot that never lets go of it.
+      const lock = await holdNewSqliteFile(lockedDir);
       try {
         const started = Date.now();
         const r = await startBot({ ...base, DATA_DIR: lockedDir, PORT: String(await freePort()) });
@@ -209,17 +211,9 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
         // It waited (5 × the 2 s store timeout) before giving up, instead of failing on the
         // first busy answer, and said so once in the logs.
         expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
-        const warnings = r.stdout
-          .split('\n')
-          .filter((l) => l.startsWith('{'))
-          .map((l) => JSON.parse(l) as { level: string; msg: string })
-          .filter((x) => x.level === 'warn');
-        expect(warnings.map((x) => x.msg)).toEqual([
-          'SQLite file is locked by another process; waiting for it',
-        ]);
+        expect(warningsIn(r.stdout)).toEqual(['SQLite file is locked by another process; waiting for it']);
       } finally {
-        await other.query('ROLLBACK');
-        await other.disconnect();
+        await lock.release();
         await rm(lockedDir, { recursive: true, force: true });
       }
     },

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { HAS_REDIS_SERVER, privateRedis, redisAnswers, type PrivateRedis } from './helpers/private-redis.js';
+import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -573,23 +574,6 @@ describe('SQLite open: a file another connection holds', () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  /**
-   * Another connection (as another process would) holding the exclusive lock of a file
-   * it has just made, still in rollback-journal mode: no other connection can even read.
-   */
-  async function holdLock(dir: string): Promise<{ release: () => Promise<void> }> {
-    const { default: KeyvSqlite } = await import('@keyv/sqlite');
-    const other = new KeyvSqlite({ uri: `sqlite://${join(dir, 'bot.sqlite')}` });
-    await other.query('BEGIN EXCLUSIVE');
-    await other.query('INSERT INTO keyv (key, value) VALUES (?, ?)', 'held', '1');
-    return {
-      release: async () => {
-        await other.query('COMMIT');
-        await other.disconnect();
-      },
-    };
-  }
-
   // Regression: two bots starting at once on a new DATA_DIR. SQLite answers one of them
   // SQLITE_BUSY at once (no busy wait: it breaks a lock deadlock), which used to end its start.
   it('several openers of one new file at once all open it (x40)', async () => {
@@ -606,7 +590,7 @@ describe('SQLite open: a file another connection holds', () => {
 
   it('a lock held longer than the busy timeout is waited out, within openWaitMs', async () => {
     const dataDir = await freshDir();
-    const lock = await holdLock(dataDir);
+    const lock = await holdNewSqliteFile(dataDir);
     const opening = openBackend({ dataDir, namespace: 'held', opTimeoutMs: 100, openWaitMs: 5_000, logger });
     await sleep(400); // 4 × the busy timeout: a single attempt would have failed by now
     await lock.release();
@@ -618,7 +602,7 @@ describe('SQLite open: a file another connection holds', () => {
 
   it('a lock held past openWaitMs fails the open with SQLITE_BUSY, after waiting for it', async () => {
     const dataDir = await freshDir();
-    const lock = await holdLock(dataDir);
+    const lock = await holdNewSqliteFile(dataDir);
     const started = Date.now();
     try {
       await expect(

@@ -619,13 +619,17 @@ export class JobService {
     return Math.round(base * (0.8 + Math.random() * 0.4));
   }
 
+  /** Another instance owns the job now: stop tracking it here (true), or false when it is still ours. */
+  private forgetIfMoved(jobId: string): boolean {
+    if (!this.deps.ownership || this.deps.ownership.owns(jobId)) return false;
+    this.forget(jobId);
+    return true;
+  }
+
   private async poll(jobId: string): Promise<void> {
     if (this.stopped) return;
-    if (this.deps.ownership && !this.deps.ownership.owns(jobId)) {
-      // The lease was lost (a pause past it): the new owner polls.
-      this.forget(jobId);
-      return;
-    }
+    // The lease was lost (a pause past it): the new owner polls.
+    if (this.forgetIfMoved(jobId)) return;
     let job: JobRecord | undefined;
     try {
       job = await this.deps.store.get(jobId);
@@ -669,10 +673,7 @@ export class JobService {
     // The store read above awaited: a handover may have moved the job meanwhile, and its new
     // owner polls it now. Checked again with no await before the fetch, so two instances
     // never poll one job at once.
-    if (this.deps.ownership && !this.deps.ownership.owns(jobId)) {
-      this.forget(jobId);
-      return;
-    }
+    if (this.forgetIfMoved(jobId)) return;
     try {
       if (this.deps.logger.isLevelEnabled('debug')) this.deps.logger.debug({ jobId }, 'job polled');
       const result = await this.deps.media.fetchTask(job.operation, job.taskId);
