@@ -143,6 +143,42 @@ describe.skipIf(!hasRedis)('multi-instance primitives on Redis', () => {
     await b.stop();
   });
 
+  // Regression (memory): one renewal script carried every owned lease (10 000 jobs: 20 000
+  // strings alive while Redis ran it), leaving megabytes of old-generation garbage each time.
+  it('job ownership: leases are renewed in scripts of at most 250, all of them, and a lost one is reported', async () => {
+    const p = prefix();
+    const renewals: number[] = [];
+    const counting: RedisClient = {
+      eval: (script, keys, args) => {
+        if (script.includes('pexpire')) renewals.push(keys.length);
+        return redis.eval(script, keys, args);
+      },
+      publish: (channel, message) => redis.publish(channel, message),
+      subscribe: (channel, onMessage) => redis.subscribe(channel, onMessage),
+    };
+    const a = new JobOwnership({
+      redis: counting,
+      prefix: p,
+      logger,
+      instanceId: 'a',
+      ttlMs: 1500,
+      renewMs: 300,
+    });
+    await a.start({ adopt: async () => undefined, changed: async () => undefined });
+    const ids = Array.from({ length: 600 }, (_, i) => `job-${i}`);
+    for (const id of ids) expect(await a.claim(id)).toBe('a');
+    // Another instance holds one lease now (as after a pause past it): reported lost, not renewed.
+    await redis.eval(`redis.call('set', KEYS[1], 'b')`, [`${p}owner:job-450`], []);
+    await new Promise((r) => setTimeout(r, 2500)); // well past the 1.5 s lease
+    const other = new JobOwnership({ redis, prefix: p, logger, instanceId: 'c' });
+    for (const id of ids) expect(await other.claim(id)).toBe(id === 'job-450' ? 'b' : 'a');
+    expect(a.owns('job-450')).toBe(false);
+    expect(a.size()).toBe(599);
+    expect(renewals.length).toBeGreaterThan(0);
+    expect(Math.max(...renewals)).toBeLessThanOrEqual(250);
+    await a.stop();
+  });
+
   // Regression: a takeover found by a webhook (route) before the sweep was not logged,
   // so an operator (and the replicas test) saw no sign of it.
   it('job ownership: a dead owner’s job taken over through a change is logged as a takeover; a new job is not', async () => {

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobService, type EditSink, type JobOwner } from '../src/services/jobs/job-service.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
-import type { JobRecord } from '../src/services/store/types.js';
+import type { JobRecord, JobStore } from '../src/services/store/types.js';
 import type { TaskResult } from '../src/services/media/types.js';
 
 const logger = pino({ level: 'silent' });
@@ -273,5 +273,63 @@ describe('JobService with job ownership', () => {
     expect(t.edits.handedOver).toEqual([other.id]);
     expect(t.jobs.pendingPolls()).toBe(1);
     t.jobs.stop();
+  });
+
+  // Regression (memory): recovery read every unfinished record before resuming any, so with
+  // 10 000 jobs all their records were alive at once and ended as old-generation garbage.
+  it('restart recovery resumes a page of jobs before it reads the next page', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mediabot-recover-'));
+    const own = await createStores({ dataDir: dir, logger });
+    try {
+      const events: string[] = [];
+      const pages: string[][] = [];
+      // The real store, with its pages watched as recovery takes them.
+      const store = Object.create(own.jobs) as JobStore;
+      store.unfinishedPages = async function* () {
+        for await (const page of own.jobs.unfinishedPages()) {
+          events.push(`page ${pages.length}`);
+          pages.push(page.map((j) => j.id));
+          yield page;
+        }
+      };
+      const owner = new RecordingOwner();
+      const jobs = new JobService({
+        store,
+        ownership: owner,
+        media: { fetchTask: async () => Promise.reject(new Error('not polled in this test')) },
+        edits: { push: (req) => void events.push(`show ${req.jobId}`), handOver: () => true },
+        render: () => ({ content: 'x', embeds: [], components: [], allowed_mentions: { parse: [] } }),
+        logger,
+        options: {
+          maxDurationMs: 3_600_000,
+          pollInitialMs: 60_000,
+          pollMaxMs: 60_000,
+          webhookSilenceMs: 60_000,
+        },
+      });
+      for (let i = 0; i < 230; i++) {
+        const job = await jobs.create({
+          operation: 'song',
+          userId: '1',
+          message: { channelId: '2', messageId: String(1000 + i) },
+          params: { task_id: 't', song_id: 's', continue_at: 30 },
+        });
+        await own.jobs.apply(job.id, { state: 'processing', taskId: `task-${i}`, at: Date.now() });
+      }
+      events.length = 0;
+      expect(await jobs.recover()).toEqual({ resumed: 230, failed: 0 });
+      jobs.stop();
+      expect(pages.length).toBe(3);
+      for (const [k, page] of pages.entries()) {
+        const next = events.indexOf(`page ${k + 1}`);
+        if (next === -1) continue;
+        // Every job of page k was resumed (shown) before page k + 1 was read.
+        for (const id of page) expect(events.indexOf(`show ${id}`)).toBeLessThan(next);
+      }
+      expect(owner.owned.size).toBe(230);
+    } finally {
+      await own.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

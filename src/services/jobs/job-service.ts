@@ -280,7 +280,8 @@ export class JobService {
 
   /** Applies an update; when it changed the job, renders it and queues the edit. */
   async update(jobId: string, update: JobUpdate, source = 'bot'): Promise<JobRecord | undefined> {
-    const r = await this.deps.store.apply(jobId, update);
+    // A poll's result is not followed by re-deliveries: nothing to remember it for.
+    const r = await this.deps.store.apply(jobId, update, source === 'poll' ? { remember: false } : undefined);
     if (!r) return undefined;
     const { job, changed } = r;
     if (changed) {
@@ -512,35 +513,40 @@ export class JobService {
    * whose submission was in flight when the process died is failed, never resubmitted.
    */
   async recover(): Promise<{ resumed: number; failed: number }> {
-    const jobs = await this.deps.store.listUnfinished();
     let resumed = 0;
     let failed = 0;
-    for (const [i, job] of jobs.entries()) {
-      // Several instances: a job another live instance owns is its business.
-      const own = this.deps.ownership;
-      if (own && !own.owns(job.id)) {
-        try {
-          if ((await own.claim(job.id)) !== own.instanceId) continue;
-        } catch (err) {
-          this.deps.logger.warn(
-            { err, jobId: job.id },
-            'could not claim an unfinished job; the sweep retries',
-          );
-          continue;
-        }
+    let i = 0;
+    // A page of records at a time: only those are alive at once, however many jobs there are.
+    for await (const page of this.deps.store.unfinishedPages()) {
+      for (const job of page) {
+        const outcome = await this.recoverOne(job, i++);
+        if (outcome === 'failed') failed++;
+        else if (outcome === 'resumed') resumed++;
       }
-      // Spread the first polls so a restart with many jobs does not burst the service:
-      // 20 a second, in whole seconds so that thousands of timers share a few hundred
-      // durations (Node keeps one timer list per duration).
-      const outcome = await this.resumeUnfinished(
-        job,
-        Math.min(this.deps.options.pollInitialMs, 1000) + Math.floor(i / 20) * 1000,
-      );
-      if (outcome === 'failed') failed++;
-      else if (outcome === 'resumed') resumed++;
     }
     this.deps.logger.info({ resumed, failed }, 'recovered unfinished jobs');
     return { resumed, failed };
+  }
+
+  /** The `i`th unfinished job found at start: claimed (several instances), then resumed. */
+  private async recoverOne(job: JobRecord, i: number): Promise<'resumed' | 'failed' | 'final' | 'skipped'> {
+    // Several instances: a job another live instance owns is its business.
+    const own = this.deps.ownership;
+    if (own && !own.owns(job.id)) {
+      try {
+        if ((await own.claim(job.id)) !== own.instanceId) return 'skipped';
+      } catch (err) {
+        this.deps.logger.warn({ err, jobId: job.id }, 'could not claim an unfinished job; the sweep retries');
+        return 'skipped';
+      }
+    }
+    // Spread the first polls so a restart with many jobs does not burst the service:
+    // 20 a second, in whole seconds so that thousands of timers share a few hundred
+    // durations (Node keeps one timer list per duration).
+    return this.resumeUnfinished(
+      job,
+      Math.min(this.deps.options.pollInitialMs, 1000) + Math.floor(i / 20) * 1000,
+    );
   }
 
   /** Shows a job this instance (now) owns and polls it again; a job caught mid-submission is failed. */

@@ -64,7 +64,7 @@ export interface Backend {
    */
   readonly sets?: {
     add(key: string, member: string, ttlMs: number): Promise<void>;
-    remove(key: string, member: string): Promise<void>;
+    remove(key: string, members: readonly string[]): Promise<void>;
     members(key: string): Promise<string[]>;
   };
   /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
@@ -263,8 +263,8 @@ async function openRedis(
       async add(key, member, ttlMs) {
         await client.multi().sAdd(prefixed(key), member).pExpire(prefixed(key), ttlMs).exec();
       },
-      async remove(key, member) {
-        await client.sRem(prefixed(key), member);
+      async remove(key, members) {
+        if (members.length > 0) await client.sRem(prefixed(key), [...members]);
       },
       async members(key) {
         return client.sMembers(prefixed(key));

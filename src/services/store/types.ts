@@ -85,6 +85,16 @@ export interface ApplyResult {
   changed: boolean;
 }
 
+export interface ApplyOptions {
+  /**
+   * Keep the record in the store's short memo of recent records (default true), so the
+   * re-deliveries that usually follow a webhook are merged without a read. A poll
+   * result has none to follow: false saves the memo entry, which otherwise outlives
+   * young-generation GCs (thousands of polled jobs: megabytes of old-generation garbage).
+   */
+  remember?: boolean;
+}
+
 /** Durable job state. Every method throws StoreUnavailableError when the backend is down. */
 export interface JobStore {
   /** Stores a new job and indexes it (user list, unfinished set, task index when taskId is set). */
@@ -96,7 +106,7 @@ export interface JobStore {
    * job within the process. Indexes task_id on first sight; drops the job from the
    * unfinished set when it becomes final. `undefined` when the job is unknown.
    */
-  apply(jobId: string, update: JobUpdate): Promise<ApplyResult | undefined>;
+  apply(jobId: string, update: JobUpdate, opts?: ApplyOptions): Promise<ApplyResult | undefined>;
   /**
    * `apply` decided from memory, synchronously, when it can be: the job's record is
    * remembered from a recent read or write, nobody is applying to it right now, and
@@ -106,8 +116,13 @@ export interface JobStore {
   applyInMemory?(jobId: string, update: JobUpdate): ApplyResult | undefined;
   /** Most recent first, at most `limit` (the per-user list is bounded). */
   listByUser(userId: string, limit?: number): Promise<JobRecord[]>;
-  /** Every job not yet finished/failed (for polling and restart recovery). */
+  /** Every job not yet finished/failed, all at once (tests, tools; see unfinishedPages). */
   listUnfinished(): Promise<JobRecord[]>;
+  /**
+   * Every job not yet finished/failed, a page (at most 100) at a time, for restart
+   * recovery: only one page of records is alive at once, however many jobs there are.
+   */
+  unfinishedPages(): AsyncIterable<JobRecord[]>;
   /** Resolves when the backend answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
