@@ -13,7 +13,7 @@ import { renderJob, renderThreadLine } from './services/discord/render.js';
 import { JobService } from './services/jobs/job-service.js';
 import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
-import type { JobStore } from './services/store/types.js';
+import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { TrainingSessions } from './services/training/sessions.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
@@ -61,6 +61,8 @@ export interface App {
   context: BotContext;
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
+  /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
+  kv: LockingKeyValueStore;
   /** Listens, logs in, syncs commands, resumes unfinished jobs. */
   start(): Promise<{ url: string; commands: SyncResult | undefined }>;
   /** Stops taking webhooks, lets in-flight edits finish (bounded), closes everything. */
@@ -384,6 +386,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     context,
     store: stores.jobs,
+    kv: stores.kv,
     async start() {
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),

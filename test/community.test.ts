@@ -364,4 +364,67 @@ describe('community e2e', () => {
     await eventually(async () => (await usedNow()) === before, 5_000, 'credits refunded');
     h.fake.assertNoViolations();
   });
+
+  // Discord allows 3 s for the first answer. Admission takes the guild's fair-use lock, which
+  // every other command and every final of the guild also take: a storm of finals (or a lock
+  // left by a dead instance, up to one lease) kept the command silent past Discord's limit.
+  describe('a job command kept waiting by its guild’s fair-use lock', () => {
+    const hold = (ms: number) =>
+      h.app.kv.withLock(`fair-use:${h.fake.guildId}`, () => new Promise((r) => setTimeout(r, ms)));
+    const song = (userId: string) =>
+      h.fake.sendCommand({
+        name: 'extend-song',
+        userId,
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+      });
+
+    it('is deferred within Discord’s 3 s, then its reply becomes the job message', async () => {
+      const user = h.fake.addUser({ username: 'slow-admit', permissions: String(1n << 11n) });
+      const before = h.emulator.tasks.size;
+      const held = hold(2500);
+      const cmd = song(user);
+      // The fake fails an interaction not acknowledged within 3 s (as Discord does).
+      expect((await cmd.response(3000)).type).toBe(5);
+      await held;
+      const msg = await cmd.waitForMessage(
+        (m) => (m.data['embeds'] as unknown[] | undefined)?.length === 1,
+        10_000,
+      );
+      expect(msg.ephemeral).toBe(false);
+      await eventually(() => h.emulator.tasks.size === before + 1, 10_000, 'the job submitted');
+      h.fake.assertNoViolations();
+    });
+
+    it('refused after the deferral: the placeholder goes, the refusal is ephemeral', async () => {
+      await h.fake
+        .sendCommand({
+          name: 'settings',
+          subcommand: 'set',
+          userId: admin,
+          options: { cooldown_seconds: 600 },
+        })
+        .message(10_000);
+      const user = h.fake.addUser({ username: 'slow-refused', permissions: String(1n << 11n) });
+      const first = h.emulator.tasks.size;
+      expect((await song(user).message(10_000)).ephemeral).toBe(false);
+      await eventually(() => h.emulator.tasks.size === first + 1, 10_000, 'the first job submitted');
+      const before = h.emulator.tasks.size;
+      const held = hold(2500);
+      const cmd = song(user);
+      expect((await cmd.response(3000)).type).toBe(5);
+      await held;
+      await eventually(
+        () =>
+          cmd.followUps.some((m) => m.ephemeral && JSON.stringify(m.data).includes('you can submit again')),
+        10_000,
+        'the refusal, ephemeral',
+      );
+      expect(cmd.originalMessage?.deleted).toBe(true);
+      expect(h.emulator.tasks.size).toBe(before);
+      await h.fake
+        .sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options: { cooldown_seconds: 0 } })
+        .message(10_000);
+      h.fake.assertNoViolations();
+    });
+  });
 });

@@ -19,6 +19,7 @@ import {
 import { jobError } from '../services/jobs/job-errors.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
+import type { Admission } from '../services/community/community.js';
 import type { JobRecord } from '../services/store/types.js';
 import { UserError, unlessStoreDown, type BotContext } from './types.js';
 
@@ -72,9 +73,20 @@ export function toReplyOptions(
 export async function runJob(interaction: JobInteraction, ctx: BotContext, req: JobRequest): Promise<void> {
   const guildId = interaction.guildId ?? undefined;
   const member = { ...(guildId !== undefined ? { guildId } : {}), userId: interaction.user.id };
+  // Admission and the job record wait on the store, and the guild's fair-use lock is shared
+  // with every other command and final of the guild: when that is slow, Discord still gets
+  // an answer within its 3 s (a deferred reply, which the job message then fills).
+  const ack = deferIfSlow(interaction, ctx.limits.deferAfterMs ?? DEFER_AFTER_MS, ctx);
   // Fair use and credits: checked and reserved before anything is stored or sent.
-  const admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
+  let admission: Admission;
+  try {
+    admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
+  } catch (err) {
+    await ack.abandon();
+    throw err;
+  }
   if (!admission.ok) {
+    await ack.abandon();
     await replyEphemeral(interaction, admission.message);
     return;
   }
@@ -109,8 +121,10 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     );
   } catch (err) {
     await giveBack();
+    await ack.abandon();
     throw err;
   }
+  await ack.settle();
 
   const payload = toReplyOptions(renderJob(job, ctx.now()));
   let messageId: string | undefined;
@@ -202,6 +216,49 @@ async function moveIntoThread(
       );
     return job;
   }
+}
+
+/** How long a job command may go unanswered before it is deferred: Discord allows 3 s in all. */
+export const DEFER_AFTER_MS = 1500;
+
+/**
+ * Defers the reply (publicly: it becomes the job message) if the interaction is still
+ * unanswered after `afterMs`. `settle()` stops the timer and waits for a deferral in
+ * flight, so the caller then sees `interaction.deferred` as it is and edits the reply;
+ * `abandon()` also deletes that placeholder when there will be no job message (a
+ * refusal or an error follows, ephemerally).
+ */
+function deferIfSlow(
+  interaction: JobInteraction,
+  afterMs: number,
+  ctx: Pick<BotContext, 'logger'>,
+): { settle(): Promise<void>; abandon(): Promise<void> } {
+  let deferring: Promise<void> | undefined;
+  let ours = false;
+  const timer = setTimeout(() => {
+    if (interaction.deferred || interaction.replied) return;
+    ctx.logger.info({ interactionId: interaction.id, afterMs }, 'job command slow to admit: reply deferred');
+    deferring = interaction.deferReply().then(
+      () => void (ours = true),
+      (err: unknown) => ctx.logger.warn({ err, interactionId: interaction.id }, 'could not defer the reply'),
+    );
+  }, afterMs);
+  const settle = async () => {
+    clearTimeout(timer);
+    await deferring;
+  };
+  return {
+    settle,
+    async abandon() {
+      await settle();
+      if (!ours) return;
+      await interaction
+        .deleteReply()
+        .catch((err: unknown) =>
+          ctx.logger.warn({ err, interactionId: interaction.id }, 'could not remove the deferred reply'),
+        );
+    },
+  };
 }
 
 /** Ephemeral text reply, whether or not the interaction was already answered. */
