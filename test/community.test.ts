@@ -219,6 +219,9 @@ describe('community e2e', () => {
   let member: string;
   const replyText = async (cmd: { message(t?: number): Promise<{ data: Record<string, unknown> }> }) =>
     JSON.stringify((await cmd.message(10_000)).data);
+  /** `/settings set` by the admin, answered. */
+  const configure = (options: Record<string, string | number | boolean>) =>
+    h.fake.sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options }).message(10_000);
 
   beforeAll(async () => {
     h = await startHarness({ webhooks: true, env: { DEFAULT_MAX_ACTIVE_JOBS: '2' } });
@@ -312,14 +315,7 @@ describe('community e2e', () => {
   });
 
   it('credits: the queued message shows the cost; over the budget is refused with what is left and the reset', async () => {
-    await h.fake
-      .sendCommand({
-        name: 'settings',
-        subcommand: 'set',
-        userId: admin,
-        options: { daily_credits: 3, max_active_jobs: 10 },
-      })
-      .message(10_000);
+    await configure({ daily_credits: 3, max_active_jobs: 10 });
     h.emulator.nextScenario({ hold: true });
     const first = h.fake.sendCommand({
       name: 'extend-song',
@@ -350,9 +346,7 @@ describe('community e2e', () => {
           await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
         )?.[1],
       );
-    await h.fake
-      .sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options: { daily_credits: 100 } })
-      .message(10_000);
+    await configure({ daily_credits: 100 });
     const before = await usedNow();
     // An unknown parent task: the service answers 400 {errors:[{msg}]}.
     const cmd = h.fake.sendCommand({
@@ -396,14 +390,7 @@ describe('community e2e', () => {
     });
 
     it('refused after the deferral: the placeholder goes, the refusal is ephemeral', async () => {
-      await h.fake
-        .sendCommand({
-          name: 'settings',
-          subcommand: 'set',
-          userId: admin,
-          options: { cooldown_seconds: 600 },
-        })
-        .message(10_000);
+      await configure({ cooldown_seconds: 600 });
       const user = h.fake.addUser({ username: 'slow-refused', permissions: String(1n << 11n) });
       const first = h.emulator.tasks.size;
       expect((await song(user).message(10_000)).ephemeral).toBe(false);
@@ -421,9 +408,7 @@ describe('community e2e', () => {
       );
       expect(cmd.originalMessage?.deleted).toBe(true);
       expect(h.emulator.tasks.size).toBe(before);
-      await h.fake
-        .sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options: { cooldown_seconds: 0 } })
-        .message(10_000);
+      await configure({ cooldown_seconds: 0 });
       h.fake.assertNoViolations();
     });
   });

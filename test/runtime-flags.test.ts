@@ -20,6 +20,10 @@ describe('runtime V8 flags', () => {
     expect(flags).toContain('--no-allocation-site-pretenuring');
   });
 
+  it('npm start bounds how far the old generation grows past a full GC (V8 picks up to 4x from machine speed)', () => {
+    expect(flags).toContain('--heap-growing-percent=50');
+  });
+
   it('Node accepts every flag (an unknown V8 flag would stop the bot at start)', () => {
     const r = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
