@@ -21,7 +21,7 @@ describe('runtime V8 flags', () => {
   });
 
   it('npm start bounds how far the old generation grows past a full GC (V8 picks up to 4x from machine speed)', () => {
-    expect(flags).toContain('--heap-growing-percent=50');
+    expect(flags).toContain('--heap-growing-percent=20');
   });
 
   it('Node accepts every flag (an unknown V8 flag would stop the bot at start)', () => {
