@@ -84,13 +84,13 @@ describe('JobService with job ownership', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  const setup = (opts: { finalShown?: boolean } = {}) => {
+  const setup = (opts: { finalShown?: boolean; store?: JobStore } = {}) => {
     const owner = new RecordingOwner();
     const edits = new RecordingEdits();
     const finals: string[] = [];
     let afterFinal = deferred();
     const jobs = new JobService({
-      store: stores.jobs,
+      store: opts.store ?? stores.jobs,
       ownership: owner,
       media: {
         fetchTask: async () => {
@@ -281,52 +281,33 @@ describe('JobService with job ownership', () => {
     const dir = await mkdtemp(join(tmpdir(), 'mediabot-recover-'));
     const own = await createStores({ dataDir: dir, logger });
     try {
-      const events: string[] = [];
-      const pages: string[][] = [];
-      // The real store, with its pages watched as recovery takes them.
+      // The real store, with its pages watched as recovery takes them: each page's ids and
+      // how many jobs had been shown (edits pushed) when it was read.
+      const pages: { ids: string[]; shownBefore: number }[] = [];
       const store = Object.create(own.jobs) as JobStore;
+      const t = setup({ store });
       store.unfinishedPages = async function* () {
         for await (const page of own.jobs.unfinishedPages()) {
-          events.push(`page ${pages.length}`);
-          pages.push(page.map((j) => j.id));
+          pages.push({ ids: page.map((j) => j.id), shownBefore: t.edits.pushed.length });
           yield page;
         }
       };
-      const owner = new RecordingOwner();
-      const jobs = new JobService({
-        store,
-        ownership: owner,
-        media: { fetchTask: async () => Promise.reject(new Error('not polled in this test')) },
-        edits: { push: (req) => void events.push(`show ${req.jobId}`), handOver: () => true },
-        render: () => ({ content: 'x', embeds: [], components: [], allowed_mentions: { parse: [] } }),
-        logger,
-        options: {
-          maxDurationMs: 3_600_000,
-          pollInitialMs: 60_000,
-          pollMaxMs: 60_000,
-          webhookSilenceMs: 60_000,
-        },
-      });
       for (let i = 0; i < 230; i++) {
-        const job = await jobs.create({
-          operation: 'song',
-          userId: '1',
-          message: { channelId: '2', messageId: String(1000 + i) },
-          params: { task_id: 't', song_id: 's', continue_at: 30 },
-        });
+        const job = await t.newJob();
         await own.jobs.apply(job.id, { state: 'processing', taskId: `task-${i}`, at: Date.now() });
       }
-      events.length = 0;
-      expect(await jobs.recover()).toEqual({ resumed: 230, failed: 0 });
-      jobs.stop();
+      t.edits.pushed.length = 0;
+      expect(await t.jobs.recover()).toEqual({ resumed: 230, failed: 0 });
+      t.jobs.stop();
       expect(pages.length).toBe(3);
       for (const [k, page] of pages.entries()) {
-        const next = events.indexOf(`page ${k + 1}`);
-        if (next === -1) continue;
+        const next = pages[k + 1];
+        if (!next) continue;
         // Every job of page k was resumed (shown) before page k + 1 was read.
-        for (const id of page) expect(events.indexOf(`show ${id}`)).toBeLessThan(next);
+        const shown = new Set(t.edits.pushed.slice(0, next.shownBefore).map((p) => p.jobId));
+        for (const id of page.ids) expect(shown.has(id)).toBe(true);
       }
-      expect(owner.owned.size).toBe(230);
+      expect(t.owner.owned.size).toBe(230);
     } finally {
       await own.close();
       await rm(dir, { recursive: true, force: true });

@@ -76,7 +76,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
   // Admission and the job record wait on the store, and the guild's fair-use lock is shared
   // with every other command and final of the guild: when that is slow, Discord still gets
   // an answer within its 3 s (a deferred reply, which the job message then fills).
-  const ack = deferIfSlow(interaction, ctx.limits.deferAfterMs ?? DEFER_AFTER_MS, ctx);
+  const ack = deferIfSlow(interaction, DEFER_AFTER_MS, ctx);
   // Fair use and credits: checked and reserved before anything is stored or sent.
   let admission: Admission;
   try {

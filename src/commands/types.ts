@@ -50,8 +50,6 @@ export interface BotContext {
   limits: {
     /** Largest input image or training photo (bytes). */
     maxImageBytes: number;
-    /** A job command not answered after this long is deferred (Discord allows 3 s); default DEFER_AFTER_MS. */
-    deferAfterMs?: number;
   };
   now: () => number;
 }

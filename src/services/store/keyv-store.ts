@@ -433,7 +433,12 @@ class RecentRecords {
     }
     return hit;
   }
-  set(job: JobRecord, raw: string | undefined, ttlMs: number): Remembered {
+  /**
+   * Remembers the record as last read or written. `create` false (a poll's record, which
+   * no re-delivery follows): only an entry already there is kept current; none is made.
+   */
+  set(job: JobRecord, raw: string | undefined, ttlMs: number, create = true): Remembered {
+    if (!create && !this.map.has(job.id)) return { job, raw };
     if (this.map.size >= RECENT_MAX) {
       const oldest = this.map.keys().next().value;
       if (oldest !== undefined) this.map.delete(oldest);
@@ -456,10 +461,6 @@ class RecentRecords {
     if (hit.eventAt === undefined || at > hit.eventAt) hit.eventAt = at;
     hit.until = Date.now() + hit.lifeMs;
   }
-  /** Like set, for a record that need not be remembered: kept current only if already remembered. */
-  refresh(job: JobRecord, raw: string | undefined, ttlMs: number): Remembered {
-    return this.map.has(job.id) ? this.set(job, raw, ttlMs) : { job, raw };
-  }
   delete(id: string): void {
     this.map.delete(id);
   }
@@ -481,7 +482,7 @@ class KeyvJobStore implements JobStore {
     const { userListLimit, jobTtlMs, unfinishedTtlMs } = core.config;
     await core.withLock(jobKey(record.id), async () => {
       // The record goes first: an id found in an index always has its record
-      // written already (listUnfinished relies on it to prune safely).
+      // written already (unfinishedPages relies on it to prune safely).
       await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
       try {
         if (record.taskId !== undefined) {
@@ -529,9 +530,7 @@ class KeyvJobStore implements JobStore {
           if (read === undefined) return undefined;
           // Remembered as read: the re-deliveries that follow need no read, and their
           // time has an entry to ride on until the next write.
-          seen = remember
-            ? this.recent.set(read.job, read.raw, core.jobTtl(read.job))
-            : this.recent.refresh(read.job, read.raw, core.jobTtl(read.job));
+          seen = this.recent.set(read.job, read.raw, core.jobTtl(read.job), remember);
         }
         const merged = this.merge(jobId, seen, update);
         if (!merged.write) return merged.outcome;
@@ -620,11 +619,10 @@ class KeyvJobStore implements JobStore {
       this.recent.delete(jobId);
       throw error;
     }
-    if (remember) this.recent.set(record, raw, core.jobTtl(record));
-    else this.recent.refresh(record, raw, core.jobTtl(record));
+    this.recent.set(record, raw, core.jobTtl(record), remember);
     if (becameFinal) {
       // The record is final and stored: a failure here must not make the caller
-      // retry (the retry would be a no-op and hide the change). listUnfinished
+      // retry (the retry would be a no-op and hide the change). unfinishedPages
       // prunes final jobs it finds anyway.
       try {
         await core.removeUnfinished(jobId);
@@ -678,9 +676,10 @@ class KeyvJobStore implements JobStore {
       const records = await Promise.all(page.map((id) => core.readJob(id)));
       const live: JobRecord[] = [];
       const gone: string[] = [];
-      records.forEach((job, k) => {
+      page.forEach((id, k) => {
+        const job = records[k];
         if (job !== undefined && !isTerminalState(job.state)) live.push(job);
-        else gone.push(page[k] ?? '');
+        else gone.push(id);
       });
       await core.removeUnfinished(...gone);
       if (live.length > 0) yield live;
