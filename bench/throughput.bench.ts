@@ -8,7 +8,7 @@
  * serves both. All load from one address, as a media service flushing its
  * backlog would send it: nothing valid may be refused.
  *
- * BENCH_PAIRS (default 5) bot/bare runs of BENCH_SECONDS (default 3) alternate; the
+ * BENCH_PAIRS (default 9) bot/bare runs of BENCH_SECONDS (default 2) alternate; the
  * ratio is the median of the pairs'. BENCH_NODE_FLAGS / BENCH_BARE_FLAGS add Node
  * flags to the bot / the bare server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
@@ -39,9 +39,12 @@ import {
 
 const JOBS = 100;
 const CONNECTIONS = 50;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-/** Bot/bare runs alternated this many times: the machine's speed drifts, a pair sees the same drift. */
-const PAIRS = Number(process.env.BENCH_PAIRS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+/**
+ * Bot/bare runs alternated this many times: the machine's speed drifts, a pair sees the
+ * same drift. On a shared 2-core machine single pairs ranged 0.5-1.6, so many short pairs.
+ */
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 9);
 
 /**
  * Time the process spent in minor (scavenge) and major GC so far, and the major GCs'
@@ -175,9 +178,11 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     type Run = Awaited<ReturnType<typeof run>>;
     const botRuns: Run[] = [];
     const bareRuns: Run[] = [];
+    // Which of the two goes first alternates too, so neither always follows the other.
     for (let i = 0; i < PAIRS; i++) {
+      if (i % 2 === 1) bareRuns.push(await run(barePid, bareUrl, '/hook/'));
       botRuns.push(await run(botPid, bot.url, '/webhooks/media/'));
-      bareRuns.push(await run(barePid, bareUrl, '/hook/'));
+      if (i % 2 === 0) bareRuns.push(await run(barePid, bareUrl, '/hook/'));
     }
     const botVm = await vmOf(bot.child.pid ?? 0);
 
@@ -199,6 +204,9 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     // machine lowers one pair, not the result.
     const pairRatios = botRuns.map((b, i) => b.rps / (bareRuns[i]?.rps ?? NaN));
     const ratio = median(pairRatios);
+    // CPU per request, pair by pair: steadier than req/s when the machine is shared.
+    const cpuOf = (r: Run) => (r.userMs + r.sysMs) / r.total;
+    const cpuRatio = median(botRuns.map((b, i) => cpuOf(b) / cpuOf(bareRuns[i] ?? b)));
     const refused = botRuns.reduce((a, r) => a + r.non2xx + r.errors + r.timeouts, 0);
     // Per run; the target is on the median run (a noisy spell of the machine hits one run).
     const p99 = median(botRuns.map((r) => r.p99));
@@ -218,6 +226,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       'bare p99 ms (median run)': r1(median(bareRuns.map((r) => r.p99))),
       'bot CPU µs/request': cpuUsPerReq(botRuns),
       'bare CPU µs/request': cpuUsPerReq(bareRuns),
+      'CPU per request bot/bare (median of pairs)': Math.round(cpuRatio * 100) / 100,
       'bot GC ms per 10k requests (minor / major)': `${per10k(botGc('minorMs'))} / ${per10k(botGc('majorMs'))}`,
       'bot major GCs': botGc('majors'),
       'bot rss MiB after load': mib(botVm.rss),
