@@ -206,7 +206,12 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     const ratio = median(pairRatios);
     // CPU per request, pair by pair: steadier than req/s when the machine is shared.
     const cpuOf = (r: Run) => (r.userMs + r.sysMs) / r.total;
-    const cpuRatio = median(botRuns.map((b, i) => cpuOf(b) / cpuOf(bareRuns[i] ?? b)));
+    const cpuRatio = median(
+      botRuns.map((b, i) => {
+        const bare = bareRuns[i];
+        return bare ? cpuOf(b) / cpuOf(bare) : NaN;
+      }),
+    );
     const refused = botRuns.reduce((a, r) => a + r.non2xx + r.errors + r.timeouts, 0);
     // Per run; the target is on the median run (a noisy spell of the machine hits one run).
     const p99 = median(botRuns.map((r) => r.p99));
