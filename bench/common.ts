@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
-import { productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
@@ -153,7 +153,7 @@ export interface BotProcess {
 /**
  * Starts the bot as its own process (compiled `dist/src/main.js`, or through tsx
  * with `tsx: true`) against the given fake Discord, emulator and Redis, with the
- * production V8 flags (then `nodeFlags`, for profiling).
+ * production V8 flags and malloc settings of `npm start` (then `nodeFlags`, for profiling).
  */
 export async function spawnBot(opts: {
   fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
@@ -173,6 +173,7 @@ export async function spawnBot(opts: {
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
+      ...productionEnv(),
       PATH: process.env.PATH ?? '',
       DISCORD_TOKEN: opts.fake.token,
       DISCORD_APPLICATION_ID: opts.fake.applicationId,

@@ -20,7 +20,7 @@ import {
 } from '../test/emulator/server.js';
 import { DiscordErrors, startFakeDiscord, type FakeDiscord } from '../test/fake-discord/index.js';
 import { freePort } from '../test/helpers/harness.js';
-import { productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
 import { Timeline } from './timeline.js';
 
@@ -119,6 +119,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     const child = spawn(process.execPath, [...productionNodeFlags(), '--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       env: {
+        ...productionEnv(),
         PATH: process.env['PATH'] ?? '',
         HOME: process.env['HOME'] ?? '',
         DISCORD_TOKEN: fake.token,

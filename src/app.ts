@@ -29,6 +29,7 @@ import { GatewayLease } from './services/cluster/gateway-lease.js';
 import { JobOwnership } from './services/cluster/job-ownership.js';
 import { RedisChannelBudget } from './services/cluster/redis-channel-budget.js';
 import { HttpInteractions } from './services/discord/http-interactions.js';
+import { createHeapTrim, exposedGc, type HeapTrim } from './services/runtime/heap-trim.js';
 
 /** How long an interaction id stays claimed: far past its token's 15 min life, so a late redelivery still counts. */
 const INTERACTION_CLAIM_TTL_MS = 60 * 60_000;
@@ -45,6 +46,8 @@ export interface AppOptions {
   storeNamespace?: string;
   /** http mode: a command not answering by then is acknowledged in the HTTP response (default 2500 ms). */
   interactionAckDeadlineMs?: number;
+  /** Returns pooled heap pages after a peak (default: on when the process runs with `--expose-gc`). */
+  heapTrim?: HeapTrim;
 }
 
 export interface App {
@@ -74,6 +77,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const { logger } = opts;
   const now = opts.now ?? Date.now;
   const metrics = createMetrics(config.instanceId);
+  const heapTrim =
+    opts.heapTrim ?? createHeapTrim({ logger: logger.child({ component: 'memory' }), gc: exposedGc() });
 
   const stores = await createStores({
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
@@ -452,11 +457,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         logger.error({ err }, 'could not register slash commands');
       }
       await jobs.recover();
+      // Start-up and recovery are the bot's usual memory peak: what they left pooled goes back now,
+      // and pages pooled by a later peak once they lie unused.
+      heapTrim.trim('start-up and recovery done');
+      heapTrim.start();
       return { url, commands: sync };
     },
     stop(drainMs = 10_000) {
       stopping ??= (async () => {
         logger.info('shutting down');
+        heapTrim.stop();
         await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
         http?.close();
         await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { productionNodeFlags } from './helpers/production-node-flags.js';
+import { productionEnv, productionNodeFlags } from './helpers/production-node-flags.js';
 
 const read = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
 
@@ -22,6 +22,24 @@ describe('runtime V8 flags', () => {
 
   it('npm start bounds how far the old generation grows past a full GC (V8 picks up to 4x from machine speed)', () => {
     expect(flags).toContain('--heap-growing-percent=20');
+  });
+
+  it('npm start exposes gc: the heap trim runs a memory-reducing GC with it (V8 12+ keeps freed pages pooled)', () => {
+    expect(flags).toContain('--expose-gc');
+  });
+
+  it('npm start sets glibc malloc to two arenas and a fixed trim threshold', () => {
+    expect(productionEnv()).toEqual({ MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072' });
+  });
+
+  it('the Dockerfile sets the same malloc environment as npm start', () => {
+    const env: Record<string, string> = {};
+    for (const line of read('Dockerfile')
+      .split('\n')
+      .filter((l) => l.startsWith('ENV '))) {
+      for (const m of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S+)/g)) env[m[1] ?? ''] = m[2] ?? '';
+    }
+    expect(env).toMatchObject(productionEnv());
   });
 
   it('Node accepts every flag (an unknown V8 flag would stop the bot at start)', () => {
