@@ -1,10 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/**
- * The V8 flags the bot runs with in production: those of `npm start` (package.json),
- * which the Dockerfile's CMD repeats (test/runtime-flags.test.ts keeps them equal).
- * Every bench and the playground start the bot with them, so they run it as production does.
- */
+/** The words of `npm start` (package.json). */
 function startWords(): string[] {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     scripts: { start: string };
@@ -26,6 +22,11 @@ export function productionEnv(): Record<string, string> {
   return env;
 }
 
+/**
+ * The V8 flags the bot runs with in production: those of `npm start` (package.json),
+ * which the Dockerfile's CMD repeats (test/runtime-flags.test.ts keeps them equal).
+ * Every bench and the playground start the bot with them, so they run it as production does.
+ */
 export function productionNodeFlags(): string[] {
   const words = startWords();
   const flags: string[] = [];
