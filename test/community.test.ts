@@ -11,11 +11,12 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairUseLedger, nextUtcMidnight } from '../src/services/community/fair-use.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
-import { GalleryPoster } from '../src/services/community/gallery.js';
+import { GalleryPoster, UPLOAD_LEASE_MS, galleryNonce } from '../src/services/community/gallery.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
+import { NONCE_WINDOW_MS } from './fake-discord/index.js';
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 
 const logger = pino({ level: 'silent' });
@@ -42,6 +43,20 @@ describe.each([
     await stores?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
+  /** A finished upscale in guild `g`, as the gallery gets it. */
+  const finishedUpscale = (g: string): JobRecord => ({
+    id: randomUUID(),
+    secret: 's',
+    operation: 'upscale',
+    userId: '555555555555555555',
+    message: { channelId: '666666666666666666', guildId: g },
+    params: { prompt: 'cat' },
+    state: 'finished',
+    percentage: 100,
+    createdAt: clock,
+    updatedAt: clock,
+    version: 1,
+  });
 
   // Crash safety: a post claimed by an instance that died before posting was lost (the
   // claim never lapsed); now a claim lapses and the next caller posts, exactly once.
@@ -58,19 +73,7 @@ describe.each([
       },
     };
     const poster = new GalleryPoster({ rest, settings, kv: stores.kv, logger, now });
-    const job: JobRecord = {
-      id: randomUUID(),
-      secret: 's',
-      operation: 'upscale',
-      userId: '555555555555555555',
-      message: { channelId: '666666666666666666', guildId: g },
-      params: { prompt: 'cat' },
-      state: 'finished',
-      percentage: 100,
-      createdAt: clock,
-      updatedAt: clock,
-      version: 1,
-    };
+    const job = finishedUpscale(g);
     // An instance claimed the post and died: its claim is live for a while, then lapses.
     await stores.kv.set(
       `gallery-posted:${job.id}`,
@@ -88,6 +91,43 @@ describe.each([
     await stores.kv.set(`gallery-posted:${old.id}`, { at: clock }, 60_000);
     expect(await poster.post(old)).toBe('skipped');
     expect(posts).toHaveLength(1);
+  });
+
+  // Regression: an instance that died right after Discord took its post left a claim for
+  // 6 minutes, and the next owner then posted a second copy. The claim now lapses within
+  // UPLOAD_LEASE_MS of the upload, inside the window in which Discord answers the same
+  // enforced nonce with the first post.
+  it('gallery: the next owner after a crash mid-upload posts with the same enforced nonce, within Discord’s nonce window', async () => {
+    const settings = new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULTS });
+    const g = '777777777777777777';
+    await settings.set(g, { gallery: '888888888888888888' });
+    const bodies: { nonce?: unknown; enforce_nonce?: unknown }[] = [];
+    const rest = (hang: boolean) => ({
+      get: async () => ({ premium_tier: 0 }),
+      post: async (_route: string, opts?: { body?: unknown }) => {
+        bodies.push(opts?.body as { nonce?: unknown; enforce_nonce?: unknown });
+        // The dying instance: Discord has the post, the instance never hears back.
+        return hang ? new Promise<never>(() => undefined) : {};
+      },
+    });
+    const job = finishedUpscale(g);
+    const dying = new GalleryPoster({ rest: rest(true), settings, kv: stores.kv, logger, now });
+    void dying.post(job);
+    await eventually(() => bodies.length === 1, 5_000, 'the first post reaching Discord');
+    const postedAt = clock;
+    const mark = (await stores.kv.get(`gallery-posted:${job.id}`)) as { until: number };
+    expect(mark.until - postedAt).toBe(UPLOAD_LEASE_MS);
+    expect(UPLOAD_LEASE_MS).toBeLessThan(NONCE_WINDOW_MS);
+    // Until the claim lapses the next owner leaves it alone; then it posts, same nonce.
+    clock = mark.until + 1;
+    const next = new GalleryPoster({ rest: rest(false), settings, kv: stores.kv, logger, now });
+    expect(await next.post(job)).toBe('posted');
+    expect(bodies).toHaveLength(2);
+    expect(bodies[1]).toMatchObject({ nonce: galleryNonce(job.id), enforce_nonce: true });
+    expect(bodies[1]?.nonce).toBe(bodies[0]?.nonce);
+    expect(String(bodies[0]?.nonce).length).toBeLessThanOrEqual(25);
+    // Within Discord's window: Discord answers it with the first post, no second copy.
+    expect(clock - postedAt).toBeLessThan(NONCE_WINDOW_MS);
   });
 
   it('settings: defaults, set, show sources, reset one and all', async () => {

@@ -36,7 +36,13 @@ import {
 import { constants as zlibConstants, createInflate, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { DiscordErrors, MessageFlag, startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
+import {
+  DiscordErrors,
+  MessageFlag,
+  NONCE_WINDOW_MS,
+  startFakeDiscord,
+  type FakeDiscord,
+} from './fake-discord/index.js';
 
 type Handler = (interaction: Interaction) => Promise<void>;
 
@@ -424,6 +430,32 @@ describe('fake Discord driven by a real discord.js client', () => {
     });
     await channel().send('maybe twice');
     expect(fake.channelMessages().length - before).toBe(2);
+  });
+
+  it('enforce_nonce: a repeat within the window answers the first message; a nonce alone, or a later repeat, posts', async () => {
+    const start = fake.channelMessages().length;
+    // Discord took the post, its answer was lost, REST retried: one message, the retry answered with it.
+    const lost = fake.injectFault({
+      method: 'POST',
+      route: '/channels/{channel_id}/messages',
+      status: 502,
+      afterHandler: true,
+      body: DiscordErrors.badGateway.body,
+    });
+    const first = await channel().send({ content: 'once', nonce: 'gallery-1', enforceNonce: true });
+    expect(lost.hits).toBe(1);
+    expect(fake.channelMessages().length - start).toBe(1);
+    const again = await channel().send({ content: 'once', nonce: 'gallery-1', enforceNonce: true });
+    expect(again.id).toBe(first.id);
+    expect(fake.channelMessages().length - start).toBe(1);
+    // Without enforce_nonce the same nonce is just echoed: a second message.
+    await channel().send({ content: 'twice', nonce: 'gallery-1' });
+    expect(fake.channelMessages().length - start).toBe(2);
+    // Past the window the nonce is forgotten.
+    fake.advanceTime(NONCE_WINDOW_MS);
+    const later = await channel().send({ content: 'once', nonce: 'gallery-1', enforceNonce: true });
+    expect(later.id).not.toBe(first.id);
+    expect(fake.channelMessages().length - start).toBe(3);
   });
 
   it('stores a bulk command overwrite and returns it from GET with Discord defaults', async () => {

@@ -6,8 +6,8 @@
  * /settings show.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uploadLimitForTier } from '../src/services/community/gallery.js';
-import type { FakeMessage } from './fake-discord/index.js';
+import { galleryNonce, uploadLimitForTier } from '../src/services/community/gallery.js';
+import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 
 const PNG = Buffer.from(
@@ -55,6 +55,13 @@ const upscale = (h: Harness, userId: string) =>
 function latestUpscaleUrls(h: Harness): string[] {
   const tasks = [...h.emulator.tasks.values()].filter((t) => t.operation === 'upscale');
   return (tasks[tasks.length - 1]?.body as { image_urls: string[] }).image_urls;
+}
+
+/** The job id a gallery post names in its footer. */
+function postedJobId(post: FakeMessage): string {
+  const id = /Job ([\w-]+)/.exec(text(post))?.[1];
+  if (!id) throw new Error('the gallery post names no job');
+  return id;
 }
 
 describe('gallery', () => {
@@ -114,6 +121,40 @@ describe('gallery', () => {
     } finally {
       h.emulator.setFileFault('-2.png', undefined);
       h.emulator.setFileFault('-3.png', undefined);
+    }
+  });
+
+  // Regression: Discord took the post but answered 502 (its answer lost); REST's retry
+  // posted the result a second time.
+  it('a post Discord took but answered 502: REST retries with the same nonce, one post in the gallery', async () => {
+    const before = h.fake.channelMessages(galleryId).length;
+    const lost = h.fake.injectFault({
+      method: 'POST',
+      route: `/channels/${galleryId}/messages`,
+      status: 502,
+      afterHandler: true,
+      body: DiscordErrors.badGateway.body,
+    });
+    try {
+      await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+      await eventually(() => lost.hits === 1, 10_000, 'the lost answer');
+      const post = await eventually(() => h.fake.channelMessages(galleryId)[before], 15_000, 'gallery post');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(h.fake.channelMessages(galleryId)).toHaveLength(before + 1);
+      // Both attempts carried the job's nonce, enforced.
+      const attempts = h.fake.requests
+        .filter((r) => r.method === 'POST' && r.path === `/channels/${galleryId}/messages`)
+        .slice(-2)
+        .map((r) => r.body as { nonce?: unknown; enforce_nonce?: unknown });
+      const nonce = galleryNonce(postedJobId(post));
+      expect(attempts).toEqual([
+        expect.objectContaining({ nonce, enforce_nonce: true }),
+        expect.objectContaining({ nonce, enforce_nonce: true }),
+      ]);
+      expect(post.data['nonce']).toBe(nonce);
+      h.fake.assertNoViolations();
+    } finally {
+      lost.remove();
     }
   });
 

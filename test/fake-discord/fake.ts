@@ -62,6 +62,11 @@ const ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
 const uploadLimitForTier = (tier: number): number =>
   tier >= 3 ? 100 * 1024 * 1024 : tier === 2 ? 50 * 1024 * 1024 : ATTACHMENT_SIZE_LIMIT;
 const HOUR = 3_600_000;
+/**
+ * How long a message nonce sent with `enforce_nonce` is remembered. Discord documents only
+ * "the past few minutes"; three is the short end of that.
+ */
+export const NONCE_WINDOW_MS = 3 * 60_000;
 
 export const InteractionType = {
   Ping: 1,
@@ -304,6 +309,8 @@ export class FakeDiscord {
   // --- recorded state (read these in assertions)
   /** All stored messages by id (channel messages, interaction responses, follow-ups, ephemeral ones too). */
   readonly messages = new Map<string, FakeMessage>();
+  /** `enforce_nonce` messages by author and nonce, for NONCE_WINDOW_MS. */
+  readonly #nonces = new Map<string, { messageId: string; at: number }>();
   /** Every API request, in arrival order. */
   readonly requests: RequestRecord[] = [];
   /** Request bodies that violate the OpenAPI spec (or Discord rules the spec cannot express). */
@@ -2194,6 +2201,20 @@ export class FakeDiscord {
         throw new DiscordHttpError(413, 40005, 'Request entity too large');
       }
       const body = this.#bodyObject(ctx);
+      // enforce_nonce: the same author's message with the same nonce within the window is
+      // answered again, and nothing new is created.
+      const nonce = body['nonce'];
+      const nonceKey =
+        body['enforce_nonce'] === true && (typeof nonce === 'string' || typeof nonce === 'number')
+          ? `${String(this.botUser['id'])}:${String(nonce)}`
+          : undefined;
+      if (nonceKey !== undefined) {
+        for (const [k, v] of this.#nonces)
+          if (this.clock.now() - v.at >= NONCE_WINDOW_MS) this.#nonces.delete(k);
+        const seen = this.#nonces.get(nonceKey);
+        const earlier = seen && this.messages.get(seen.messageId);
+        if (earlier) return { status: 200, body: earlier.data };
+      }
       if (typeof body['flags'] === 'number' && (body['flags'] & MessageFlag.Ephemeral) !== 0) {
         body['flags'] = body['flags'] & ~MessageFlag.Ephemeral; // Discord ignores EPHEMERAL outside interactions
       }
@@ -2223,6 +2244,7 @@ export class FakeDiscord {
         source: 'channel',
       });
       this.messages.set(id, msg);
+      if (nonceKey !== undefined) this.#nonces.set(nonceKey, { messageId: id, at: this.clock.now() });
       this.#emitMessage('MESSAGE_CREATE', msg);
       return { status: 200, body: data };
     });

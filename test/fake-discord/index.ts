@@ -9,7 +9,14 @@
  *   fake.assertNoViolations();
  *   await fake.close();
  */
-export { startFakeDiscord, FakeDiscord, DiscordErrors, InteractionType, CallbackType } from './fake.js';
+export {
+  startFakeDiscord,
+  FakeDiscord,
+  DiscordErrors,
+  InteractionType,
+  CallbackType,
+  NONCE_WINDOW_MS,
+} from './fake.js';
 export type { InteractionHandle, InteractionState } from './fake.js';
 export { FakeMessage, MessageFlag } from './messages.js';
 export { OpenApiSpec, SPEC_QUIRKS, DEFAULT_SPEC_PATH } from './openapi.js';

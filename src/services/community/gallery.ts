@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes } from '../shared/format.js';
 import { DiscordAPIError, Routes, type REST } from 'discord.js';
@@ -26,11 +26,19 @@ export const uploadLimitForTier = (tier: number): number =>
 /** Posted-marks live as long as a job record can. */
 const POSTED_TTL_MS = 45 * 86_400_000;
 /**
- * How long a claim to post lasts: longer than a post takes (ten downloads of at most
- * 30 s each, then the upload); renewed just before the upload. An instance that died
- * holding it leaves a claim that lapses, and the job's next owner posts.
+ * How long a claim to post lasts while the files download: longer than ten downloads of
+ * at most 30 s each. An instance that died holding it leaves a claim that lapses, and the
+ * job's next owner posts.
  */
 const POSTING_LEASE_MS = 6 * 60_000;
+/**
+ * The claim once the files are in hand, set just before the upload: longer than the
+ * upload takes (a minute at most waiting for the channel's budget, then REST's 15 s
+ * timeout on each of its attempts), and short enough that after a crash right after
+ * Discord took the post, the next owner's post (same nonce) falls in the few minutes
+ * in which Discord answers it with that first message instead of a second one.
+ */
+export const UPLOAD_LEASE_MS = 2 * 60_000;
 /** How often a post waits out another instance's live claim before leaving it to that instance. */
 const MAX_CLAIM_WAITS = 2;
 
@@ -48,6 +56,16 @@ const markSchema = z.object({
 type Mark = z.infer<typeof markSchema>;
 type Claim = { kind: 'claimed'; token: string } | { kind: 'done' } | { kind: 'busy'; until: number };
 const TIER_CACHE_MS = 3_600_000;
+
+/**
+ * The nonce of a job's gallery post, the same from every instance and every attempt
+ * (Discord takes at most 25 characters). Sent with `enforce_nonce`, so a repeat within
+ * Discord's window (REST retrying a 5xx or a timeout whose request Discord had taken,
+ * or the next owner after a crash) returns the first message instead of posting again.
+ */
+export function galleryNonce(jobId: string): string {
+  return createHash('sha256').update(`gallery:${jobId}`).digest('base64url').slice(0, 25);
+}
 
 export type Download = { ok: true; bytes: Buffer; contentType?: string } | { ok: false; reason: string };
 
@@ -195,7 +213,7 @@ export class GalleryPoster {
       const mark = await this.readMark(jobId);
       if (mark?.token !== token || mark.posted === true) return false;
       const now = this.deps.now();
-      await this.deps.kv.set(this.markKey(jobId), { ...mark, until: now + POSTING_LEASE_MS }, POSTED_TTL_MS);
+      await this.deps.kv.set(this.markKey(jobId), { ...mark, until: now + UPLOAD_LEASE_MS }, POSTED_TTL_MS);
       return true;
     });
   }
@@ -245,14 +263,19 @@ export class GalleryPoster {
         });
       else linked.push({ url, reason: d.reason });
     }
+    const nonce = galleryNonce(job.id);
     const send = (attach: typeof files, links: typeof linked) =>
       this.withBudget(gallery, () =>
         this.deps.rest.post(Routes.channelMessages(gallery), {
-          body: renderGalleryPost(
-            job,
-            attach.map((f) => ({ filename: f.name })),
-            links,
-          ),
+          body: {
+            ...renderGalleryPost(
+              job,
+              attach.map((f) => ({ filename: f.name })),
+              links,
+            ),
+            nonce,
+            enforce_nonce: true,
+          },
           files: attach,
         }),
       );
@@ -280,7 +303,8 @@ export class GalleryPoster {
           ? `${err.message} (${err.code}) in <#${gallery}>`
           : `could not post in <#${gallery}> (${err instanceof Error ? err.message : String(err)})`;
       this.deps.logger.warn({ err, jobId: job.id, guildId, gallery }, 'gallery post failed');
-      // Recorded for /settings show; not retried (a retry could post twice if Discord took it).
+      // Recorded for /settings show. REST has already retried 5xx and timeouts (the nonce keeps
+      // those from posting twice); what is left is Discord's answer, or a network that is down.
       await this.markPosted(job.id).catch(() => undefined);
       await this.deps.settings
         .recordGalleryError(guildId, what, this.deps.now())
