@@ -6,9 +6,10 @@
  * /settings show.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { galleryNonce, uploadLimitForTier } from '../src/services/community/gallery.js';
+import { uploadLimitForTier } from '../src/services/community/gallery.js';
+import { jobMessageNonce } from '../src/services/discord/message-nonce.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
-import { eventually, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -55,13 +56,6 @@ const upscale = (h: Harness, userId: string) =>
 function latestUpscaleUrls(h: Harness): string[] {
   const tasks = [...h.emulator.tasks.values()].filter((t) => t.operation === 'upscale');
   return (tasks[tasks.length - 1]?.body as { image_urls: string[] }).image_urls;
-}
-
-/** The job id a gallery post names in its footer. */
-function postedJobId(post: FakeMessage): string {
-  const id = /Job ([\w-]+)/.exec(text(post))?.[1];
-  if (!id) throw new Error('the gallery post names no job');
-  return id;
 }
 
 describe('gallery', () => {
@@ -146,7 +140,7 @@ describe('gallery', () => {
         .filter((r) => r.method === 'POST' && r.path === `/channels/${galleryId}/messages`)
         .slice(-2)
         .map((r) => r.body as { nonce?: unknown; enforce_nonce?: unknown });
-      const nonce = galleryNonce(postedJobId(post));
+      const nonce = jobMessageNonce('gallery', jobIdInFooter(post));
       expect(attempts).toEqual([
         expect.objectContaining({ nonce, enforce_nonce: true }),
         expect.objectContaining({ nonce, enforce_nonce: true }),

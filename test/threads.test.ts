@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
-import { eventually, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
+import { jobMessageNonce } from '../src/services/discord/message-nonce.js';
 
 const THREADS_ROUTE = '/channels/{channel_id}/messages/{message_id}/threads';
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
@@ -28,15 +29,19 @@ describe('a thread per job', () => {
   afterAll(async () => {
     await h?.close();
   });
-
-  it('reply = one line linking the thread; the live message in the thread goes to the results; next steps run there', async () => {
-    const channelId = h.fake.defaultChannelId;
+  /** /extend-song run by the admin; its reply is the message the job's thread starts from. */
+  const extendSong = async (songId: string) => {
     const cmd = h.fake.sendCommand({
       name: 'extend-song',
       userId: admin,
-      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: songId },
     });
-    const reply = await cmd.message(10_000);
+    return { cmd, reply: await cmd.message(10_000) };
+  };
+
+  it('reply = one line linking the thread; the live message in the thread goes to the results; next steps run there', async () => {
+    const channelId = h.fake.defaultChannelId;
+    const { reply } = await extendSong(FIXTURE_SONG_IDS[0]);
     // The thread starts from the reply (Discord: same id), named after the command and the task.
     const threadId = reply.id;
     await eventually(() => h.fake.channelIds.includes(threadId), 10_000, 'thread created');
@@ -75,6 +80,45 @@ describe('a thread per job', () => {
     h.fake.assertNoViolations();
   });
 
+  // Regression: Discord started the thread and posted the live message but both answers were
+  // lost (502); REST's retries got 160004 for the thread (the job stayed in the channel, the
+  // member was told the thread failed) and made a second live message.
+  it('502 after Discord started the thread and after it took the live message: one thread, one live message, no note', async () => {
+    const threadLost = h.fake.injectFault({
+      method: 'POST',
+      route: THREADS_ROUTE,
+      status: 502,
+      afterHandler: true,
+      body: DiscordErrors.badGateway.body,
+    });
+    const postLost = h.fake.injectFault({
+      method: 'POST',
+      route: '/channels/{channel_id}/messages',
+      status: 502,
+      afterHandler: true,
+      body: DiscordErrors.badGateway.body,
+    });
+    try {
+      const { cmd, reply } = await extendSong(FIXTURE_SONG_IDS[0]);
+      const threadId = reply.id;
+      await eventually(() => text(reply).includes(`<#${threadId}>`), 10_000, 'reply linking the thread');
+      const live = await eventually(
+        () => h.fake.channelMessages(threadId).find((m) => text(m).includes('Extend song 2')),
+        15_000,
+        'final results in the thread',
+      );
+      expect(threadLost.hits).toBe(1);
+      expect(postLost.hits).toBe(1);
+      expect(h.fake.channelMessages(threadId).map((m) => m.id)).toEqual([live.id]);
+      expect(live.data['nonce']).toBe(jobMessageNonce('thread', jobIdInFooter(live)));
+      expect(cmd.followUps.filter((m) => m.ephemeral)).toHaveLength(0);
+      h.fake.assertNoViolations();
+    } finally {
+      threadLost.remove();
+      postLost.remove();
+    }
+  });
+
   it('a thread Discord refuses (403 50013): the job finishes in the channel; the member is told once, ephemerally', async () => {
     h.fake.injectFault({
       ...DiscordErrors.missingPermissions,
@@ -82,12 +126,7 @@ describe('a thread per job', () => {
       route: THREADS_ROUTE,
       count: 1,
     });
-    const cmd = h.fake.sendCommand({
-      name: 'extend-song',
-      userId: admin,
-      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
-    });
-    const reply = await cmd.message(10_000);
+    const { cmd, reply } = await extendSong(FIXTURE_SONG_IDS[1]);
     const note = await eventually(() => cmd.followUps.find((m) => m.ephemeral), 10_000, 'ephemeral note');
     expect(text(note)).toContain('Create Public Threads');
     expect(cmd.followUps.filter((m) => m.ephemeral)).toHaveLength(1);

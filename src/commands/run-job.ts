@@ -183,7 +183,7 @@ async function moveIntoThread(
   const channelId = job.message.channelId;
   try {
     const thread = await ctx.threads.startThread(channelId, replyId, threadName(job));
-    const live = await ctx.threads.postMessage(thread.id, renderJob(job, ctx.now()));
+    const live = await ctx.threads.postMessage(thread.id, job.id, renderJob(job, ctx.now()));
     const moved = await ctx.jobs.moveToThread(
       job.id,
       {

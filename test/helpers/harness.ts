@@ -172,3 +172,10 @@ export function percentagesShown(texts: string[]): number[] {
   }
   return out;
 }
+
+/** The job id a job message or gallery post names in its footer (`Job <id>`). */
+export function jobIdInFooter(m: { data: object }): string {
+  const id = /Job ([\w-]+)/.exec(JSON.stringify(m.data))?.[1];
+  if (!id) throw new Error('the message names no job');
+  return id;
+}

@@ -1,10 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes } from '../shared/format.js';
 import { DiscordAPIError, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { z } from 'zod';
+import { jobMessageNonce } from '../discord/message-nonce.js';
 import { renderGalleryPost } from '../discord/render.js';
 import type { JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
@@ -56,16 +57,6 @@ const markSchema = z.object({
 type Mark = z.infer<typeof markSchema>;
 type Claim = { kind: 'claimed'; token: string } | { kind: 'done' } | { kind: 'busy'; until: number };
 const TIER_CACHE_MS = 3_600_000;
-
-/**
- * The nonce of a job's gallery post, the same from every instance and every attempt
- * (Discord takes at most 25 characters). Sent with `enforce_nonce`, so a repeat within
- * Discord's window (REST retrying a 5xx or a timeout whose request Discord had taken,
- * or the next owner after a crash) returns the first message instead of posting again.
- */
-export function galleryNonce(jobId: string): string {
-  return createHash('sha256').update(`gallery:${jobId}`).digest('base64url').slice(0, 25);
-}
 
 export type Download = { ok: true; bytes: Buffer; contentType?: string } | { ok: false; reason: string };
 
@@ -263,7 +254,7 @@ export class GalleryPoster {
         });
       else linked.push({ url, reason: d.reason });
     }
-    const nonce = galleryNonce(job.id);
+    const nonce = jobMessageNonce('gallery', job.id);
     const send = (attach: typeof files, links: typeof linked) =>
       this.withBudget(gallery, () =>
         this.deps.rest.post(Routes.channelMessages(gallery), {

@@ -1,5 +1,6 @@
-import { Routes, type REST } from 'discord.js';
+import { DiscordAPIError, Routes, type REST } from 'discord.js';
 import { z } from 'zod';
+import { jobMessageNonce } from '../discord/message-nonce.js';
 import type { MessagePayload } from '../discord/render-limits.js';
 
 /**
@@ -9,21 +10,35 @@ import type { MessagePayload } from '../discord/render-limits.js';
  */
 export interface ThreadApi {
   startThread(channelId: string, messageId: string, name: string): Promise<{ id: string }>;
-  postMessage(channelId: string, body: MessagePayload): Promise<{ id: string }>;
+  /** The job's live message in its thread, created once however often it is sent. */
+  postMessage(channelId: string, jobId: string, body: MessagePayload): Promise<{ id: string }>;
 }
 
 const idOnly = z.object({ id: z.string().regex(/^\d{1,20}$/) });
+/** "A thread has already been created for this message". */
+const THREAD_ALREADY_CREATED = 160004;
 
 export function createThreadApi(rest: Pick<REST, 'post'>): ThreadApi {
   return {
     async startThread(channelId, messageId, name) {
-      const res = await rest.post(Routes.threads(channelId, messageId), {
-        body: { name, auto_archive_duration: 1440 },
-      });
-      return idOnly.parse(res);
+      try {
+        const res = await rest.post(Routes.threads(channelId, messageId), {
+          body: { name, auto_archive_duration: 1440 },
+        });
+        return idOnly.parse(res);
+      } catch (err) {
+        // Only the job's own flow starts a thread from its reply, so a thread already there is
+        // ours: REST retried a 5xx or a timeout whose request Discord had taken. A thread
+        // started from a message has that message's id.
+        if (err instanceof DiscordAPIError && err.code === THREAD_ALREADY_CREATED) return { id: messageId };
+        throw err;
+      }
     },
-    async postMessage(channelId, body) {
-      return idOnly.parse(await rest.post(Routes.channelMessages(channelId), { body }));
+    async postMessage(channelId, jobId, body) {
+      const nonce = jobMessageNonce('thread', jobId);
+      return idOnly.parse(
+        await rest.post(Routes.channelMessages(channelId), { body: { ...body, nonce, enforce_nonce: true } }),
+      );
     },
   };
 }
