@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairUseLedger, nextUtcMidnight } from '../src/services/community/fair-use.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
 import { GalleryPoster, UPLOAD_LEASE_MS } from '../src/services/community/gallery.js';
-import { jobMessageNonce } from '../src/services/discord/message-nonce.js';
+import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
@@ -124,7 +124,7 @@ describe.each([
     const next = new GalleryPoster({ rest: rest(false), settings, kv: stores.kv, logger, now });
     expect(await next.post(job)).toBe('posted');
     expect(bodies).toHaveLength(2);
-    expect(bodies[1]).toMatchObject({ nonce: jobMessageNonce('gallery', job.id), enforce_nonce: true });
+    expect(bodies[1]).toMatchObject(oncePerJob('gallery', job.id));
     expect(bodies[1]?.nonce).toBe(bodies[0]?.nonce);
     expect(String(bodies[0]?.nonce).length).toBeLessThanOrEqual(25);
     // Within Discord's window: Discord answers it with the first post, no second copy.

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadLimitForTier } from '../src/services/community/gallery.js';
-import { jobMessageNonce } from '../src/services/discord/message-nonce.js';
+import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 
@@ -140,12 +140,9 @@ describe('gallery', () => {
         .filter((r) => r.method === 'POST' && r.path === `/channels/${galleryId}/messages`)
         .slice(-2)
         .map((r) => r.body as { nonce?: unknown; enforce_nonce?: unknown });
-      const nonce = jobMessageNonce('gallery', jobIdInFooter(post));
-      expect(attempts).toEqual([
-        expect.objectContaining({ nonce, enforce_nonce: true }),
-        expect.objectContaining({ nonce, enforce_nonce: true }),
-      ]);
-      expect(post.data['nonce']).toBe(nonce);
+      const once = oncePerJob('gallery', jobIdInFooter(post));
+      expect(attempts).toEqual([expect.objectContaining(once), expect.objectContaining(once)]);
+      expect(post.data['nonce']).toBe(once.nonce);
       h.fake.assertNoViolations();
     } finally {
       lost.remove();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
-import { jobMessageNonce } from '../src/services/discord/message-nonce.js';
+import { oncePerJob } from '../src/services/discord/message-nonce.js';
 
 const THREADS_ROUTE = '/channels/{channel_id}/messages/{message_id}/threads';
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
@@ -110,7 +110,7 @@ describe('a thread per job', () => {
       expect(threadLost.hits).toBe(1);
       expect(postLost.hits).toBe(1);
       expect(h.fake.channelMessages(threadId).map((m) => m.id)).toEqual([live.id]);
-      expect(live.data['nonce']).toBe(jobMessageNonce('thread', jobIdInFooter(live)));
+      expect(live.data['nonce']).toBe(oncePerJob('thread', jobIdInFooter(live)).nonce);
       expect(cmd.followUps.filter((m) => m.ephemeral)).toHaveLength(0);
       h.fake.assertNoViolations();
     } finally {

@@ -5,7 +5,7 @@ import { DiscordAPIError, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { z } from 'zod';
-import { jobMessageNonce } from '../discord/message-nonce.js';
+import { oncePerJob } from '../discord/message-nonce.js';
 import { renderGalleryPost } from '../discord/render.js';
 import type { JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
@@ -254,7 +254,7 @@ export class GalleryPoster {
         });
       else linked.push({ url, reason: d.reason });
     }
-    const nonce = jobMessageNonce('gallery', job.id);
+    const once = oncePerJob('gallery', job.id);
     const send = (attach: typeof files, links: typeof linked) =>
       this.withBudget(gallery, () =>
         this.deps.rest.post(Routes.channelMessages(gallery), {
@@ -264,8 +264,7 @@ export class GalleryPoster {
               attach.map((f) => ({ filename: f.name })),
               links,
             ),
-            nonce,
-            enforce_nonce: true,
+            ...once,
           },
           files: attach,
         }),

@@ -1,6 +1,6 @@
 import { DiscordAPIError, Routes, type REST } from 'discord.js';
 import { z } from 'zod';
-import { jobMessageNonce } from '../discord/message-nonce.js';
+import { oncePerJob } from '../discord/message-nonce.js';
 import type { MessagePayload } from '../discord/render-limits.js';
 
 /**
@@ -35,9 +35,10 @@ export function createThreadApi(rest: Pick<REST, 'post'>): ThreadApi {
       }
     },
     async postMessage(channelId, jobId, body) {
-      const nonce = jobMessageNonce('thread', jobId);
       return idOnly.parse(
-        await rest.post(Routes.channelMessages(channelId), { body: { ...body, nonce, enforce_nonce: true } }),
+        await rest.post(Routes.channelMessages(channelId), {
+          body: { ...body, ...oncePerJob('thread', jobId) },
+        }),
       );
     },
   };
