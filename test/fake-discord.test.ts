@@ -424,9 +424,7 @@ describe('fake Discord driven by a real discord.js client', () => {
     fake.injectFault({
       method: 'POST',
       route: '/channels/{channel_id}/messages',
-      status: 502,
-      afterHandler: true,
-      body: DiscordErrors.badGateway.body,
+      ...DiscordErrors.answerLost,
     });
     await channel().send('maybe twice');
     expect(fake.channelMessages().length - before).toBe(2);
@@ -438,9 +436,7 @@ describe('fake Discord driven by a real discord.js client', () => {
     const lost = fake.injectFault({
       method: 'POST',
       route: '/channels/{channel_id}/messages',
-      status: 502,
-      afterHandler: true,
-      body: DiscordErrors.badGateway.body,
+      ...DiscordErrors.answerLost,
     });
     const first = await channel().send({ content: 'once', nonce: 'gallery-1', enforceNonce: true });
     expect(lost.hits).toBe(1);

@@ -125,9 +125,7 @@ describe('gallery', () => {
     const lost = h.fake.injectFault({
       method: 'POST',
       route: `/channels/${galleryId}/messages`,
-      status: 502,
-      afterHandler: true,
-      body: DiscordErrors.badGateway.body,
+      ...DiscordErrors.answerLost,
     });
     try {
       await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);

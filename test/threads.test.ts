@@ -87,16 +87,12 @@ describe('a thread per job', () => {
     const threadLost = h.fake.injectFault({
       method: 'POST',
       route: THREADS_ROUTE,
-      status: 502,
-      afterHandler: true,
-      body: DiscordErrors.badGateway.body,
+      ...DiscordErrors.answerLost,
     });
     const postLost = h.fake.injectFault({
       method: 'POST',
       route: '/channels/{channel_id}/messages',
-      status: 502,
-      afterHandler: true,
-      body: DiscordErrors.badGateway.body,
+      ...DiscordErrors.answerLost,
     });
     try {
       const { cmd, reply } = await extendSong(FIXTURE_SONG_IDS[0]);

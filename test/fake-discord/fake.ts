@@ -87,6 +87,9 @@ export const CallbackType = {
   LaunchActivity: 12,
 } as const;
 
+/** What Cloudflare, in front of Discord, answers for a 502. */
+const BAD_GATEWAY_PAGE = '<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>';
+
 /** Ready-made Discord error answers for `injectFault`. */
 export const DiscordErrors = {
   unknownChannel: { status: 404, body: { message: 'Unknown Channel', code: 10003 } },
@@ -110,9 +113,15 @@ export const DiscordErrors = {
   internalServerError: { status: 500, body: { message: '500: Internal Server Error', code: 0 } },
   badGateway: {
     status: 502,
-    body: '<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>',
+    body: BAD_GATEWAY_PAGE,
   },
   serviceUnavailable: { status: 503, body: { message: 'upstream connect error', code: 0 } },
+  /** Discord did the work, then its answer was lost: the handler runs, Cloudflare's 502 comes back. */
+  answerLost: {
+    status: 502,
+    afterHandler: true,
+    body: BAD_GATEWAY_PAGE,
+  },
   rateLimited: (retryAfterSeconds: number, global = false): FaultSpec => ({
     status: 429,
     body: { message: 'You are being rate limited.', retry_after: retryAfterSeconds, global },
