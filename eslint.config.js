@@ -20,6 +20,19 @@ export default tseslint.config(
         'error',
         { object: 'process', property: 'env', message: 'Read config, not process.env (src/config.ts only).' },
       ],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'discord.js',
+              importNames: ['DiscordAPIError', 'HTTPError', 'RateLimitError', 'REST', 'Routes'],
+              message:
+                'Import from @discordjs/rest or discord-api-types/v10: discord.js loads its CommonJS copy, whose error classes fail instanceof against the ESM REST the bot uses.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -67,7 +67,7 @@ export async function startJobs(
   }
   const jobs = await eventually(
     async () => {
-      const all = await h.app.store.listUnfinished();
+      const all = await h.app.store.listOpen();
       const ready = all.filter((j) => j.taskId && j.message.messageId && j.state === 'queued');
       return ready.length >= count ? ready : undefined;
     },

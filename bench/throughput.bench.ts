@@ -117,7 +117,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     }
     const jobs = await eventually(
       async () => {
-        const all = await stores.jobs.listUnfinished();
+        const all = await stores.jobs.listOpen();
         const ready = all.filter((j) => j.taskId && j.message.messageId && j.state === 'queued');
         return ready.length >= JOBS ? ready : undefined;
       },

@@ -1,6 +1,7 @@
-import { Client, Events, GatewayIntentBits, REST, Routes, type Interaction } from 'discord.js';
+import { API } from '@discordjs/core/http-only';
+import { REST } from '@discordjs/rest';
+import { Routes, type APIInteraction, type APIUser } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterQueue } from 'rate-limiter-flexible';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { commandData, commands, components } from './commands/index.js';
@@ -9,9 +10,21 @@ import type { BotContext } from './commands/types.js';
 import { syncCommands, type SyncResult } from './services/discord/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edit-queue.js';
+import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
+import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
+import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
+import { Gateway } from './services/discord/gateway/gateway.js';
 import { renderJob, renderThreadLine } from './services/discord/render.js';
-import { JobService } from './services/jobs/job-service.js';
+import { AfterFinalWork, InProcessAfterFinal } from './services/jobs/after-final.js';
+import { JobLifecycle } from './services/jobs/lifecycle.js';
+import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
+import type { AfterFinalQueue, CheckScheduler, MessageUpdates } from './services/jobs/ports.js';
+import { recoverOpenJobs } from './services/jobs/recovery.js';
+import { TimerChecks } from './services/jobs/timer-checks.js';
 import { MediaClient } from './services/media/client.js';
+import { openBull, type BullContext } from './services/queues/bull.js';
+import { BullJobEdits } from './services/queues/job-edits.js';
+import { BullAfterFinal, BullChecks } from './services/queues/job-queues.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { TrainingSessions } from './services/training/sessions.js';
@@ -22,20 +35,19 @@ import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
 import { createThreadApi } from './services/community/threads.js';
 import { GalleryPoster } from './services/community/gallery.js';
-import { resultFiles } from './services/operations/index.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 import { GatewayLease } from './services/cluster/gateway-lease.js';
-import { JobOwnership } from './services/cluster/job-ownership.js';
 import { RedisChannelBudget } from './services/cluster/redis-channel-budget.js';
-import { HttpInteractions } from './services/discord/http-interactions.js';
-import { createHeapTrim, exposedGc, type HeapTrim } from './services/runtime/heap-trim.js';
 
 /** How long an interaction id stays claimed: far past its token's 15 min life, so a late redelivery still counts. */
 const INTERACTION_CLAIM_TTL_MS = 60 * 60_000;
-
-/** Message reads per second per instance when taking over finals (three instances: 24/s of Discord's 50). */
-const TAKEOVER_READS_PER_SECOND = 8;
+/** Gateway: a command not answering by then is acknowledged on its behalf (Discord allows 3 s in all). */
+const GATEWAY_ACK_AFTER_MS = 1500;
+/** How long a submission may wait out the service's 429s in all (MediaClient's bound). */
+const SUBMIT_WAIT_BOUND_MS = 5 * 60_000;
+/** HTTP: the acknowledgement travels in the HTTP response itself, so it can wait a little longer. */
+const HTTP_ACK_AFTER_MS = 2500;
 
 export interface AppOptions {
   logger: Logger;
@@ -44,31 +56,40 @@ export interface AppOptions {
   webhookAuthFailures?: AuthFailureLimit;
   /** Key namespace in the store (tests isolate runs sharing one Redis). */
   storeNamespace?: string;
-  /** http mode: a command not answering by then is acknowledged in the HTTP response (default 2500 ms). */
+  /** A command not answering by then is acknowledged on its behalf (default 1500 gateway, 2500 http; 0: at once). */
   interactionAckDeadlineMs?: number;
-  /** Returns pooled heap pages after a peak (default: on when the process runs with `--expose-gc`). */
-  heapTrim?: HeapTrim;
+}
+
+/** The Discord edits of job messages, whichever way they are delivered (tests, benches). */
+export interface EditDelivery {
+  /** Resolves true once no edit waits or runs, false after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<boolean>;
 }
 
 export interface App {
-  /** The Discord client (the one holding the gateway, when this instance does). */
-  readonly client: Client;
-  /** Redis: the gateway lease (gateway held by one instance at a time). */
+  /** Embedded (SQLite, one process) or redis (BullMQ, any number of instances). */
+  readonly mode: 'embedded' | 'redis';
+  /** Redis gateway mode: the lease deciding which instance holds the gateway. */
   gatewayLease: GatewayLease | undefined;
-  /** Redis: which instance works on which job. */
-  ownership: JobOwnership | undefined;
   server: HttpServer;
-  jobs: JobService;
-  edits: EditQueue;
+  jobs: JobLifecycle;
+  watch: JobWatch;
+  /** Edits of job messages (in process or BullMQ) and of session messages (in process). */
+  edits: EditDelivery & { sessions: EditQueue };
+  checks: CheckScheduler;
   metrics: Metrics;
   context: BotContext;
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
   /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
   kv: LockingKeyValueStore;
-  /** Listens, logs in, syncs commands, resumes unfinished jobs. */
+  /** The bot-token REST (tests post messages with it). */
+  rest: REST;
+  /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
+  discordReady(): boolean;
+  /** Listens, connects to Discord, syncs commands, resumes open jobs. */
   start(): Promise<{ url: string; commands: SyncResult | undefined }>;
-  /** Stops taking webhooks, lets in-flight edits finish (bounded), closes everything. */
+  /** Stops taking webhooks and interactions, lets in-flight edits finish (bounded), closes everything. */
   stop(drainMs?: number): Promise<void>;
 }
 
@@ -77,15 +98,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const { logger } = opts;
   const now = opts.now ?? Date.now;
   const metrics = createMetrics(config.instanceId);
-  const heapTrim =
-    opts.heapTrim ?? createHeapTrim({ logger: logger.child({ component: 'memory' }), gc: exposedGc() });
+  const namespace = opts.storeNamespace ?? 'mjb';
 
   const stores = await createStores({
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
     dataDir: config.store.dataDir,
     jobTtlMs: config.store.jobTtlMs,
     logger: logger.child({ component: 'store' }),
-    ...(opts.storeNamespace ? { namespace: opts.storeNamespace } : {}),
+    namespace,
   });
 
   const media = new MediaClient({
@@ -97,66 +117,43 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     upscaleTimeoutMs: config.media.upscaleTimeoutMs,
     logger: logger.child({ component: 'media' }),
   });
+  const reader: TaskReading = { read: (op, taskId) => media.fetchTask(op, taskId) };
 
-  // Several instances on one Redis (an instance cannot know whether it is alone, so on
-  // Redis this is always on): leases decide who holds the gateway and who works on a job.
-  const clusterPrefix = `${opts.storeNamespace ?? 'mjb'}::cluster:`;
-  const clusterLog = logger.child({ component: 'cluster' });
-  const gatewayLease =
-    stores.redis && config.discord.interactions.mode === 'gateway'
-      ? new GatewayLease({
-          redis: stores.redis,
-          prefix: clusterPrefix,
-          instanceId: config.instanceId,
-          logger: clusterLog,
-        })
-      : undefined;
-  const ownership = stores.redis
-    ? new JobOwnership({
-        redis: stores.redis,
-        prefix: clusterPrefix,
-        instanceId: config.instanceId,
-        logger: clusterLog,
-      })
-    : undefined;
-
-  if (ownership) metrics.countOwnedJobs(() => ownership.size());
-
-  const makeClient = (): Client => {
-    const c = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: config.discord.apiUrl } });
-    c.rest.on('response', (req, res) => {
-      metrics.discordRequests.inc({ route: req.route, status: String(res.status) });
-    });
-    c.rest.on('rateLimited', (info) => {
-      logger.warn(
-        { route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope },
-        'Discord rate limit',
-      );
-    });
-    return c;
-  };
-  /** Bot-token REST for every service (and the first gateway tenure's client). */
-  const client = makeClient();
-  // Standby instances and http mode never log in, yet post gallery messages and threads: the token goes on now.
-  client.rest.setToken(config.discord.token);
-  let gateway = client;
-  const interactionRest: REST = createInteractionRest({ api: config.discord.apiUrl });
-  const { interactions: interactionMode } = config.discord;
-
-  // Channel edits get their own bot-token REST that rejects on 429 instead of sleeping inside it:
-  // the edit queue then waits itself and sends the *latest* state, not a stale one.
-  // offset 0: its bucket resets when Discord says, as the queue's own budget assumes.
+  // ---- Discord REST: the bot token's, the interaction webhooks' (no global limiter), the edits'.
+  const countResponses = (rest: REST) =>
+    rest.on('response', (req, res) =>
+      metrics.discordRequests.inc({ route: req.route, status: String(res.status) }),
+    );
+  const botRest = new REST({ api: config.discord.apiUrl }).setToken(config.discord.token);
+  botRest.on('rateLimited', (info) =>
+    logger.warn(
+      { route: info.route, retryAfter: info.retryAfter, global: info.global, scope: info.scope },
+      'Discord rate limit',
+    ),
+  );
+  const interactionRest = createInteractionRest({ api: config.discord.apiUrl });
+  // Interaction callbacks keep REST's own retries (a lost answer is recognised as 40060 and taken).
+  const callbackRest = new REST({
+    api: config.discord.apiUrl,
+    globalRequestsPerSecond: Number.POSITIVE_INFINITY,
+  });
+  // Channel edits reject on 429 instead of sleeping inside REST: the queue waits and sends the latest state.
   const editRest = new REST({
     api: config.discord.apiUrl,
     rejectOnRateLimit: () => true,
     offset: 0,
   }).setToken(config.discord.token);
-  for (const rest of [interactionRest, editRest]) {
-    rest.on('response', (req, res) =>
-      metrics.discordRequests.inc({ route: req.route, status: String(res.status) }),
-    );
-  }
-  // Every instance edits in the same channels: one budget per channel for all of them.
+  for (const rest of [botRest, interactionRest, callbackRest, editRest]) countResponses(rest);
+  const api = new API(callbackRest);
+  const transport = createRestTransport({ botRest: editRest, interactionRest });
+
+  // ---- Several instances (Redis): BullMQ for durable work, shared budgets, the gateway lease.
+  const redisUrl = config.store.redisUrl;
+  const bull: (BullContext & { close(): Promise<void> }) | undefined = redisUrl
+    ? await openBull({ url: redisUrl, namespace, logger: logger.child({ component: 'queues' }) })
+    : undefined;
+  const clusterPrefix = `${namespace}::cluster:`;
+  const clusterLog = logger.child({ component: 'cluster' });
   const channelBudget = stores.redis
     ? new RedisChannelBudget({
         redis: stores.redis,
@@ -167,26 +164,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
       })
     : undefined;
-  const edits = new EditQueue({
-    transport: createRestTransport({ botRest: editRest, interactionRest }),
-    logger: logger.child({ component: 'edits' }),
-    now,
-    ...(channelBudget ? { channelBudget } : {}),
-    onMessageGone: (jobId, reason) => {
-      logger.info({ jobId, reason }, 'job message is gone; edits stopped');
-      jobs.messageGone(jobId);
-    },
-    onDelivered: (jobId, d) => {
-      metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
-      jobs.delivered(jobId, d.final);
-    },
-    metrics: {
-      editsSent: (route, outcome) => metrics.editsSent.inc({ route, outcome }),
-      queueDepth: (n) => metrics.editQueueDepth.set(n),
-    },
-  });
+  const gatewayLease =
+    stores.redis && config.discord.interactions.mode === 'gateway'
+      ? new GatewayLease({
+          redis: stores.redis,
+          prefix: clusterPrefix,
+          instanceId: config.instanceId,
+          logger: clusterLog,
+        })
+      : undefined;
 
-  // Job secrets this process knows, so webhooks for them authenticate without a store read.
+  // ---- Community: settings, fair use, credits, gallery.
   const jobKeys = new JobKeys();
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
@@ -197,7 +185,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     costs: config.community.costs,
     logger: logger.child({ component: 'community' }),
     gallery: new GalleryPoster({
-      rest: client.rest,
+      rest: botRest,
       settings: guildSettings,
       kv: stores.kv,
       logger: logger.child({ component: 'gallery' }),
@@ -206,39 +194,107 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     }),
   });
 
-  // Taking over a dead instance's finals reads each message once. Paced so that the survivors
-  // together stay far under Discord's global 50 requests/s per bot token, which discord.js's
-  // own limiter guards only per process (regression: a takeover of ~60 jobs drew a global 429).
-  const takeoverReads = new RateLimiterQueue(
-    new RateLimiterMemory({ points: TAKEOVER_READS_PER_SECOND, duration: 1 }),
-    { maxQueueSize: 100_000 },
-  );
-  const jobs = new JobService({
+  // ---- Jobs: lifecycle, keeper checks, message updates, after-final work.
+  const renderers: JobRenderers = { render: renderJob, renderReply: renderThreadLine };
+  // Built in a cycle (the lifecycle queues work whose runners call the lifecycle back): the
+  // runners reach `lifecycle` and `watch` through closures, called only once both exist.
+  const afterFinalWork = new AfterFinalWork({
     store: stores.jobs,
-    // An instance died after Discord took a final edit but before recording it: look first.
-    finalShown: async (job) => {
-      const marker = job.state === 'finished' ? resultFiles(job.result)[0] : job.error?.message;
-      if (!marker || !job.message.messageId) return false;
-      await takeoverReads.removeTokens(1);
-      const msg = await client.rest.get(Routes.channelMessage(job.message.channelId, job.message.messageId));
-      return JSON.stringify(msg).includes(JSON.stringify(marker).slice(1, -1));
+    lifecycle: { mark: (id, flags) => lifecycle.mark(id, flags) },
+    run: (job) => community.jobEnded(job),
+  });
+  const check = (jobId: string) => watch.check(jobId);
+  // Session messages (training photos) always go through the in-process queue; job messages
+  // too in embedded mode.
+  const sessionEdits = new EditQueue({
+    transport,
+    logger: logger.child({ component: 'edits' }),
+    now,
+    ...(channelBudget ? { channelBudget } : {}),
+    onMessageGone: (key, reason) => {
+      if (key.endsWith(':reply') || key.startsWith('training-message:')) return;
+      logger.info({ jobId: key, reason }, 'job message is gone; edits stopped');
+      void lifecycle.mark(key, { messageGone: true }).catch(() => undefined);
     },
-    ...(ownership ? { ownership } : {}),
-    onFinal: (job) => community.jobEnded(job),
+    onDelivered: (key, d) => {
+      metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
+      if (d.final && !key.includes(':')) {
+        void lifecycle.mark(key, { finalShown: true }).catch(() => undefined);
+      }
+    },
+    metrics: {
+      editsSent: (route, outcome) => metrics.editsSent.inc({ route, outcome }),
+      queueDepth: (n) => metrics.editQueueDepth.set(n),
+    },
+  });
+  let messages: MessageUpdates & Partial<EditDelivery>;
+  let checks: CheckScheduler;
+  let afterFinal: AfterFinalQueue;
+  let bullEdits: BullJobEdits | undefined;
+  if (bull && channelBudget) {
+    bullEdits = new BullJobEdits(bull, {
+      store: stores.jobs,
+      lifecycle: { mark: (id, flags) => lifecycle.mark(id, flags) },
+      transport,
+      budget: channelBudget,
+      renderers,
+      marks: bull.connection,
+      logger: logger.child({ component: 'edits' }),
+      metrics,
+      now,
+    });
+    messages = bullEdits;
+    checks = new BullChecks(bull, check, {
+      retryMs: config.jobs.pollInitialMs,
+      logger: logger.child({ component: 'jobs' }),
+    });
+    afterFinal = new BullAfterFinal(bull, (id) => afterFinalWork.runFor(id));
+  } else {
+    messages = new QueuedJobMessages({ edits: sessionEdits, renderers, now });
+    const timers = new TimerChecks({
+      logger: logger.child({ component: 'jobs' }),
+      retryMs: config.jobs.pollInitialMs,
+    });
+    timers.start(check);
+    checks = timers;
+    afterFinal = new InProcessAfterFinal({
+      work: afterFinalWork,
+      logger: logger.child({ component: 'jobs' }),
+    });
+  }
+  const lifecycleOptions = {
+    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+    maxDurationMs: config.jobs.maxDurationMs,
+    pollInitialMs: config.jobs.pollInitialMs,
+    pollMaxMs: config.jobs.pollMaxMs,
+    webhookSilenceMs: config.jobs.webhookSilenceMs,
+  };
+  const lifecycle: JobLifecycle = new JobLifecycle({
+    store: stores.jobs,
+    checks,
+    messages,
+    afterFinal,
     jobKeys,
-    media,
-    edits,
-    render: renderJob,
-    renderReply: renderThreadLine,
+    logger: logger.child({ component: 'jobs' }),
+    metrics,
+    now,
+    options: lifecycleOptions,
+  });
+  const watch: JobWatch = new JobWatch({
+    store: stores.jobs,
+    lifecycle,
+    reader,
+    messages,
+    afterFinal,
     logger: logger.child({ component: 'jobs' }),
     metrics,
     now,
     options: {
-      ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
-      maxDurationMs: config.jobs.maxDurationMs,
-      pollInitialMs: config.jobs.pollInitialMs,
-      pollMaxMs: config.jobs.pollMaxMs,
-      webhookSilenceMs: config.jobs.webhookSilenceMs,
+      ...lifecycleOptions,
+      webhooks: config.publicUrl !== undefined,
+      // The longest a submission can take: the slowest request, its 429 waits, a margin.
+      submitGraceMs:
+        Math.max(config.media.timeoutMs, config.media.upscaleTimeoutMs) + SUBMIT_WAIT_BOUND_MS + 60_000,
     },
   });
 
@@ -248,76 +304,53 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     maxBytes: config.photos.maxBytes,
     ttlMs: config.photos.sessionTtlMs,
     refreshUrls: async (urls) =>
-      (await client.rest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
+      (await botRest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
     now,
   });
 
   const context: BotContext = {
     logger: logger.child({ component: 'commands' }),
-    jobs,
+    jobs: lifecycle,
     records: stores.jobs,
     media,
+    tasks: reader,
     training,
-    edits,
+    edits: sessionEdits,
     community,
     settings: guildSettings,
     ledger,
     costs: config.community.costs,
-    threads: createThreadApi(client.rest),
+    threads: createThreadApi(botRest),
     limits: { maxImageBytes: config.photos.maxBytes },
     now,
   };
-  const route = createInteractionRouter(commands, components, context);
-  const onInteraction = (i: Interaction): void => {
-    void (async () => {
-      // Fencing: an instance that lost the gateway lease (paused past it) never acts on what
-      // its dying connection still delivers; the lease's token must still be ours in Redis.
-      if (gatewayLease && !(await gatewayLease.verify())) {
-        logger.warn(
-          { interactionId: i.id },
-          'interaction ignored: this instance no longer holds the gateway',
-        );
-        return;
-      }
-      await route(i);
-    })().catch((err: unknown) => logger.error({ err }, 'interaction router failed'));
-  };
-  const listen = (c: Client): void => {
-    c.on(Events.InteractionCreate, onInteraction);
-    c.on(Events.Error, (err) => logger.error({ err }, 'discord client error'));
-    c.on(Events.ShardDisconnect, (_e, shard) =>
-      logger.warn({ shard }, 'gateway disconnected; discord.js reconnects'),
-    );
-    c.on(Events.ShardResume, (shard) => logger.info({ shard }, 'gateway resumed'));
-  };
-  listen(client);
 
-  /** Logs in the gateway client and waits for READY. */
-  const connectGateway = async (): Promise<void> => {
-    const c = gateway;
-    const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
-    await c.login(config.discord.token);
-    await ready;
-    logger.info({ user: c.user?.tag, fencingToken: gatewayLease?.fencingToken }, 'connected to Discord');
+  // ---- Interactions: the same router whichever way they arrive.
+  const route = createInteractionRouter(commands, components, context);
+  const { interactions: interactionMode } = config.discord;
+  const ackAfterMs =
+    opts.interactionAckDeadlineMs ??
+    (interactionMode.mode === 'http' ? HTTP_ACK_AFTER_MS : GATEWAY_ACK_AFTER_MS);
+  const interactionLog = logger.child({ component: 'interactions' });
+  const run = (raw: APIInteraction, transport?: AckTransport, receivedAt?: number): void => {
+    const name = 'data' in raw && raw.data && 'name' in raw.data ? raw.data.name : '';
+    const i = new BotInteraction(raw, {
+      api: api.interactions,
+      logger: interactionLog,
+      ackAfterMs,
+      ephemeralByDefault: route.ephemeralCommand(name),
+      ...(transport ? { transport } : {}),
+      ...(receivedAt !== undefined ? { receivedAt } : {}),
+    });
+    void route(i)
+      .catch((err: unknown) => logger.error({ err }, 'interaction router failed'))
+      .finally(() => i.dispose());
   };
-  /** Lease lost: drop the connection now; a later tenure gets a fresh client (a destroyed one cannot log in again). */
-  const dropGateway = async (): Promise<void> => {
-    const c = gateway;
-    metrics.gatewayLeader.set(0);
-    await c.destroy();
-    // destroy() clears the REST token; the bot-token REST serves every service, standby or not.
-    client.rest.setToken(config.discord.token);
-    gateway = makeClient();
-    listen(gateway);
-  };
-  const http =
+
+  const endpoint =
     interactionMode.mode === 'http'
-      ? new HttpInteractions({
-          client,
-          logger: logger.child({ component: 'interactions' }),
-          ...(opts.interactionAckDeadlineMs !== undefined
-            ? { ackDeadlineMs: opts.interactionAckDeadlineMs }
-            : {}),
+      ? new HttpInteractionEndpoint({
+          logger: interactionLog,
           // Set-if-absent in the store every instance shares: one run per interaction id.
           claim: (id) =>
             stores.kv.withLock(`interaction:${id}`, async () => {
@@ -325,30 +358,53 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
               await stores.kv.set(`interaction-seen:${id}`, { at: now() }, INTERACTION_CLAIM_TTL_MS);
               return true;
             }),
+          run: (raw, exchange, receivedAt) => run(raw, exchange, receivedAt),
         })
       : undefined;
-  if (http) {
-    http.install(client.rest);
-    http.install(interactionRest);
-  }
+
+  const gateway =
+    interactionMode.mode === 'gateway'
+      ? new Gateway({
+          token: config.discord.token,
+          rest: botRest,
+          kv: stores.kv,
+          logger: logger.child({ component: 'gateway' }),
+          onInteraction: (raw) => {
+            // Fencing: an instance that lost the gateway lease (paused past it) never acts on
+            // what its dying connection still delivers; the lease's token must still be ours.
+            if (!gatewayLease) return run(raw);
+            void gatewayLease.verify().then(
+              (ok) => {
+                if (ok) run(raw);
+                else
+                  logger.warn(
+                    { interactionId: raw.id },
+                    'interaction ignored: this instance no longer holds the gateway',
+                  );
+              },
+              (err: unknown) => logger.error({ err }, 'gateway lease check failed'),
+            );
+          },
+        })
+      : undefined;
   // http mode: Discord is "ready" once the token has been checked over REST at start.
   let restReady = false;
 
+  const discordReady = (): boolean =>
+    endpoint ? restReady : gatewayLease && !gatewayLease.holds() ? true : (gateway?.isReady() ?? false);
   const server = await buildServer({
     logger,
     trustProxy: config.http.trustProxy,
     webhook: {
       store: stores.jobs,
-      applyResult: (jobId, result) => jobs.applyResult(jobId, result, 'webhook'),
+      applyResult: (jobId, result) => lifecycle.applyResult(jobId, result, 'webhook'),
       metrics,
       keys: jobKeys,
       ...(opts.webhookAuthFailures ? { authFailures: opts.webhookAuthFailures } : {}),
     },
     health: {
-      // http mode: REST checked at start. Gateway mode on Redis: standby instances (another
-      // holds the gateway) are ready, they serve webhooks and jobs.
-      discordReady: () =>
-        http ? restReady : gatewayLease && !gatewayLease.holds() ? true : gateway.isReady(),
+      // Gateway mode on Redis: standby instances (another holds the gateway) are ready, they serve webhooks and jobs.
+      discordReady,
       ...(gatewayLease ? { gateway: () => (gatewayLease.holds() ? 'held' : 'standby') } : {}),
       instance: config.instanceId,
       pingStore: () => stores.jobs.ping(),
@@ -358,11 +414,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       config.metrics.port !== undefined
         ? false
         : { ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) },
-    ...(http && interactionMode.mode === 'http'
+    ...(endpoint && interactionMode.mode === 'http'
       ? {
           interactions: {
             publicKey: interactionMode.publicKey,
-            handle: (raw) => http.handle(raw),
+            handle: (raw) => endpoint.handle(raw),
             metrics,
           },
         }
@@ -377,21 +433,31 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
           ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}),
         });
 
-  let stopping: Promise<void> | undefined;
-
-  return {
-    get client() {
-      return gateway;
+  const edits: EditDelivery & { sessions: EditQueue } = {
+    sessions: sessionEdits,
+    async drain(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      const local = await sessionEdits.drain(timeoutMs);
+      const remote = bullEdits ? await bullEdits.drain(Math.max(0, deadline - Date.now())) : true;
+      return local && remote;
     },
+  };
+
+  let stopping: Promise<void> | undefined;
+  return {
+    mode: bull ? 'redis' : 'embedded',
     gatewayLease,
-    ownership,
     server,
-    jobs,
+    jobs: lifecycle,
+    watch,
     edits,
+    checks,
     metrics,
     context,
     store: stores.jobs,
     kv: stores.kv,
+    rest: botRest,
+    discordReady,
     async start() {
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
@@ -407,46 +473,40 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         );
         logger.info({ url: `${metricsUrl}/metrics` }, 'metrics listening');
       }
-      if (ownership) {
-        await inPhase('store', () =>
-          ownership.start({
-            adopt: (jobId) => jobs.adopt(jobId),
-            changed: (jobId, source) => jobs.changed(jobId, source),
-          }),
-        );
-      }
-      if (http) {
+      if (endpoint) {
         // No gateway connection: check the token once over REST (a bad one stops the start).
-        const me = await inPhase('discord', () => client.rest.get(Routes.user('@me')));
+        const me = (await inPhase('discord', () => botRest.get(Routes.user('@me')))) as Partial<APIUser>;
         restReady = true;
         logger.info(
-          { user: (me as { username?: string }).username, interactions: `${url}/interactions` },
+          { user: me.username, interactions: `${url}/interactions` },
           'Discord REST ready; interactions arrive over HTTP (no gateway)',
         );
-      } else if (gatewayLease) {
+      } else if (gateway && gatewayLease) {
         let first: Promise<void> | undefined;
         await inPhase('store', () =>
           gatewayLease.start({
             acquired: () => {
               metrics.gatewayLeader.set(1);
-              // The gateway client is fresh here: never logged in, or made anew when the last tenure ended.
-              const connecting = connectGateway();
+              const connecting = gateway.connect();
               first ??= connecting;
               return connecting;
             },
-            lost: () => dropGateway(),
+            lost: async () => {
+              metrics.gatewayLeader.set(0);
+              await gateway.disconnect({ keepSession: false });
+            },
           }),
         );
         // The first holder connects as a lone bot does, and a failure stops the start the same way.
         if (first) await inPhase('discord', () => first as Promise<void>);
         else logger.info('another instance holds the gateway; this one serves webhooks and jobs (standby)');
-      } else {
-        await inPhase('discord', connectGateway);
+      } else if (gateway) {
+        await inPhase('discord', () => gateway.connect());
       }
       let sync: SyncResult | undefined;
       try {
         sync = await syncCommands({
-          rest: client.rest,
+          rest: botRest,
           applicationId: config.discord.applicationId,
           guildId: config.discord.guildId,
           commands: commandData(),
@@ -456,32 +516,37 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         // The bot still serves already-registered commands; `npm run register` retries on demand.
         logger.error({ err }, 'could not register slash commands');
       }
-      await jobs.recover();
-      // Start-up and recovery are the bot's usual memory peak: what they left pooled goes back now,
-      // and pages pooled by a later peak once they lie unused.
-      heapTrim.trim('start-up and recovery done');
-      heapTrim.start();
+      await recoverOpenJobs({
+        store: stores.jobs,
+        checks,
+        jobKeys,
+        logger: logger.child({ component: 'jobs' }),
+      });
       return { url, commands: sync };
     },
     stop(drainMs = 10_000) {
       stopping ??= (async () => {
         logger.info('shutting down');
-        heapTrim.stop();
         await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
-        http?.close();
+        endpoint?.close();
         await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));
-        jobs.stop();
+        // The next holder resumes this session (a graceful stop hands the gateway over).
+        await gateway?.disconnect({ keepSession: true });
         await gatewayLease
           ?.stop()
           .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));
-        const drained = await edits.drain(drainMs);
+        lifecycle.stop();
+        await checks.close();
+        await afterFinal.close();
+        await bullEdits?.close();
+        const drained = await sessionEdits.drain(drainMs);
         if (!drained)
-          logger.warn({ pending: edits.depth() }, 'some message edits were not delivered before shutdown');
-        edits.close();
-        // Jobs still owned go back to the pool: another instance resumes them at its next sweep.
-        await ownership?.stop().catch((err: unknown) => logger.warn({ err }, 'job lease release failed'));
-        await gateway.destroy();
-        if (gateway !== client) await client.destroy();
+          logger.warn(
+            { pending: sessionEdits.depth() },
+            'some message edits were not delivered before shutdown',
+          );
+        sessionEdits.close();
+        await bull?.close();
         await media.close().catch(() => undefined);
         await stores.close().catch((err: unknown) => logger.warn({ err }, 'store close failed'));
         logger.info('stopped');

@@ -146,6 +146,12 @@ export function describeStartFailure(err: unknown, ctx: StartContext): string {
     case undefined: {
       if (ctx.redisUrl !== undefined) {
         const where = redactUrl(ctx.redisUrl);
+        const policy = all.find(
+          (e): e is { policy: string } & Error => e instanceof Error && e.name === 'RedisEvictionPolicyError',
+        );
+        if (policy) {
+          return `Redis at ${where} evicts keys (maxmemory-policy ${policy.policy}); the bot needs noeviction, or an evicted lock, budget or job would lose work or money: set \`maxmemory-policy noeviction\` in redis.conf (or run \`redis-cli CONFIG SET maxmemory-policy noeviction\`), or give the bot a Redis of its own.`;
+        }
         if (isRedisAuthError(inner)) {
           return `Redis at ${where} refused the credentials (${last}): check the user and password in REDIS_URL.`;
         }

@@ -55,11 +55,7 @@ async function storedState(h: Harness, jobId: string): Promise<JobRecord | undef
 
 /** Nothing queued or in flight in the edit queue. */
 function editsIdle(h: Harness): Promise<boolean> {
-  return eventually(
-    () => h.app.edits.depth() === 0 && h.app.edits.inFlight() === 0,
-    15_000,
-    'edit queue idle',
-  );
+  return h.app.edits.drain(15_000);
 }
 
 /** Every song URL of the finished task is in the message. */
@@ -187,7 +183,8 @@ describe('Discord errors on edits, gateway drops and webhook anomalies (real rat
     const msg = await cmd.waitForMessage((m) => isFinalSong(wire(m)), 10_000);
     expectSongResult(msg, task);
     await h.fake.waitForResume(resumes + 1, 10_000);
-    expect(h.app.client.isReady()).toBe(true);
+    // RESUMED follows the RESUME the fake counted.
+    await eventually(() => h.app.discordReady(), 5_000, 'gateway ready again');
     // Interactions still arrive over the resumed session.
     const tasks = await h.fake.sendCommand({ name: 'tasks' }).message();
     expect(tasks.ephemeral).toBe(true);
@@ -278,7 +275,12 @@ describe('Discord errors on edits, gateway drops and webhook anomalies (real rat
       return j?.state === 'failed' ? j : undefined;
     }, 5000);
     expect(ended.error?.code).toBe('internal');
-    expect((await h.app.store.listUnfinished()).map((j) => j.id)).not.toContain(job.id);
+    // Its after-final work (the reservation back) closes it: nobody looks after it again.
+    await eventually(
+      async () => !(await h.app.store.listOpen()).some((j) => j.id === job.id),
+      5000,
+      'job closed',
+    );
     await sleep(300);
     expect(h.emulator.requests.slice(requestsBefore)).toEqual([]);
     // The error reply is not overwritten by a job render.
@@ -426,7 +428,7 @@ describe('maximum job duration (app clock follows the fake Discord clock)', () =
     const job = await jobOf(h, task.id);
     expect(job.state).toBe('failed');
     expect(job.error?.code).toBe('timed_out');
-    expect(h.app.jobs.pendingPolls()).toBe(0);
+    expect(await h.app.store.listOpen()).toEqual([]);
     fake.assertNoViolations();
   });
 
@@ -492,7 +494,7 @@ describe('polling mode: the service rejects the API key on /fetch', () => {
     expect(h.emulator.requests.some((r) => r.path === '/fetch' && r.injectedStatus === 401)).toBe(true);
     await sleep(1500); // > POLL_MAX_MS
     expect(fetches()).toBe(n);
-    expect(h.app.jobs.pendingPolls()).toBe(0);
+    expect(await h.app.store.listOpen()).toEqual([]);
     h.fake.assertNoViolations();
   });
 });
@@ -500,16 +502,17 @@ describe('polling mode: the service rejects the API key on /fetch', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('restart while a submission was in flight', () => {
-  it('marks the job failed (“restarted while submitting”) and never resubmits it', async () => {
+  it('the job waits as “not confirmed” (never resubmitted) and completes when the service reports it', async () => {
     const h1 = await startHarness({ webhooks: true });
     let h2: Harness | undefined;
     try {
       const channelId = h1.fake.defaultChannelId;
       // The live message the job was replying with, sent by the bot itself.
-      const posted = (await h1.app.client.rest.post(Routes.channelMessages(channelId), {
+      const posted = (await h1.app.rest.post(Routes.channelMessages(channelId), {
         body: { content: '⏳ Extend song: submitting…', allowed_mentions: { parse: [] } },
       })) as { id: string };
-      const now = Date.now();
+      // Long enough ago that its submission cannot still be in flight anywhere.
+      const created = Date.now() - 15 * MINUTE;
       const job: JobRecord = {
         id: randomUUID(),
         secret: 'ab'.repeat(24),
@@ -519,8 +522,8 @@ describe('restart while a submission was in flight', () => {
         params: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
         state: 'submitting',
         percentage: 0,
-        createdAt: now,
-        updatedAt: now,
+        createdAt: created,
+        updatedAt: created,
         version: 1,
       };
       await h1.app.store.create(job);
@@ -537,20 +540,44 @@ describe('restart while a submission was in flight', () => {
           port: h1.port,
         },
       });
+      const bot = h2;
       const stored = await eventually(async () => {
-        const j = await h2?.app.store.get(job.id);
-        return j?.state === 'failed' ? j : undefined;
+        const j = await bot.app.store.get(job.id);
+        return j?.state === 'unconfirmed' ? j : undefined;
       });
-      expect(stored.error?.code).toBe('restart_during_submit');
       expect(stored.taskId).toBeUndefined();
-      const msg = await h1.fake.waitFor(() => {
+      await h1.fake.waitFor(() => {
         const m = h1.fake.messages.get(posted.id);
-        return m && wire(m).includes('restarted while submitting') ? m : undefined;
+        return m && wire(m).includes('Not confirmed') ? m : undefined;
       });
-      expect(wire(msg)).toContain('/tasks');
       await sleep(500);
       // Nothing was sent to the service: no new submission, no fetch.
       expect(h1.emulator.requests.slice(requestsBefore)).toEqual([]);
+
+      // The service had it after all: its webhook, at the job's URL with its secret, attaches the task.
+      const hook = (body: unknown) =>
+        fetch(`${bot.baseUrl}/webhooks/media/${job.id}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-webhook-secret': job.secret },
+          body: JSON.stringify(body),
+        });
+      expect(
+        (await hook({ task_id: 'lost-answer-1', task_type: 'song', status: 'processing', percentage: 40 }))
+          .status,
+      ).toBe(202);
+      const confirmed = await bot.app.store.get(job.id);
+      expect(confirmed).toMatchObject({ state: 'processing', taskId: 'lost-answer-1', percentage: 40 });
+      await hook({
+        task_id: 'lost-answer-1',
+        task_type: 'song',
+        status: 'finished',
+        video_url: 'https://cdn.example/lost-answer.mp4',
+        songs: [{ song_id: 's1', audio_url: 'https://cdn.example/lost-1.mp3' }],
+      });
+      await h1.fake.waitFor(() => {
+        const m = h1.fake.messages.get(posted.id);
+        return m && wire(m).includes('lost-1.mp3') ? m : undefined;
+      });
       h1.fake.assertNoViolations();
     } finally {
       await h2?.close();

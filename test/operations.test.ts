@@ -5,7 +5,12 @@
  * message (checked against Discord's OpenAPI description) → its next steps and
  * what they inherit; and the stored parameters round-trip (Retry).
  */
-import type { ChatInputCommandInteraction } from 'discord.js';
+import {
+  ApplicationCommandOptionType,
+  type APIApplicationCommandInteractionDataOption,
+  type APIAttachment,
+} from 'discord-api-types/v10';
+import { OptionResolver } from '../src/services/discord/interactions/options.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseNextStepId } from '../src/services/discord/custom-ids.js';
 import { renderJob } from '../src/services/discord/render.js';
@@ -28,20 +33,40 @@ const BASE = 'https://media.example';
 const WEBHOOK = { url: 'https://bot.example/webhooks/media/job-1', secret: 'f'.repeat(48) };
 const USER = '123456789012345678';
 
-/** The slice of discord.js's option resolver the operations read, over plain values. */
-function optionsOf(values: Record<string, unknown>): ChatInputCommandInteraction['options'] {
-  const get = (name: string, required?: boolean) => {
-    const v = values[name];
-    if (v === undefined && required) throw new Error(`required option ${name} missing`);
-    return v ?? null;
-  };
-  return {
-    getString: get,
-    getInteger: get,
-    getNumber: get,
-    getBoolean: get,
-    getAttachment: get,
-  } as unknown as ChatInputCommandInteraction['options'];
+/**
+ * A real option resolver over plain values, as Discord sends them: each value typed as the
+ * command declares the option (any command: the option names do not collide), attachments
+ * through `resolved.attachments`.
+ */
+function optionsOf(values: Record<string, unknown>): OptionResolver {
+  const declared = new Map<string, number>();
+  for (const op of Object.values(operations)) {
+    if (op.input.kind !== 'slash') continue;
+    for (const o of op.input.data.options ?? []) declared.set(o.name, o.type);
+  }
+  const options: APIApplicationCommandInteractionDataOption[] = [];
+  const attachments: Record<string, APIAttachment> = {};
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    const type = declared.get(name);
+    if (type === undefined) throw new Error(`no command declares option ${name}`);
+    if (type === ApplicationCommandOptionType.Attachment) {
+      const a = value as { name: string; url: string; contentType: string; size: number };
+      const id = String(Object.keys(attachments).length + 1);
+      attachments[id] = {
+        id,
+        filename: a.name,
+        url: a.url,
+        proxy_url: a.url,
+        size: a.size,
+        content_type: a.contentType,
+      };
+      options.push({ name, type, value: id });
+    } else {
+      options.push({ name, type, value } as APIApplicationCommandInteractionDataOption);
+    }
+  }
+  return new OptionResolver(options, { attachments });
 }
 
 const image = (name: string) => ({

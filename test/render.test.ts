@@ -720,7 +720,12 @@ describe('renderJob: failed', () => {
     ['service_error', /try again later/i],
     ['service_unavailable', /try again later/i],
     ['timed_out', /\/tasks/],
-    ['restart_during_submit', /the bot restarted while submitting; check `\/tasks` before retrying/i],
+    ['not_confirmed', /never confirmed this job.*credits were returned/i],
+    [
+      'service_out_of_credits',
+      /unavailable for now \(the operator has been told\)\. Your credits were returned/,
+    ],
+    ['service_busy', /try again later\. Your credits were returned/i],
     ['something_new', /try again later/i],
   ];
 
@@ -794,6 +799,7 @@ describe('renderJobSummaryLine', () => {
     expect(renderJobSummaryLine(failed, T0)).toContain('failed (timed_out)');
     const emojis: Record<JobState, string> = {
       submitting: '📤',
+      unconfirmed: '❔',
       queued: '⏳',
       processing: '⚙️',
       finished: '✅',

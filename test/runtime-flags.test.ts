@@ -1,6 +1,6 @@
 /**
- * The bot's V8 flags (README "Memory and V8 flags") are part of how it runs in production: `npm start`
- * and the Docker image must use the same ones, and the benchmarks start the bot with them.
+ * The bot's runtime settings live in one place, scripts/start.sh: `npm start` and the Docker
+ * image both run the bot through it, so they can never drift apart, and Node must accept them.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -9,48 +9,36 @@ import { productionEnv, productionNodeFlags } from './helpers/production-node-fl
 
 const read = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
 
-describe('runtime V8 flags', () => {
-  const flags = productionNodeFlags();
-
-  it('npm start bounds the young generation', () => {
-    expect(flags).toContain('--max-semi-space-size=4');
+describe('runtime settings (scripts/start.sh)', () => {
+  it('npm start and the Docker image both start the bot through the launcher', () => {
+    const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
+    expect(pkg.scripts.start).toBe('sh scripts/start.sh --import tsx src/main.ts');
+    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
+    expect(JSON.parse(cmd ?? '[]')).toEqual(['sh', 'scripts/start.sh', 'dist/src/main.js']);
+    // The Dockerfile adds no Node flags or malloc settings of its own.
+    expect(read('Dockerfile')).not.toMatch(/MALLOC_|--max-semi-space-size|NODE_OPTIONS/);
   });
 
-  it('npm start turns off allocation-site pretenuring (it made every webhook promote ~2.6 KB)', () => {
-    expect(flags).toContain('--no-allocation-site-pretenuring');
-  });
-
-  it('npm start bounds how far the old generation grows past a full GC (V8 picks up to 4x from machine speed)', () => {
-    expect(flags).toContain('--heap-growing-percent=20');
-  });
-
-  it('npm start exposes gc: the heap trim runs a memory-reducing GC with it (V8 12+ keeps freed pages pooled)', () => {
-    expect(flags).toContain('--expose-gc');
-  });
-
-  it('npm start sets glibc malloc to two arenas and a fixed trim threshold', () => {
-    expect(productionEnv()).toEqual({ MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072' });
-  });
-
-  it('the Dockerfile sets the same malloc environment as npm start', () => {
-    const env: Record<string, string> = {};
-    for (const line of read('Dockerfile')
-      .split('\n')
-      .filter((l) => l.startsWith('ENV '))) {
-      for (const m of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S+)/g)) env[m[1] ?? ''] = m[2] ?? '';
-    }
-    expect(env).toMatchObject(productionEnv());
-  });
-
-  it('Node accepts every flag (an unknown V8 flag would stop the bot at start)', () => {
-    const r = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+  it('the launcher runs Node with its settings, and Node accepts them', () => {
+    const r = spawnSync(
+      'sh',
+      [
+        'scripts/start.sh',
+        '-e',
+        'console.log(process.env.MALLOC_ARENA_MAX, process.execArgv.filter((a) => a.startsWith("--max")).join(" "))',
+      ],
+      {
+        cwd: new URL('..', import.meta.url),
+        encoding: 'utf8',
+      },
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe(`${productionEnv()['MALLOC_ARENA_MAX']} ${productionNodeFlags().join(' ')}`);
   });
 
-  it('the Dockerfile CMD runs the compiled bot with the same flags as npm start', () => {
-    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
-    expect(cmd).toBeDefined();
-    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', ...flags, 'dist/src/main.js']);
+  it('no V8-internal GC flag and no exposed gc()', () => {
+    const all = [...productionNodeFlags(), read('scripts/start.sh'), read('Dockerfile')].join(' ');
+    expect(all).not.toMatch(/heap-growing-percent|allocation-site-pretenuring|expose-gc/);
   });
 });

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '@redis/client';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openBackend, type Backend } from '../src/services/store/backend.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, mergeJob, type StoreOptions, type Stores } from '../src/services/store/index.js';
@@ -348,13 +349,20 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect(await stores.jobs.listByUser('nobody')).toEqual([]);
   });
 
-  it('listUnfinished: added on create, removed when final; final creates are not listed', async () => {
+  it('listOpen: added on create, kept while final work is left, removed once closed', async () => {
     await stores.jobs.create(makeJob('un-1'));
     await stores.jobs.create(makeJob('un-2', { state: 'queued', taskId: 'task-un-2' }));
     await stores.jobs.create(
-      makeJob('un-3', { state: 'finished', percentage: 100, finishedAt: 1_000, result: { kind: 'upload' } }),
+      makeJob('un-3', {
+        state: 'finished',
+        percentage: 100,
+        finishedAt: 1_000,
+        result: { kind: 'upload' },
+        settledAt: 1_000,
+        finalShownAt: 1_000,
+      }),
     );
-    let ids = (await stores.jobs.listUnfinished()).map((j) => j.id);
+    let ids = (await stores.jobs.listOpen()).map((j) => j.id);
     expect(ids).toEqual(expect.arrayContaining(['un-1', 'un-2']));
     expect(ids).not.toContain('un-3');
 
@@ -363,15 +371,25 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
       result: { kind: 'video', videoUrl: 'https://v' },
       at: 5_000,
     });
-    ids = (await stores.jobs.listUnfinished()).map((j) => j.id);
+    // Final, but its final edit and after-final work are still to do: still open.
+    expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
+    expect((await stores.jobs.getByTaskId('task-un-2'))?.state).toBe('finished');
+    // Bookkeeping on a final job: stored (no version bump), and once both are done it leaves.
+    const shown = await stores.jobs.apply('un-2', { finalShown: true, at: 6_000 });
+    expect(shown?.changed).toBe(false);
+    expect(shown?.job.finalShownAt).toBe(6_000);
+    expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
+    await stores.jobs.apply('un-2', { settled: true, at: 7_000 });
+    ids = (await stores.jobs.listOpen()).map((j) => j.id);
     expect(ids).toContain('un-1');
     expect(ids).not.toContain('un-2');
-    expect((await stores.jobs.getByTaskId('task-un-2'))?.state).toBe('finished');
+    const closed = await stores.jobs.get('un-2');
+    expect(closed).toMatchObject({ state: 'finished', finalShownAt: 6_000, settledAt: 7_000 });
   });
 
   // Regression (memory): restart recovery read every unfinished record at once; held together,
   // 10 000 of them outlived young-generation GCs and were left as old-generation garbage.
-  it('unfinishedPages: at most 100 records a page, every unfinished job once; final ones leave the index', async () => {
+  it('openPages: at most 100 records a page, every open job once; closed ones leave the index', async () => {
     const { stores: s, raw: r } = await open({});
     const ids = Array.from({ length: 230 }, (_, i) => `pg-${i}`);
     for (const id of ids) await s.jobs.create(makeJob(id, { taskId: `task-${id}` }));
@@ -380,13 +398,19 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     const stale = await s.jobs.get('pg-7');
     await r.set(
       'job:pg-7',
-      { ...stale, state: 'failed', error: { code: 'timed_out', message: 'x' } },
+      {
+        ...stale,
+        state: 'failed',
+        error: { code: 'timed_out', message: 'x' },
+        settledAt: 5,
+        finalShownAt: 5,
+      },
       60_000,
     );
     await r.delete('job:pg-150');
     const sizes: number[] = [];
     const seen: string[] = [];
-    for await (const page of s.jobs.unfinishedPages()) {
+    for await (const page of s.jobs.openPages()) {
       sizes.push(page.length);
       seen.push(...page.map((j) => j.id));
     }
@@ -405,7 +429,7 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     await Promise.all(ids.map((id) => s.jobs.create(makeJob(id, { userId: 'user-cc' }))));
     const listed = (await s.jobs.listByUser('user-cc')).map((j) => j.id);
     expect(listed.slice().sort()).toEqual(ids.slice().sort());
-    const unfinished = (await s.jobs.listUnfinished()).map((j) => j.id);
+    const unfinished = (await s.jobs.listOpen()).map((j) => j.id);
     expect(unfinished.slice().sort()).toEqual(ids.slice().sort());
   });
 
@@ -414,12 +438,13 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     await s.jobs.create(makeJob('ttl-open', { taskId: 'task-ttl-open' }));
     await s.jobs.create(makeJob('ttl-done', { taskId: 'task-ttl-done' }));
     await s.jobs.apply('ttl-done', { state: 'finished', result: { kind: 'upload' }, at: 2_000 });
-    expect((await s.jobs.listUnfinished()).map((j) => j.id)).toEqual(['ttl-open']);
+    await s.jobs.apply('ttl-done', { settled: true, finalShown: true, at: 2_001 });
+    expect((await s.jobs.listOpen()).map((j) => j.id)).toEqual(['ttl-open']);
 
     await sleep(600);
     expect(await s.jobs.get('ttl-open')).toBeUndefined();
     expect(await s.jobs.getByTaskId('task-ttl-open')).toBeUndefined();
-    expect(await s.jobs.listUnfinished()).toEqual([]);
+    expect(await s.jobs.listOpen()).toEqual([]);
     expect((await s.jobs.get('ttl-done'))?.state).toBe('finished');
     expect((await s.jobs.getByTaskId('task-ttl-done'))?.id).toBe('ttl-done');
 
@@ -470,7 +495,7 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     // A corrupt id in the unfinished set is pruned, not thrown.
     await stores.jobs.create(makeJob('un-corrupt'));
     await raw.writeRaw('job:un-corrupt', 'nope');
-    expect((await stores.jobs.listUnfinished()).map((j) => j.id)).not.toContain('un-corrupt');
+    expect((await stores.jobs.listOpen()).map((j) => j.id)).not.toContain('un-corrupt');
   });
 
   it('rejects invalid records on write instead of storing something unreadable', async () => {
@@ -499,7 +524,8 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
       expect(results.every((r) => r !== undefined)).toBe(true);
       expect(final?.version).toBe(results.filter((r) => r?.changed).length);
       expect((await stores.jobs.getByTaskId(taskId))?.id).toBe(id);
-      expect((await stores.jobs.listUnfinished()).map((j) => j.id)).not.toContain(id);
+      // Final, with its final edit and after-final work still to do: open until closed.
+      expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain(id);
     }
   });
 
@@ -567,10 +593,10 @@ describe.skipIf(redisUrl === undefined)('cross-process locks (Redis)', () => {
     const a = await createStores(opts);
     const b = await createStores(opts);
     try {
-      const pttl = async (): Promise<number> =>
-        Number(
-          await a.redis?.eval(`return redis.call('pttl', KEYS[1])`, [`${namespace}::lock:fair-use:g`], []),
-        );
+      const probe = createClient({ url: String(redisUrl) });
+      await probe.connect();
+      onTestFinished(() => probe.destroy());
+      const pttl = async (): Promise<number> => probe.pTTL(`${namespace}::lock:fair-use:g`);
       let aLeft = 0;
       let bEntered = 0;
       const held = a.kv.withLock('fair-use:g', async () => {
@@ -745,7 +771,7 @@ describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
         ['apply', () => stores.jobs.apply('out-1', { percentage: 5, at: 2_000 })],
         ['getByTaskId', () => stores.jobs.getByTaskId('t')],
         ['listByUser', () => stores.jobs.listByUser('user-default')],
-        ['listUnfinished', () => stores.jobs.listUnfinished()],
+        ['listOpen', () => stores.jobs.listOpen()],
         ['kv.get', () => stores.kv.get('k')],
         ['kv.set', () => stores.kv.set('k', 1, 1_000)],
         ['kv.delete', () => stores.kv.delete('k')],

@@ -228,7 +228,7 @@ describe('/training-photos end to end', () => {
     const channelId = fake.defaultChannelId;
     const user = fake.addUser({ username: 'queued-sessions' });
     const pushed: { key: string; route: string }[] = [];
-    const edits = h.app.edits;
+    const edits = h.app.edits.sessions;
     const push = edits.push.bind(edits);
     edits.push = (req) => {
       pushed.push({ key: req.jobId, route: req.ref.interaction ? 'interaction' : 'channel' });

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
 import { renderJob, type MessagePayload } from '../src/services/discord/render.js';
-import { JobService } from '../src/services/jobs/job-service.js';
+import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import type { Operation } from '../src/services/media/types.js';
 import { createStores, stateRank, type JobRecord, type Stores } from '../src/services/store/index.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
@@ -44,7 +44,7 @@ function prng(seed: number): () => number {
 let dataDir: string;
 let stores: Stores;
 let server: HttpServer;
-let jobs: JobService;
+let jobs: JobCore;
 const pushes: { jobId: string; final: boolean }[] = [];
 const renderErrors: unknown[] = [];
 const processErrors: unknown[] = [];
@@ -120,24 +120,20 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'mediabot-fuzz-'));
   stores = await createStores({ dataDir, logger: silent, namespace: `fz${randomBytes(3).toString('hex')}` });
   const metrics = createMetrics();
-  jobs = new JobService({
+  jobs = inProcessJobs({
     store: stores.jobs,
-    media: { fetchTask: () => Promise.reject(new Error('no polling in the fuzz test')) },
-    edits: {
-      push: (req) => {
-        pushes.push({ jobId: req.jobId, final: req.final });
-        // Render now: a renderer that throws on odd (accepted) data would lose the edit.
-        try {
-          const p: MessagePayload = typeof req.payload === 'function' ? req.payload() : req.payload;
-          JSON.stringify(p);
-        } catch (err) {
-          renderErrors.push(err);
-        }
-      },
-    },
-    render: renderJob,
     logger: silent,
     metrics,
+    onChanged: (job) => {
+      pushes.push({ jobId: job.id, final: job.state === 'finished' || job.state === 'failed' });
+      // Render now: a renderer that throws on odd (accepted) data would lose the edit.
+      try {
+        const p: MessagePayload = renderJob(job, Date.now());
+        JSON.stringify(p);
+      } catch (err) {
+        renderErrors.push(err);
+      }
+    },
     options: {
       publicUrl: 'http://127.0.0.1:9',
       maxDurationMs: 3_600_000,
@@ -150,7 +146,7 @@ beforeAll(async () => {
     logger: silent,
     webhook: {
       store: stores.jobs,
-      applyResult: (jobId, result) => jobs.applyResult(jobId, result, 'webhook'),
+      applyResult: (jobId, result) => jobs.lifecycle.applyResult(jobId, result, 'webhook'),
       metrics,
     },
     health: { discordReady: () => true, pingStore: () => stores.jobs.ping(), registry: metrics.registry },
@@ -158,7 +154,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  jobs?.stop();
+  await jobs?.stop();
   await server?.close();
   await stores?.close();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createMetrics, type Metrics } from '../src/metrics.js';
-import { JobService } from '../src/services/jobs/job-service.js';
+import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import type { Operation, TaskResult } from '../src/services/media/types.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, type JobRecord, type Stores } from '../src/services/store/index.js';
@@ -420,23 +420,16 @@ describe('POST /webhooks/media/:jobId: accepted shapes', () => {
   });
 });
 
-/** A JobService on the test store: no Discord edits, polls only where `fetchTask` is given. */
+/** The job core on the test store: no Discord edits, polls only where `fetchTask` is given. */
 function realJobService(opts: {
   metrics?: Metrics;
   fetchTask?: (operation: Operation, taskId: string) => Promise<TaskResult>;
   webhookSilenceMs?: number;
-}): JobService {
-  return new JobService({
+}): JobCore {
+  return inProcessJobs({
     store: stores.jobs,
-    media: { fetchTask: opts.fetchTask ?? (() => Promise.reject(new Error('no polling in this test'))) },
-    edits: { push: () => undefined },
-    render: (): MessagePayload => ({
-      content: '',
-      embeds: [],
-      components: [],
-      allowed_mentions: { parse: [] },
-    }),
     logger: silent,
+    ...(opts.fetchTask ? { reader: { read: opts.fetchTask } } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     options: {
       publicUrl: 'http://127.0.0.1:1',
@@ -448,10 +441,16 @@ function realJobService(opts: {
   });
 }
 
-/** A job made by `jobs`, queued on the service as `taskId`. */
-async function queuedJob(jobs: JobService, operation: Operation, taskId: string): Promise<JobRecord> {
-  const job = await jobs.create({ operation, userId: 'u', message: { channelId: 'c' }, params: {} });
-  await stores.jobs.apply(job.id, { state: 'queued', taskId, at: Date.now() });
+/** A job made by `jobs`, queued on the service as `taskId` (its keeper checks after the silence). */
+async function queuedJob(core: JobCore, operation: Operation, taskId: string): Promise<JobRecord> {
+  const job = await core.lifecycle.create({
+    operation,
+    userId: 'u',
+    message: { channelId: 'c' },
+    params: {},
+  });
+  await core.lifecycle.update(job.id, { state: 'queued', taskId, at: Date.now() }, 'submit');
+  await core.checks.schedule(job.id, core.lifecycle.options.webhookSilenceMs);
   return job;
 }
 
@@ -463,7 +462,7 @@ describe('webhooks through the real JobService', () => {
       logger: silent,
       webhook: {
         store: stores.jobs,
-        applyResult: (id, result) => jobs.applyResult(id, result, 'webhook'),
+        applyResult: (id, result) => jobs.lifecycle.applyResult(id, result, 'webhook'),
         metrics,
       },
       health: { discordReady: () => true, pingStore: () => stores.jobs.ping(), registry: metrics.registry },
@@ -504,7 +503,7 @@ describe('webhooks through the real JobService', () => {
       expect(after?.state).toBe('finished');
       expect(after?.version).toBe(finished?.version);
     } finally {
-      jobs.stop();
+      await jobs.stop();
       await app.close();
     }
   });
@@ -532,7 +531,7 @@ describe('re-deliveries decided in memory', () => {
         percentage: 40,
         raw: {},
       };
-      expect((await jobs.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
+      expect((await jobs.lifecycle.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
       // The same delivery again and again, faster than the silence: decided in memory, never polled.
       for (let i = 0; i < 8; i++) {
         await sleep(100);
@@ -540,12 +539,12 @@ describe('re-deliveries decided in memory', () => {
           stores.jobs.applyInMemory?.(job.id, { state: 'processing', percentage: 40, at: Date.now() })
             ?.changed,
         ).toBe(false);
-        expect((await jobs.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
+        expect((await jobs.lifecycle.applyResult(job.id, progress, 'webhook'))?.percentage).toBe(40);
       }
       expect(polls).toBe(0);
       await eventually(() => polls > 0, 3_000, 'the silence poll');
     } finally {
-      jobs.stop();
+      await jobs.stop();
     }
   });
 });

@@ -1,7 +1,9 @@
-import type { ApplicationCommandOptionChoiceData } from 'discord.js';
+import type { APIApplicationCommandOptionChoice } from 'discord-api-types/v10';
 import type { Operation, Song } from '../services/media/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { operations } from '../services/operations/index.js';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import { mayActOnJob } from './preconditions.js';
 import type { BotContext } from './types.js';
 
 const MAX_CHOICES = 25;
@@ -23,7 +25,7 @@ export async function taskChoices(
   userId: string,
   op: Operation,
   query: string,
-): Promise<ApplicationCommandOptionChoiceData<string>[]> {
+): Promise<APIApplicationCommandOptionChoice<string>[]> {
   let jobs: JobRecord[];
   try {
     jobs = await ctx.records.listByUser(userId, 50);
@@ -53,17 +55,23 @@ export async function taskChoices(
     });
 }
 
-/** The two songs of a song task: from the bot's own jobs, else read from the service. */
+/**
+ * The two songs of a song task: from the bot's own jobs (only the member's own, or any
+ * job of this server for a manager here: anyone else is a stranger to it), else read
+ * from the service (a task made outside the bot).
+ */
 export async function songChoices(
   ctx: BotContext,
+  i: BotInteraction,
   taskId: string,
   query: string,
-): Promise<ApplicationCommandOptionChoiceData<string>[]> {
+): Promise<APIApplicationCommandOptionChoice<string>[]> {
   const id = taskId.trim();
   if (!id) return [];
   let songs: Song[] | undefined;
   try {
     const job = await ctx.records.getByTaskId(id);
+    if (job && !mayActOnJob(i, job)) return [];
     if (job?.result?.kind === 'song') songs = job.result.songs;
   } catch {
     // Store down: the service may still know the task.
@@ -71,7 +79,7 @@ export async function songChoices(
   if (!songs) {
     try {
       const result = await Promise.race([
-        ctx.media.fetchTask('song', id),
+        ctx.tasks.read('song', id),
         new Promise<undefined>((resolve) => {
           setTimeout(() => resolve(undefined), LOOKUP_BUDGET_MS).unref();
         }),

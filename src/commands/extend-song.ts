@@ -6,9 +6,9 @@ import type { Command } from './types.js';
 export const extendSong = {
   ...operationCommand('song'),
   async autocomplete(i, ctx) {
-    const focused = i.options.getFocused(true);
+    const focused = i.options.getFocused();
     if (focused.name === 'song_id') {
-      await i.respond(await songChoices(ctx, i.options.getString('task_id') ?? '', focused.value));
+      await i.respond(await songChoices(ctx, i, i.options.getString('task_id') ?? '', focused.value));
     } else {
       await i.respond(await taskChoices(ctx, i.user.id, 'song', focused.value));
     }

@@ -1,12 +1,6 @@
-import {
-  ActionRowBuilder,
-  PermissionFlagsBits,
-  ModalBuilder,
-  TextInputBuilder,
-  TextInputStyle,
-  type ButtonInteraction,
-  type ModalSubmitInteraction,
-} from 'discord.js';
+import { ActionRowBuilder, ModalBuilder, TextInputBuilder, TextInputStyle } from 'discord.js';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import { requireJobAuthority } from './preconditions.js';
 import {
   extendVideoModalId,
   parseExtendVideoModalId,
@@ -42,19 +36,9 @@ function requireFinished(job: JobRecord): JobRecord & { taskId: string } {
   return job as JobRecord & { taskId: string };
 }
 
-/** A result's buttons are its owner's (or a Manage Server member's): nothing starts for anyone else. */
-function requireOwner(i: ButtonInteraction | ModalSubmitInteraction, job: JobRecord): void {
-  if (job.userId === i.user.id) return;
-  if (i.memberPermissions?.has(PermissionFlagsBits.ManageGuild)) return;
-  throw new UserError(
-    'not_owner',
-    `These buttons belong to <@${job.userId}>, who ran this job (or members with Manage Server). Run the command yourself to start your own.`,
-  );
-}
-
 /** Retry: a new job with exactly the failed job's parameters; the failed job is kept. */
 async function retry<K extends Operation>(
-  i: ButtonInteraction,
+  i: BotInteraction,
   ctx: BotContext,
   job: JobRecord & { operation: K },
 ): Promise<void> {
@@ -66,7 +50,7 @@ async function retry<K extends Operation>(
 
 /** A next step: a job of the step's operation with what it inherits from its finished parent. */
 async function continueJob(
-  i: ButtonInteraction | ModalSubmitInteraction,
+  i: BotInteraction,
   ctx: BotContext,
   kind: Exclude<NextStep['kind'], 'retry'>,
   parent: JobRecord & { taskId: string },
@@ -83,12 +67,12 @@ async function continueJob(
 /** Buttons under results: extend song 1/2, extend video (asks for a prompt), upscale again, retry. */
 export const nextStepButtons: ComponentHandler = {
   prefix: 'next:',
-  async button(i: ButtonInteraction, ctx: BotContext) {
+  async button(i: BotInteraction, ctx: BotContext) {
     const step = parseNextStepId(i.customId);
     if (!step)
       throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
     const job = await storedJob(ctx, step.jobId);
-    requireOwner(i, job);
+    requireJobAuthority(i, job);
     switch (step.kind) {
       case 'retry':
         await retry(i, ctx, job);
@@ -113,7 +97,7 @@ export const nextStepButtons: ComponentHandler = {
                 .setValue(str(job.params['prompt'])?.slice(0, 2000) ?? ''),
             ),
           );
-        await i.showModal(modal);
+        await i.showModal(modal.toJSON());
         return;
       }
       case 'upscale-again':
@@ -125,11 +109,11 @@ export const nextStepButtons: ComponentHandler = {
 
 export const extendVideoModal: ComponentHandler = {
   prefix: 'modal:extend-video:',
-  async modal(i: ModalSubmitInteraction, ctx: BotContext) {
+  async modal(i: BotInteraction, ctx: BotContext) {
     const jobId = parseExtendVideoModalId(i.customId);
     if (!jobId) throw new UserError('unknown_modal', 'This form is no longer supported.');
     const job = requireFinished(await storedJob(ctx, jobId));
-    requireOwner(i, job);
+    requireJobAuthority(i, job);
     await continueJob(i, ctx, 'extend-video', job, { prompt: i.fields.getTextInputValue('prompt') });
   },
 };

@@ -1,3 +1,4 @@
+import { InteractionContextType } from 'discord-api-types/v10';
 import type { Operation } from '../services/media/types.js';
 import { operationOf } from '../services/operations/index.js';
 import { startOperation } from './run-job.js';
@@ -8,7 +9,8 @@ export function operationCommand(op: Exclude<Operation, 'upload'>): Command {
   const input = operationOf(op).input;
   if (input.kind !== 'slash') throw new Error(`${op} is not started by a slash command`);
   return {
-    data: input.data,
+    // Paid work runs in servers only: fair use and credits are a server's (design: "Where commands work").
+    data: { ...input.data, contexts: [InteractionContextType.Guild] },
     async execute(i, ctx) {
       const params = input.fromOptions(i.options, { maxImageBytes: ctx.limits.maxImageBytes });
       await startOperation(i, ctx, op, params);

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { DiscordAPIError, RESTJSONErrorCodes, type Interaction } from 'discord.js';
+import { DiscordAPIError } from '@discordjs/rest';
+import { RESTJSONErrorCodes } from 'discord-api-types/v10';
 import { StoreUnavailableError } from '../services/store/errors.js';
+import { TooLateError, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import { replyEphemeral } from './run-job.js';
 import {
   STORE_DOWN_MESSAGE,
@@ -16,10 +18,13 @@ const HARMLESS_CODES = new Set<number>([
   RESTJSONErrorCodes.InteractionHasAlreadyBeenAcknowledged,
 ]);
 
+const TOO_SLOW = 'That took longer than Discord allows for opening a form. Please click the button again.';
+
 /**
- * Dispatches every interaction to its command/component. A user error becomes an
- * ephemeral explanation; anything else is logged with context and answered with
- * a short apology and a reference. One bad interaction never affects another.
+ * Dispatches every interaction to its command/component, the same code whether
+ * it came over the gateway or over HTTP. A user error becomes an ephemeral
+ * explanation; anything else is logged with context and answered with a short
+ * apology and a reference. One bad interaction never affects another.
  */
 export function createInteractionRouter(
   commands: readonly Command[],
@@ -28,17 +33,13 @@ export function createInteractionRouter(
 ) {
   const byName = new Map(commands.map((c) => [c.data.name, c]));
 
-  return async function route(interaction: Interaction): Promise<void> {
+  const route = async function route(interaction: BotInteraction): Promise<void> {
     const log = ctx.logger.child({
       interactionId: interaction.id,
       userId: interaction.user.id,
       kind: interaction.type,
-      ...(interaction.isCommand() || interaction.isAutocomplete()
-        ? { command: interaction.commandName }
-        : {}),
-      ...(interaction.isMessageComponent() || interaction.isModalSubmit()
-        ? { customId: interaction.customId }
-        : {}),
+      ...(interaction.commandName ? { command: interaction.commandName } : {}),
+      ...(interaction.customId ? { customId: interaction.customId.slice(0, 100) } : {}),
     });
     try {
       if (interaction.isAutocomplete()) {
@@ -47,24 +48,25 @@ export function createInteractionRouter(
         else await interaction.respond([]);
         return;
       }
-      if (interaction.isChatInputCommand()) {
+      if (interaction.isChatInputCommand() || interaction.isMessageContextMenuCommand()) {
         const cmd = byName.get(interaction.commandName);
         if (!cmd) throw new UserError('unknown_command', 'This command is not available any more.');
         await cmd.execute(interaction, ctx);
         return;
       }
+      const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
       if (interaction.isStringSelectMenu()) {
-        const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
         if (!handler?.select) throw new UserError('unknown_component', 'This menu is no longer supported.');
         await handler.select(interaction, ctx);
         return;
       }
       if (interaction.isButton() || interaction.isModalSubmit()) {
-        const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
         const fn = interaction.isButton() ? handler?.button : handler?.modal;
         if (!handler || !fn) throw new UserError('unknown_component', 'This button is no longer supported.');
-        await (fn as (i: typeof interaction, c: BotContext) => Promise<void>).call(handler, interaction, ctx);
+        await fn.call(handler, interaction, ctx);
+        return;
       }
+      throw new UserError('unknown_component', 'This is not supported.');
     } catch (err) {
       if (interaction.isAutocomplete()) {
         log.warn({ err }, 'autocomplete failed');
@@ -82,16 +84,20 @@ export function createInteractionRouter(
       } else if (err instanceof StoreUnavailableError) {
         log.warn({ err }, 'store unavailable');
         message = STORE_DOWN_MESSAGE;
+      } else if (err instanceof TooLateError) {
+        log.warn('a form was opened too late for Discord; the member is asked to retry');
+        message = TOO_SLOW;
       } else {
         const ref = randomBytes(4).toString('hex');
         log.error({ err, ref }, 'interaction failed');
         message = `Sorry, something went wrong on our side (ref \`${ref}\`). Please try again.`;
       }
-      if (interaction.isRepliable()) {
-        await replyEphemeral(interaction as Parameters<typeof replyEphemeral>[0], message).catch(
-          (e: unknown) => log.warn({ err: e }, 'could not tell the user about the error'),
-        );
-      }
+      await replyEphemeral(interaction, message).catch((e: unknown) =>
+        log.warn({ err: e }, 'could not tell the user about the error'),
+      );
     }
   };
+  /** Whether a command's late answer is deferred ephemerally. */
+  const ephemeralCommand = (name: string): boolean => byName.get(name)?.ephemeral === true;
+  return Object.assign(route, { ephemeralCommand });
 }

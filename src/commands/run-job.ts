@@ -1,12 +1,6 @@
-import {
-  DiscordAPIError,
-  MessageFlags,
-  type ButtonInteraction,
-  type ChatInputCommandInteraction,
-  type ModalSubmitInteraction,
-  type APIActionRowComponent,
-  type APIComponentInMessageActionRow,
-} from 'discord.js';
+import { DiscordAPIError } from '@discordjs/rest';
+import { MessageFlags } from 'discord-api-types/v10';
+import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
 import {
@@ -19,11 +13,8 @@ import {
 import { jobError } from '../services/jobs/job-errors.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
-import type { Admission } from '../services/community/community.js';
 import type { JobRecord } from '../services/store/types.js';
 import { UserError, unlessStoreDown, type BotContext } from './types.js';
-
-type JobInteraction = ChatInputCommandInteraction | ButtonInteraction | ModalSubmitInteraction;
 
 export interface JobRequest {
   operation: Operation;
@@ -31,7 +22,12 @@ export interface JobRequest {
   params: JobRecord['params'];
   /** The job this one continues (a next step or a retry): shown as "Extended from" with a jump link. */
   parent?: JobRecord;
-  submit: (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
+  /** The component's own message becomes the job message (the interaction was deferred as an update). */
+  inPlace?: boolean;
+  submit: (
+    webhook: WebhookTarget | undefined,
+    hooks: { waiting(untilMs: number): void },
+  ) => Promise<Submitted | TaskResult>;
 }
 
 /**
@@ -40,7 +36,7 @@ export interface JobRequest {
  * ephemeral answer and nothing is reserved, stored or sent.
  */
 export async function startOperation<K extends Operation>(
-  interaction: JobInteraction,
+  interaction: BotInteraction,
   ctx: BotContext,
   op: K,
   params: ParamsOf<K>,
@@ -52,17 +48,13 @@ export async function startOperation<K extends Operation>(
     ...(parent ? { parent } : {}),
     operation: op,
     params: operationOf(op).toStored(checked.params),
-    submit: (webhook) => ctx.media.submit(op, checked.params, webhook),
+    submit: (webhook, hooks) => ctx.media.submit(op, checked.params, webhook, hooks),
   });
 }
 
-/** discord.js reply options from a rendered payload (raw API JSON is accepted as is). */
-export function toReplyOptions(
-  p: Pick<MessagePayload, 'content' | 'embeds'> & {
-    components: APIActionRowComponent<APIComponentInMessageActionRow>[];
-  },
-) {
-  return { content: p.content, embeds: p.embeds, components: p.components, allowedMentions: { parse: [] } };
+/** A rendered payload as a message body (mentions ping no one). */
+export function toReplyOptions(p: MessageBody | MessagePayload): MessageBody {
+  return { ...p, allowed_mentions: { parse: [] } };
 }
 
 /**
@@ -70,23 +62,19 @@ export function toReplyOptions(
  * reply becomes the live message), record its id, then call the service once.
  * The job exists with its message before the service can send a webhook.
  */
-export async function runJob(interaction: JobInteraction, ctx: BotContext, req: JobRequest): Promise<void> {
-  const guildId = interaction.guildId ?? undefined;
-  const member = { ...(guildId !== undefined ? { guildId } : {}), userId: interaction.user.id };
-  // Admission and the job record wait on the store, and the guild's fair-use lock is shared
-  // with every other command and final of the guild: when that is slow, Discord still gets
-  // an answer within its 3 s (a deferred reply, which the job message then fills).
-  const ack = deferIfSlow(interaction, DEFER_AFTER_MS, ctx);
-  // Fair use and credits: checked and reserved before anything is stored or sent.
-  let admission: Admission;
-  try {
-    admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
-  } catch (err) {
-    await ack.abandon();
-    throw err;
+export async function runJob(interaction: BotInteraction, ctx: BotContext, req: JobRequest): Promise<void> {
+  // Fair use and credits are a server's: a job never starts without one (a DM, a group DM).
+  const guildId = interaction.guildId;
+  if (guildId === null) {
+    throw new UserError('guild_only', 'Jobs run in servers only: use this in a server the bot is in.');
   }
+  const member = { guildId, userId: interaction.user.id };
+  // Fair use and credits: checked and reserved before anything is stored or sent. A slow
+  // store (the guild's fair-use lock is shared with every command and final of the guild)
+  // is acknowledged on the command's behalf in time (BotInteraction), the job message then
+  // fills the deferred reply.
+  const admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
   if (!admission.ok) {
-    await ack.abandon();
     await replyEphemeral(interaction, admission.message);
     return;
   }
@@ -110,7 +98,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
           : req.params,
         message: {
           channelId: interaction.channelId ?? '',
-          ...(interaction.guildId ? { guildId: interaction.guildId } : {}),
+          guildId,
           interaction: {
             applicationId: interaction.applicationId,
             token: interaction.token,
@@ -121,25 +109,17 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     );
   } catch (err) {
     await giveBack();
-    await ack.abandon();
     throw err;
   }
-  await ack.settle();
 
-  const payload = toReplyOptions(renderJob(job, ctx.now()));
   let messageId: string | undefined;
   try {
-    if (interaction.deferred || interaction.replied) {
-      const msg = await interaction.editReply(payload);
-      messageId = msg.id;
-    } else {
-      const res = await interaction.reply({ ...payload, withResponse: true });
-      messageId = res.resource?.message?.id;
-    }
+    const body = toReplyOptions(renderJob(job, ctx.now()));
+    const msg = req.inPlace ? await interaction.editReply(body) : await interaction.reply(body);
+    messageId = msg?.id;
   } catch (err) {
-    // Nothing was sent to the service: end the job instead of leaving it `submitting`
-    // forever (and failed as "restarted while submitting" at the next start). There is
-    // no job message to edit.
+    // Nothing was sent to the service: end the job (its reservation comes back with the
+    // after-final work) instead of leaving it `submitting`. There is no job message to edit.
     const failed = jobError(
       'internal',
       'Discord did not accept the reply, so nothing was sent to the service.',
@@ -147,7 +127,6 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
     await ctx.jobs
       .abandon(job.id, failed)
       .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
-    await giveBack();
     throw err;
   }
   if (messageId) {
@@ -158,7 +137,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
       ctx.logger.warn({ err, jobId: job.id }, 'could not record the message id');
     }
     // Before the service call, so no webhook can race the move into the thread.
-    if (guildId !== undefined && !(interaction.channel?.isThread() ?? false)) {
+    if (!interaction.inThread()) {
       const threads = await ctx.settings
         .get(guildId)
         .then((s) => s.threads)
@@ -175,7 +154,7 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
  * the job in the channel as with threads off; the member is told once, ephemerally.
  */
 async function moveIntoThread(
-  interaction: JobInteraction,
+  interaction: BotInteraction,
   ctx: BotContext,
   job: JobRecord,
   replyId: string,
@@ -209,7 +188,6 @@ async function moveIntoThread(
       .followUp({
         content: `${why}, so this job runs here in the channel instead.`,
         flags: MessageFlags.Ephemeral,
-        allowedMentions: { parse: [] },
       })
       .catch((e: unknown) =>
         ctx.logger.warn({ err: e, jobId: job.id }, 'could not tell the member about the thread'),
@@ -218,54 +196,8 @@ async function moveIntoThread(
   }
 }
 
-/** How long a job command may go unanswered before it is deferred: Discord allows 3 s in all. */
-export const DEFER_AFTER_MS = 1500;
-
-/**
- * Defers the reply (publicly: it becomes the job message) if the interaction is still
- * unanswered after `afterMs`. `settle()` stops the timer and waits for a deferral in
- * flight, so the caller then sees `interaction.deferred` as it is and edits the reply;
- * `abandon()` also deletes that placeholder when there will be no job message (a
- * refusal or an error follows, ephemerally).
- */
-function deferIfSlow(
-  interaction: JobInteraction,
-  afterMs: number,
-  ctx: Pick<BotContext, 'logger'>,
-): { settle(): Promise<void>; abandon(): Promise<void> } {
-  let deferring: Promise<void> | undefined;
-  let ours = false;
-  const timer = setTimeout(() => {
-    if (interaction.deferred || interaction.replied) return;
-    ctx.logger.info({ interactionId: interaction.id, afterMs }, 'job command slow to admit: reply deferred');
-    deferring = interaction.deferReply().then(
-      () => void (ours = true),
-      (err: unknown) => ctx.logger.warn({ err, interactionId: interaction.id }, 'could not defer the reply'),
-    );
-  }, afterMs);
-  const settle = async () => {
-    clearTimeout(timer);
-    await deferring;
-  };
-  return {
-    settle,
-    async abandon() {
-      await settle();
-      if (!ours) return;
-      await interaction
-        .deleteReply()
-        .catch((err: unknown) =>
-          ctx.logger.warn({ err, interactionId: interaction.id }, 'could not remove the deferred reply'),
-        );
-    },
-  };
-}
-
 /** Ephemeral text reply, whether or not the interaction was already answered. */
-export async function replyEphemeral(interaction: JobInteraction, content: string): Promise<void> {
-  if (interaction.deferred || interaction.replied) {
-    await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-  } else {
-    await interaction.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-  }
+export async function replyEphemeral(interaction: BotInteraction, content: string): Promise<void> {
+  if (interaction.replied) await interaction.followUp({ content }, { ephemeral: true });
+  else await interaction.reply({ content }, { ephemeral: true });
 }

@@ -1,12 +1,7 @@
 import { discordTimestamp as ts } from '../services/shared/format.js';
-import {
-  ChannelType,
-  InteractionContextType,
-  MessageFlags,
-  PermissionFlagsBits,
-  SlashCommandBuilder,
-  type ChatInputCommandInteraction,
-} from 'discord.js';
+import { ChannelType, InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import { requireManageServer } from './preconditions.js';
 import { nextUtcMidnight } from '../services/community/fair-use.js';
 import { SETTING_NAMES, type SettingName, type SettingsPatch } from '../services/community/settings.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
@@ -29,7 +24,12 @@ const data = new SlashCommandBuilder()
         o
           .setName('gallery')
           .setDescription('Channel where every finished result is also posted')
-          .addChannelTypes(ChannelType.GuildText, ChannelType.GuildAnnouncement),
+          .addChannelTypes(
+            ChannelType.GuildText,
+            ChannelType.GuildAnnouncement,
+            ChannelType.GuildForum,
+            ChannelType.GuildMedia,
+          ),
       )
       .addIntegerOption((o) =>
         o
@@ -67,20 +67,6 @@ const data = new SlashCommandBuilder()
   )
   .toJSON();
 
-/** Discord hides the command from non-admins, but a server can change that: check again. */
-function requireManageServer(i: ChatInputCommandInteraction): string {
-  if (!i.inGuild() || i.guildId === null) {
-    throw new UserError('guild_only', '`/settings` works in a server only.');
-  }
-  if (!i.memberPermissions?.has(PermissionFlagsBits.ManageGuild)) {
-    throw new UserError(
-      'not_manager',
-      'Only members with **Manage Server** can change or view these settings.',
-    );
-  }
-  return i.guildId;
-}
-
 async function show(ctx: BotContext, guildId: string): Promise<string> {
   const view = await ctx.settings.view(guildId);
   const e = view.effective;
@@ -111,7 +97,7 @@ async function show(ctx: BotContext, guildId: string): Promise<string> {
   return lines.filter((l, idx, all) => l !== '' || (idx > 0 && all[idx - 1] !== '')).join('\n');
 }
 
-function patchFrom(i: ChatInputCommandInteraction): SettingsPatch {
+function patchFrom(i: BotInteraction): SettingsPatch {
   const patch: SettingsPatch = {};
   const threads = i.options.getBoolean('threads');
   if (threads !== null) patch.threads = threads;
@@ -128,8 +114,10 @@ function patchFrom(i: ChatInputCommandInteraction): SettingsPatch {
 
 export const settings = {
   data,
+  ephemeral: true,
   async execute(i, ctx) {
-    const guildId = requireManageServer(i);
+    // Discord hides the command from non-admins, but a server can change that: check again.
+    const guildId = requireManageServer(i, '`/settings`');
     try {
       const sub = i.options.getSubcommand(true);
       let content: string;
@@ -153,7 +141,7 @@ export const settings = {
         await ctx.settings.reset(guildId, setting as SettingName | 'all');
         content = `${setting === 'all' ? 'Every setting is' : `\`${setting}\` is`} back to the default.\n\n${await show(ctx, guildId)}`;
       }
-      await i.reply({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+      await i.reply({ content }, { ephemeral: true });
     } catch (err) {
       if (err instanceof StoreUnavailableError) {
         throw new UserError(

@@ -1,16 +1,13 @@
+import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
 import {
   ButtonStyle,
   ComponentType,
-  MessageFlags,
-  PermissionFlagsBits,
-  SlashCommandBuilder,
   type APIActionRowComponent,
   type APIButtonComponent,
   type APIComponentInMessageActionRow,
-  type ButtonInteraction,
-  type ChatInputCommandInteraction,
-  type StringSelectMenuInteraction,
-} from 'discord.js';
+} from 'discord-api-types/v10';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import { mayActOnJob } from './preconditions.js';
 import {
   JOB_ID,
   nextStepId,
@@ -50,6 +47,8 @@ type ListMessage = Omit<MessagePayload, 'components'> & {
 const data = new SlashCommandBuilder()
   .setName('tasks')
   .setDescription('Your media jobs, newest first; or one of them in full by task id or job id')
+  // Your own jobs, from a server or a DM with the bot.
+  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
   .addStringOption((o) =>
     o.setName('id').setDescription('A task id or job id to show in full').setMaxLength(200),
   )
@@ -122,12 +121,7 @@ async function listPage(ctx: BotContext, userId: string, page: number): Promise<
   return { content, embeds: [], components: [...paging, open], allowed_mentions: { parse: [] } };
 }
 
-function canSee(
-  i: ChatInputCommandInteraction | ButtonInteraction | StringSelectMenuInteraction,
-  job: JobRecord,
-): boolean {
-  return job.userId === i.user.id || (i.memberPermissions?.has(PermissionFlagsBits.ManageGuild) ?? false);
-}
+const canSee = mayActOnJob;
 
 async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefined> {
   return (await ctx.records.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.records.get(id) : undefined);
@@ -176,6 +170,7 @@ const orStoreDown = <T>(run: () => Promise<T>) =>
 
 export const tasks = {
   data,
+  ephemeral: true,
   async execute(i, ctx) {
     const id = i.options.getString('id')?.trim();
     await orStoreDown(async () => {
@@ -188,10 +183,10 @@ export const tasks = {
             `No task or job \`${id.replace(/`/g, '')}\` among your jobs.`,
           );
         }
-        await i.reply({ ...toReplyOptions(await detail(ctx, job)), flags: MessageFlags.Ephemeral });
+        await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
         return;
       }
-      await i.reply({ ...toReplyOptions(await listPage(ctx, i.user.id, 0)), flags: MessageFlags.Ephemeral });
+      await i.reply(toReplyOptions(await listPage(ctx, i.user.id, 0)), { ephemeral: true });
     });
   },
 } satisfies Command;
@@ -199,7 +194,7 @@ export const tasks = {
 /** Previous/Next, the "open a job" menu, Re-post and Refresh of the job centre. */
 export const tasksButtons: ComponentHandler = {
   prefix: 'tasks:',
-  async select(i: StringSelectMenuInteraction, ctx: BotContext) {
+  async select(i: BotInteraction, ctx: BotContext) {
     const b = parseTasksId(i.customId);
     const jobId = i.values[0] ?? '';
     if (b?.kind !== 'open' || !JOB_ID.test(jobId))
@@ -216,10 +211,10 @@ export const tasksButtons: ComponentHandler = {
           'job_unavailable',
           'That job is no longer stored (jobs are kept for a limited time).',
         );
-      await i.reply({ ...toReplyOptions(await detail(ctx, job)), flags: MessageFlags.Ephemeral });
+      await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
     });
   },
-  async button(i: ButtonInteraction, ctx: BotContext) {
+  async button(i: BotInteraction, ctx: BotContext) {
     const b = parseTasksId(i.customId);
     if (!b || b.kind === 'open')
       throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
@@ -237,7 +232,10 @@ export const tasksButtons: ComponentHandler = {
           'That job is no longer stored (jobs are kept for a limited time).',
         );
       if (!canSee(i, job))
-        throw new UserError('not_owner', 'Only the member who ran this job (or Manage Server) can do that.');
+        throw new UserError(
+          'not_owner',
+          "Only the member who ran this job (or a member with Manage Server in the job's server) can do that.",
+        );
       if (b.kind === 'repost') {
         // A fresh public message in this channel, for a result that scrolled away or was deleted.
         await i.reply(toReplyOptions(renderJob(job, ctx.now())));
@@ -247,15 +245,15 @@ export const tasksButtons: ComponentHandler = {
         throw new UserError('no_task', 'This job never reached the service, so there is nothing to refresh.');
       await i.deferUpdate();
       try {
-        const result = await ctx.media.fetchTask(job.operation, job.taskId);
-        await ctx.jobs.applyResult(job.id, result, 'poll');
+        const result = await ctx.tasks.read(job.operation, job.taskId);
+        await ctx.jobs.applyResult(job.id, result, 'refresh');
       } catch (err) {
         if (err instanceof StoreUnavailableError) throw err;
         ctx.logger.warn({ err, jobId: job.id }, 'refresh from the service failed');
-        await i.followUp({
-          content: 'The service could not be reached just now; showing what the bot last knew.',
-          flags: MessageFlags.Ephemeral,
-        });
+        await i.followUp(
+          { content: 'The service could not be reached just now; showing what the bot last knew.' },
+          { ephemeral: true },
+        );
       }
       const fresh = (await ctx.records.get(job.id)) ?? job;
       await i.editReply(toReplyOptions(await detail(ctx, fresh)));

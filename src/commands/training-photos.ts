@@ -1,15 +1,12 @@
 import {
-  ComponentType,
   FileUploadBuilder,
+  InteractionContextType,
   LabelBuilder,
-  MessageFlags,
   ModalBuilder,
   SlashCommandBuilder,
-  type Attachment,
-  type ButtonInteraction,
-  type ChatInputCommandInteraction,
-  type ModalSubmitInteraction,
 } from 'discord.js';
+import type { APIAttachment } from 'discord-api-types/v10';
+import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import { MediaRequestInvalidError } from '../services/media/errors.js';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
@@ -50,6 +47,7 @@ const data = new SlashCommandBuilder()
   .setDescription(
     `Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`,
   )
+  .setContexts(InteractionContextType.Guild)
   .addSubcommand((s) => {
     s.setName('start')
       .setDescription('Open a photo session in this channel (you can attach the first photos)')
@@ -105,11 +103,11 @@ function channelOf(i: { channelId: string | null }): string {
   return i.channelId;
 }
 
-function toPhotoInput(a: Attachment): PhotoInput {
-  return { id: a.id, name: a.name, url: a.url, size: a.size, contentType: a.contentType };
+function toPhotoInput(a: APIAttachment): PhotoInput {
+  return { id: a.id, name: a.filename, url: a.url, size: a.size, contentType: a.content_type ?? null };
 }
 
-function attachmentsOf(i: ChatInputCommandInteraction): PhotoInput[] {
+function attachmentsOf(i: BotInteraction): PhotoInput[] {
   const out: PhotoInput[] = [];
   for (let n = 1; n <= PHOTO_OPTIONS; n++) {
     const a = i.options.getAttachment(`photo${n}`);
@@ -148,8 +146,8 @@ async function requireSession(ctx: BotContext, key: string): Promise<TrainingSes
   return s;
 }
 
-function replyOptions(p: SessionPayload) {
-  return { content: p.content, components: p.components, allowedMentions: { parse: [] } };
+function replyOptions(p: SessionPayload): MessageBody {
+  return { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
 }
 
 /** The edit queue's key for a session message: one per message (a closed message is never edited again). */
@@ -205,11 +203,7 @@ function editSessionMessage(
 }
 
 /** The reply an interaction posted, as a session message reference. */
-function replyRef(
-  i: ChatInputCommandInteraction | ModalSubmitInteraction | ButtonInteraction,
-  messageId: string,
-  channelId: string,
-): SessionMessageRef {
+function replyRef(i: BotInteraction, messageId: string, channelId: string): SessionMessageRef {
   return {
     id: messageId,
     channelId,
@@ -224,11 +218,7 @@ function replyRef(
  * the session message, or — when it can no longer be edited (old, deleted) —
  * posts a fresh public one as a follow-up and makes it the session message.
  */
-async function showSession(
-  i: ChatInputCommandInteraction | ModalSubmitInteraction,
-  ctx: BotContext,
-  s: TrainingSession,
-): Promise<void> {
+async function showSession(i: BotInteraction, ctx: BotContext, s: TrainingSession): Promise<void> {
   const payload = renderSessionMessage(s);
   if (editSessionMessage(ctx, s.key, s.message, payload)) return;
   const msg = await i.followUp(replyOptions(payload));
@@ -241,7 +231,7 @@ async function addPhotos(ctx: BotContext, key: string, photos: PhotoInput[]): Pr
   return guard(() => ctx.training.add(key, photos));
 }
 
-function ownerOf(i: ButtonInteraction | ModalSubmitInteraction): string {
+function ownerOf(i: BotInteraction): string {
   const parsed = parseTrainingCustomId(i.customId);
   if (!parsed) throw new UserError('unknown_component', 'This button is no longer supported.');
   if (parsed.ownerId !== i.user.id) {
@@ -255,7 +245,7 @@ function ownerOf(i: ButtonInteraction | ModalSubmitInteraction): string {
 
 // ------------------------------------------------------------ subcommands
 
-async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   const channelId = channelOf(i);
   const ethnicity = i.options.getString('ethnicity', true);
   const gender = i.options.getString('gender', true);
@@ -296,11 +286,10 @@ async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<v
     );
   }
 
-  const res = await i.reply({
-    ...replyOptions(renderSessionMessage(session, photos.length > 0 ? { checking: photos.length } : {})),
-    withResponse: true,
-  });
-  const messageId = res.resource?.message?.id;
+  const res = await i.reply(
+    replyOptions(renderSessionMessage(session, photos.length > 0 ? { checking: photos.length } : {})),
+  );
+  const messageId = res?.id;
   const ref = messageId ? replyRef(i, messageId, channelId) : undefined;
   if (ref) {
     await ctx.training
@@ -321,15 +310,11 @@ async function start(i: ChatInputCommandInteraction, ctx: BotContext): Promise<v
   }
   await show(renderSessionMessage(result.session));
   if (result.refused.length > 0) {
-    await i.followUp({
-      content: renderAddResult(result),
-      flags: MessageFlags.Ephemeral,
-      allowedMentions: { parse: [] },
-    });
+    await i.followUp({ content: renderAddResult(result) }, { ephemeral: true });
   }
 }
 
-async function add(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+async function add(i: BotInteraction, ctx: BotContext): Promise<void> {
   const key = sessionKey(i.user.id, channelOf(i));
   const photos = attachmentsOf(i);
   if (photos.length === 0) throw new UserError('training_no_photos', 'Attach at least one photo (`photo1`).');
@@ -340,18 +325,18 @@ async function add(i: ChatInputCommandInteraction, ctx: BotContext): Promise<voi
       'This session is being submitted right now; wait for the result.',
     );
   }
-  await i.deferReply({ flags: MessageFlags.Ephemeral });
+  await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result) });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
-async function status(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+async function status(i: BotInteraction, ctx: BotContext): Promise<void> {
   const s = await requireSession(ctx, sessionKey(i.user.id, channelOf(i)));
-  await i.reply({ content: renderStatus(s), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+  await i.reply({ content: renderStatus(s) }, { ephemeral: true });
 }
 
-async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<void> {
+async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
   const key = sessionKey(i.user.id, channelOf(i));
   const s = await guard(() => ctx.training.cancel(key));
   if (!s) {
@@ -360,10 +345,10 @@ async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<
       'You have no open training-photo session in this channel; nothing to cancel.',
     );
   }
-  await i.reply({
-    content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
-    flags: MessageFlags.Ephemeral,
-  });
+  await i.reply(
+    { content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).` },
+    { ephemeral: true },
+  );
   editSessionMessage(ctx, key, s.message, renderClosedSessionMessage(s, 'cancelled'), { final: true });
 }
 
@@ -374,23 +359,20 @@ async function cancel(i: ChatInputCommandInteraction, ctx: BotContext): Promise<
  * closed. The session is deleted once the service accepted the upload, kept
  * otherwise so the user can retry.
  */
-async function submit(
-  i: ChatInputCommandInteraction | ButtonInteraction,
-  ctx: BotContext,
-  key: string,
-): Promise<void> {
+async function submit(i: BotInteraction, ctx: BotContext, key: string): Promise<void> {
   assertReady(await requireSession(ctx, key));
   await guard(() =>
     ctx.training.whileSubmitting(key, async () => {
-      if (i.isButton()) {
+      const source = i.isButton() ? i.message : undefined;
+      if (source) {
         await i.deferUpdate();
         // This message becomes the live job message: no queued session update may land on it.
-        ctx.edits.forget(sessionMessageKey(i.message.id));
+        ctx.edits.forget(sessionMessageKey(source.id));
       } else await i.deferReply();
       // Re-read once adds already in flight are written: exactly what is uploaded is what gets deleted.
       const session = await ctx.training.getSettled(key);
       if (!session || !statusOf(session).ready) {
-        if (!i.isButton()) await i.deleteReply().catch(() => undefined);
+        if (!source) await i.deleteReply().catch(() => undefined);
         if (!session) {
           throw new UserError(
             'training_no_session',
@@ -407,9 +389,10 @@ async function submit(
       };
       await runJob(i, ctx, {
         operation: 'upload',
+        inPlace: source !== undefined,
         // The photos are read from Discord only when the job is submitted.
         params: operations.upload.toStored({ ...meta, photos: session.photos }),
-        submit: async (webhook) => {
+        submit: async (webhook, hooks) => {
           let photos;
           try {
             photos = await ctx.training.photoSources(session);
@@ -417,28 +400,30 @@ async function submit(
             if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
             throw err;
           }
-          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook);
+          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, hooks);
           accepted = true;
           return r;
         },
       });
       if (!accepted) {
-        if (i.isButton() && i.message.id === session.message?.id) {
+        if (source && source.id === session.message?.id) {
           // That message now shows the failed job: later adds post a new session message instead.
           await ctx.training.setMessage(key, undefined).catch(() => undefined);
         }
         await i
-          .followUp({
-            content: `Your ${session.photos.length} photos are still in the session (until ${ts(session.expiresAt, 'f')}). Try again with \`/training-photos submit\`, or discard them with \`/training-photos cancel\`.`,
-            flags: MessageFlags.Ephemeral,
-          })
+          .followUp(
+            {
+              content: `Your ${session.photos.length} photos are still in the session (until ${ts(session.expiresAt, 'f')}). Try again with \`/training-photos submit\`, or discard them with \`/training-photos cancel\`.`,
+            },
+            { ephemeral: true },
+          )
           .catch(() => undefined);
         return;
       }
       await ctx.training
         .delete(key)
         .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not delete the submitted session'));
-      const stillShown = !i.isButton() || i.message.id !== session.message?.id;
+      const stillShown = !source || source.id !== session.message?.id;
       if (stillShown) {
         editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
           final: true,
@@ -475,28 +460,13 @@ function buildAddModal(ownerId: string, room: number, maxBytes: number): ModalBu
   return modal;
 }
 
-/** Files of every upload field, in field order then upload order. */
-function uploadedFiles(i: ModalSubmitInteraction): PhotoInput[] {
-  const out: PhotoInput[] = [];
-  for (const id of MODAL_FIELDS) {
-    let field;
-    try {
-      field = i.fields.getField(id, ComponentType.FileUpload);
-    } catch {
-      continue; // field not in this modal (fewer fields when the session is nearly full)
-    }
-    const files = field.attachments;
-    if (!files) continue;
-    const ordered = field.values.length > 0 ? field.values : [...files.keys()];
-    for (const fileId of ordered) {
-      const a = files.get(fileId);
-      if (a) out.push(toPhotoInput(a));
-    }
-  }
-  return out;
+/** Files of every upload field, in field order then upload order (a field not in this modal has none). */
+function uploadedFiles(i: BotInteraction): PhotoInput[] {
+  const fields = i.fields;
+  return MODAL_FIELDS.flatMap((id) => fields.getUploadedFiles(id).map(toPhotoInput));
 }
 
-async function addButton(i: ButtonInteraction, ctx: BotContext, key: string): Promise<void> {
+async function addButton(i: BotInteraction, ctx: BotContext, key: string): Promise<void> {
   const session = await requireSession(ctx, key);
   const st = statusOf(session);
   if (ctx.training.isSubmitting(key)) {
@@ -511,33 +481,30 @@ async function addButton(i: ButtonInteraction, ctx: BotContext, key: string): Pr
       `The session already holds ${MAX_PHOTOS} photos, the maximum. Send them with **Submit** or \`/training-photos submit\`.`,
     );
   }
-  await i.showModal(buildAddModal(session.userId, st.room, ctx.limits.maxImageBytes));
+  await i.showModal(buildAddModal(session.userId, st.room, ctx.limits.maxImageBytes).toJSON());
 }
 
-async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<void> {
+async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
   ownerOf(i);
   const key = sessionKey(i.user.id, channelOf(i));
   const photos = uploadedFiles(i);
   if (photos.length === 0) throw new UserError('training_no_photos', 'No file was uploaded.');
   await requireSession(ctx, key);
-  if (i.isFromMessage()) {
+  const source = i.message;
+  if (source) {
     await i.deferUpdate();
     const result = await addPhotos(ctx, key, photos);
     // The message the Add button sits on, edited as the modal interaction's @original.
     const payload = renderSessionMessage(result.session);
-    const ref = replyRef(i, i.message.id, i.message.channelId);
+    const ref = replyRef(i, source.id, source.channel_id);
     if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
       await i.editReply(replyOptions(payload));
-    await i.followUp({
-      content: renderAddResult(result),
-      flags: MessageFlags.Ephemeral,
-      allowedMentions: { parse: [] },
-    });
+    await i.followUp({ content: renderAddResult(result) }, { ephemeral: true });
     return;
   }
-  await i.deferReply({ flags: MessageFlags.Ephemeral });
+  await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowedMentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result) });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
@@ -545,7 +512,7 @@ async function modalSubmit(i: ModalSubmitInteraction, ctx: BotContext): Promise<
 
 export const trainingPhotos = {
   data,
-  async execute(i: ChatInputCommandInteraction, ctx: BotContext) {
+  async execute(i: BotInteraction, ctx: BotContext) {
     const sub = i.options.getSubcommand(true);
     switch (sub) {
       case 'start':
@@ -566,7 +533,7 @@ export const trainingPhotos = {
 
 export const trainingComponents = {
   prefix: 'training:',
-  async button(i: ButtonInteraction, ctx: BotContext) {
+  async button(i: BotInteraction, ctx: BotContext) {
     const parsed = parseTrainingCustomId(i.customId);
     const ownerId = ownerOf(i);
     const key = sessionKey(ownerId, channelOf(i));
@@ -574,7 +541,7 @@ export const trainingComponents = {
     if (parsed?.action === 'submit') return submit(i, ctx, key);
     throw new UserError('unknown_component', 'This button is no longer supported.');
   },
-  async modal(i: ModalSubmitInteraction, ctx: BotContext) {
+  async modal(i: BotInteraction, ctx: BotContext) {
     return modalSubmit(i, ctx);
   },
 } satisfies ComponentHandler;

@@ -1,17 +1,12 @@
-import type {
-  AutocompleteInteraction,
-  ButtonInteraction,
-  ChatInputCommandInteraction,
-  ModalSubmitInteraction,
-  RESTPostAPIChatInputApplicationCommandsJSONBody,
-  StringSelectMenuInteraction,
-} from 'discord.js';
+import type { RESTPostAPIApplicationCommandsJSONBody } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { STORE_DOWN_MESSAGE, StoreUnavailableError } from '../services/store/errors.js';
 import { UserError } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
-import type { JobService } from '../services/jobs/job-service.js';
+import type { JobLifecycle } from '../services/jobs/lifecycle.js';
+import type { TaskReading } from '../services/jobs/job-watch.js';
 import type { MediaClient } from '../services/media/client.js';
 import type { JobStore } from '../services/store/types.js';
 import type { TrainingSessions } from '../services/training/sessions.js';
@@ -32,9 +27,14 @@ export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'listByUser'>;
 export interface BotContext {
   logger: Logger;
   /** The one writer of jobs. */
-  jobs: Pick<JobService, 'create' | 'attachMessage' | 'moveToThread' | 'submit' | 'applyResult' | 'abandon'>;
+  jobs: Pick<
+    JobLifecycle,
+    'create' | 'attachMessage' | 'moveToThread' | 'submit' | 'applyResult' | 'abandon'
+  >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
+  /** Reads a task from the service now (Refresh, autocomplete), batched with the polls. */
+  tasks: TaskReading;
   training: TrainingSessions;
   /** The one path for editing messages the bot keeps up to date (session messages too). */
   edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;
@@ -55,17 +55,19 @@ export interface BotContext {
 }
 
 export interface Command {
-  data: RESTPostAPIChatInputApplicationCommandsJSONBody;
-  execute(interaction: ChatInputCommandInteraction, ctx: BotContext): Promise<void>;
-  autocomplete?(interaction: AutocompleteInteraction, ctx: BotContext): Promise<void>;
+  data: RESTPostAPIApplicationCommandsJSONBody;
+  /** Answers are private: a late command is deferred ephemerally on its behalf. */
+  ephemeral?: boolean;
+  execute(interaction: BotInteraction, ctx: BotContext): Promise<void>;
+  autocomplete?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
 }
 
 /** A component or modal handler, matched by custom_id prefix. */
 export interface ComponentHandler {
   prefix: string;
-  button?(interaction: ButtonInteraction, ctx: BotContext): Promise<void>;
-  select?(interaction: StringSelectMenuInteraction, ctx: BotContext): Promise<void>;
-  modal?(interaction: ModalSubmitInteraction, ctx: BotContext): Promise<void>;
+  button?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
+  select?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
+  modal?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
 }
 
 export { STORE_DOWN_MESSAGE };

@@ -6,7 +6,7 @@ import {
   verifyInteractionSignature,
   DEFAULT_MAX_SKEW_MS,
 } from '../services/discord/interaction-signature.js';
-import type { HttpReply } from '../services/discord/http-interactions.js';
+import type { HttpReply } from '../services/discord/interactions/http-endpoint.js';
 import type { Metrics } from '../metrics.js';
 import { problem } from './media-webhook.js';
 

@@ -86,6 +86,22 @@ export const SPEC_QUIRKS: readonly SpecQuirk[] = [
     },
     explains: (errors) => errors.some((e) => e.path.endsWith('/default_member_permissions')),
   },
+  {
+    id: 'channel-type-guild-media',
+    description:
+      'The spec\'s ChannelTypes enum stops at GUILD_FORUM (15), but Discord documents GUILD_MEDIA (16), "a channel ' +
+      'that can only contain threads, similar to GUILD_FORUM channels", and accepts it in a channel option\'s ' +
+      '`channel_types` (the gallery may be a media channel).',
+    patch(schemas) {
+      const types = schemas['ChannelTypes'];
+      if (!isRecord(types) || !Array.isArray(types['oneOf'])) return;
+      types['oneOf'] = [
+        ...types['oneOf'],
+        { title: 'GUILD_MEDIA', description: 'A channel that can only contain threads, like GUILD_FORUM', const: 16 },
+      ];
+    },
+    explains: (errors) => errors.some((e) => /\/channel_types\/\d+$/.test(e.path)),
+  },
 ];
 
 /** Rewrites local `#/components/...` refs so they resolve against the registered spec document. */

@@ -33,20 +33,6 @@ export interface GatewayLeaseHandlers {
   lost(token: number): Promise<void> | void;
 }
 
-const ACQUIRE = `
-if redis.call('exists', KEYS[1]) == 1 then return 0 end
-local token = redis.call('incr', KEYS[2])
-redis.call('set', KEYS[1], ARGV[1] .. ' ' .. token, 'PX', ARGV[2])
-return token`;
-
-const RENEW = `
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-return 0`;
-
-const RELEASE = `
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0`;
-
 /** Local safety margin below the lease TTL (clock drift, the renewal's own latency); at most a fifth of it. */
 const MARGIN_MS = 1000;
 
@@ -90,7 +76,7 @@ export class GatewayLease {
     const token = this.token;
     let value: unknown;
     try {
-      value = await this.opts.redis.eval(`return redis.call('get', KEYS[1])`, [this.key], []);
+      value = await this.opts.redis.get(this.key);
     } catch {
       // Redis down: no one else can have taken the lease; act (the store answers "unavailable").
       this.unreachable = true;
@@ -113,7 +99,7 @@ export class GatewayLease {
     if (token > 0) {
       this.token = 0;
       // Handing the lease back lets a standby connect at once instead of after the TTL.
-      await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+      await this.opts.redis.run('lockRelease', [this.key], [this.value(token)]).catch(() => undefined);
     }
   }
 
@@ -134,7 +120,7 @@ export class GatewayLease {
       const token = this.token;
       let reply: unknown;
       try {
-        reply = await this.opts.redis.eval(RENEW, [this.key], [this.value(token), String(this.ttlMs)]);
+        reply = await this.opts.redis.run('lockRenew', [this.key], [this.value(token), String(this.ttlMs)]);
       } catch (err) {
         // Redis unreachable (not another holder): keep the gateway, try again soon.
         if (!this.unreachable) this.opts.logger.warn({ err }, 'gateway lease renewal failed; retrying');
@@ -150,15 +136,15 @@ export class GatewayLease {
         // Renewed in Redis, but too late to trust locally: give it up there too, so a standby
         // takes it now rather than after another full lease.
         await this.lose(token, 'renewal came after the lease deadline');
-        await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+        await this.opts.redis.run('lockRelease', [this.key], [this.value(token)]).catch(() => undefined);
       } else await this.lose(token, 'lease lost');
       this.schedule(this.token > 0 ? (this.opts.renewMs ?? 2500) : (this.opts.tryMs ?? 1500));
       return;
     }
     try {
       const token = Number(
-        await this.opts.redis.eval(
-          ACQUIRE,
+        await this.opts.redis.run(
+          'gatewayAcquire',
           [this.key, this.fenceKey],
           [this.opts.instanceId, String(this.ttlMs)],
         ),
@@ -176,7 +162,7 @@ export class GatewayLease {
           .catch(async (err: unknown) => {
             this.opts.logger.error({ err }, 'could not take the gateway; handing the lease back');
             await this.lose(token, 'connect failed');
-            await this.opts.redis.eval(RELEASE, [this.key], [this.value(token)]).catch(() => undefined);
+            await this.opts.redis.run('lockRelease', [this.key], [this.value(token)]).catch(() => undefined);
           });
       }
     } catch (err) {

@@ -10,6 +10,8 @@ import type { RedisClient } from '../store/backend.js';
  * finals, a 429 blocks the channel), kept in Redis and decided by one Lua script
  * per request on Redis's clock (TIME), so instances never disagree on time.
  *
+ * The scripts are ./../store/lua/channel-budget-*.lua.
+ *
  * Why a script of our own and not rate-limiter-flexible's RateLimiterRedis (already
  * a dependency, used for webhook auth failures): its windows are counted from the
  * request, while 0 429s needs them counted from Discord's *answer* (latency must
@@ -24,44 +26,6 @@ import type { RedisClient } from '../store/backend.js';
  */
 
 const OPEN_TTL_MS = 30_000;
-
-const ACQUIRE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[1])
-local blocked = math.max(tonumber(redis.call('get', KEYS[3]) or '0'), tonumber(redis.call('get', KEYS[4]) or '0'))
-if blocked > now then return blocked - now end
-redis.call('zremrangebyscore', KEYS[1], '-inf', now)
-redis.call('zremrangebyscore', KEYS[2], '-inf', now - window)
-local cap = tonumber(ARGV[2])
-local used = redis.call('zcard', KEYS[1]) + redis.call('zcard', KEYS[2])
-if used < cap then
-  redis.call('zadd', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
-  redis.call('pexpire', KEYS[1], tonumber(ARGV[4]) * 2)
-  return 0
-end
-local oldest = redis.call('zrange', KEYS[2], used - cap, used - cap, 'WITHSCORES')
-if oldest[2] == nil then return window end
-return math.max(1, tonumber(oldest[2]) + window - now)`;
-
-const SETTLE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('zrem', KEYS[1], ARGV[1])
-if ARGV[2] == '1' then
-  redis.call('zadd', KEYS[2], now, ARGV[1])
-  redis.call('pexpire', KEYS[2], tonumber(ARGV[3]) * 2)
-end
-return 1`;
-
-const BLOCK = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local untilMs = now + tonumber(ARGV[1])
-if untilMs > tonumber(redis.call('get', KEYS[1]) or '0') then
-  redis.call('set', KEYS[1], untilMs, 'PX', tonumber(ARGV[1]) + 1000)
-end
-return 1`;
 
 export class RedisChannelBudget implements ChannelBudget {
   /** This instance's grants per channel, not yet answered (FIFO). */
@@ -90,7 +54,7 @@ export class RedisChannelBudget implements ChannelBudget {
     const cap = kind === 'final' ? limit : Math.max(1, limit - finalReserve);
     const grant = randomBytes(8).toString('hex');
     const wait = Number(
-      await this.deps.redis.eval(ACQUIRE, this.keys(channelId), [
+      await this.deps.redis.run('channelBudgetAcquire', this.keys(channelId), [
         String(windowMs),
         String(cap),
         grant,
@@ -120,7 +84,7 @@ export class RedisChannelBudget implements ChannelBudget {
         ? `${this.deps.prefix}cb:global:blocked`
         : `${this.deps.prefix}cb:${channelId}:blocked`;
     this.deps.redis
-      .eval(BLOCK, [key], [String(ms)])
+      .run('channelBudgetBlock', [key], [String(ms)])
       .catch((err: unknown) => this.deps.logger.warn({ err, channelId }, 'could not share a rate limit'));
   }
 
@@ -131,7 +95,11 @@ export class RedisChannelBudget implements ChannelBudget {
     if (grant === undefined) return;
     const [open, done] = this.keys(channelId);
     this.deps.redis
-      .eval(SETTLE, [open ?? '', done ?? ''], [grant, counted ? '1' : '0', String(this.deps.windowMs)])
+      .run(
+        'channelBudgetSettle',
+        [open ?? '', done ?? ''],
+        [grant, counted ? '1' : '0', String(this.deps.windowMs)],
+      )
       .catch((err: unknown) => this.deps.logger.warn({ err, channelId }, 'could not settle a channel edit'));
   }
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes } from '../shared/format.js';
-import { DiscordAPIError, Routes, type REST } from 'discord.js';
+import { DiscordAPIError, type REST } from '@discordjs/rest';
+import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { z } from 'zod';

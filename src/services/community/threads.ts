@@ -1,4 +1,5 @@
-import { DiscordAPIError, Routes, type REST } from 'discord.js';
+import { DiscordAPIError, type REST } from '@discordjs/rest';
+import { Routes } from 'discord-api-types/v10';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
 import type { MessagePayload } from '../discord/render-limits.js';

@@ -1,4 +1,5 @@
-import { Routes, type REST, type RESTPostAPIApplicationCommandsJSONBody } from 'discord.js';
+import type { REST } from '@discordjs/rest';
+import { Routes, type RESTPostAPIApplicationCommandsJSONBody } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

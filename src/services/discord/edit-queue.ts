@@ -167,7 +167,7 @@ interface Slot {
   touchedAt: number;
 }
 
-type Failure =
+export type Failure =
   | { kind: 'rate_limited'; retryAfterMs: number; global: boolean }
   | { kind: 'gone'; reason: string }
   | { kind: 'token_invalid' }
@@ -718,7 +718,7 @@ export class EditQueue {
 }
 
 /** Maps what @discordjs/rest (or the network) threw to what the queue does about it. */
-function classify(err: unknown, route: EditRoute): Failure {
+export function classify(err: unknown, route: EditRoute): Failure {
   if (err instanceof RateLimitError) {
     // Thrown when the REST is configured with rejectOnRateLimit; retryAfter is in ms.
     return { kind: 'rate_limited', retryAfterMs: Math.max(0, err.retryAfter), global: err.global };

@@ -33,6 +33,7 @@ export const COLORS = {
 
 export const STATE_EMOJI: Record<JobState, string> = {
   submitting: '📤',
+  unconfirmed: '❔',
   queued: '⏳',
   processing: '⚙️',
   finished: '✅',

@@ -62,8 +62,17 @@ function title(job: JobRecord): string {
 
 // ---------------------------------------------------------------- states
 
+/** What a job not yet running is doing, in a few words. */
+function pendingStatus(job: JobRecord): string {
+  if (job.state === 'unconfirmed') return 'Not confirmed yet…';
+  if (job.state === 'queued') return 'Queued…';
+  if (job.waitingUntil !== undefined)
+    return `Waiting for the service (busy), trying again ${discordTimestamp(job.waitingUntil, 'R', true)}…`;
+  return 'Submitting…';
+}
+
 function renderPending(job: JobRecord, now: number): MessagePayload {
-  const status = job.state === 'submitting' ? 'Submitting…' : 'Queued…';
+  const status = pendingStatus(job);
   const elapsed = `elapsed ${formatDuration(now - job.createdAt)}`;
   const embed: APIEmbed = withTimestamp(
     {
@@ -71,6 +80,8 @@ function renderPending(job: JobRecord, now: number): MessagePayload {
       description: lines(
         mention(job.userId),
         `${STATE_EMOJI[job.state]} ${status}`,
+        job.state === 'unconfirmed' &&
+          'The service did not answer the submission. It may have received it, so it is not sent again: the bot waits for the service to report this job, and returns your credits if it never does.',
         elapsed,
         job.cost !== undefined && `Cost: ${job.cost} credit${job.cost === 1 ? '' : 's'}`,
       ),
@@ -132,11 +143,14 @@ function failureAdvice(code: string | undefined): string {
       return 'The bot’s API key was rejected — ask an admin; nothing was charged.';
     case 'service_error':
     case 'service_unavailable':
-      return 'The media service is having trouble: try again later.';
+    case 'service_busy':
+      return 'The media service is having trouble: try again later. Your credits were returned.';
+    case 'service_out_of_credits':
+      return 'The media service is unavailable for now (the operator has been told). Your credits were returned.';
+    case 'not_confirmed':
+      return 'The service never confirmed this job, so it is treated as not received: your credits were returned.';
     case 'timed_out':
       return 'No result arrived in time. Check `/tasks` to see whether it finished before retrying.';
-    case 'restart_during_submit':
-      return 'The bot restarted while submitting; check `/tasks` before retrying.';
     default:
       return 'Something went wrong: try again later, and ask an admin if it keeps happening.';
   }
@@ -177,6 +191,7 @@ function renderFailed(job: JobRecord): MessagePayload {
 export function renderJob(job: JobRecord, now: number): MessagePayload {
   switch (job.state) {
     case 'submitting':
+    case 'unconfirmed':
     case 'queued':
       return renderPending(job, now);
     case 'processing':
@@ -205,6 +220,9 @@ export function renderJobSummaryLine(job: JobRecord, now: number): string {
   switch (job.state) {
     case 'submitting':
       state = 'submitting';
+      break;
+    case 'unconfirmed':
+      state = 'not confirmed by the service yet';
       break;
     case 'queued':
       state = `queued · waiting ${formatDuration(now - job.createdAt)}`;

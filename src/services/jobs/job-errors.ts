@@ -1,5 +1,7 @@
 import {
   MediaAuthError,
+  MediaBusyError,
+  MediaOutOfCreditsError,
   MediaRequestInvalidError,
   MediaRequestRejectedError,
   MediaServiceError,
@@ -16,8 +18,10 @@ export type JobErrorCode =
   | 'service_error'
   | 'service_unavailable'
   | 'service_failed'
+  | 'service_out_of_credits'
+  | 'service_busy'
   | 'timed_out'
-  | 'restart_during_submit'
+  | 'not_confirmed'
   | 'internal';
 
 export function jobError(code: JobErrorCode, message: string, details?: string[]): JobError {
@@ -31,6 +35,8 @@ export function jobErrorFromMedia(err: unknown): JobError {
   if (err instanceof MediaRequestRejectedError)
     return jobError('service_rejected', err.messages.join('\n') || err.userMessage, err.messages);
   if (err instanceof MediaAuthError) return jobError('service_auth', err.userMessage);
+  if (err instanceof MediaOutOfCreditsError) return jobError('service_out_of_credits', err.userMessage);
+  if (err instanceof MediaBusyError) return jobError('service_busy', err.userMessage);
   if (err instanceof MediaUnavailableError) return jobError('service_unavailable', err.userMessage);
   if (err instanceof MediaServiceError) return jobError('service_error', err.userMessage);
   return jobError('internal', 'Something went wrong on our side. The error was logged.');
@@ -45,3 +51,20 @@ export function jobErrorFromResult(result: TaskResult): JobError {
     msgs,
   );
 }
+
+/**
+ * Error codes of a job the service never took (refused at submission, or never
+ * sent): its credits come back. A job whose submission was not confirmed and
+ * that no sign of the service ever confirmed is refunded too, once it times out.
+ */
+export const NOT_STARTED_CODES: ReadonlySet<string> = new Set<JobErrorCode>([
+  'invalid_request',
+  'service_rejected',
+  'service_auth',
+  'service_unavailable',
+  'service_error',
+  'service_out_of_credits',
+  'service_busy',
+  'not_confirmed',
+  'internal',
+]);

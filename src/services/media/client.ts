@@ -93,6 +93,7 @@ export class MediaClient {
     op: K,
     params: ParamsOf<K>,
     webhook?: WebhookTarget,
+    _hooks?: { waiting?(untilMs: number): void },
   ): Promise<Submitted | TaskResult> {
     const m = operationOf(op);
     const checked = checkParams(op, params);

@@ -9,7 +9,10 @@ export type MediaErrorCode =
   | 'MEDIA_AUTH'
   | 'MEDIA_SERVER'
   | 'MEDIA_UNAVAILABLE'
-  | 'MEDIA_PROTOCOL';
+  | 'MEDIA_PROTOCOL'
+  | 'MEDIA_OUTCOME_UNKNOWN'
+  | 'MEDIA_OUT_OF_CREDITS'
+  | 'MEDIA_BUSY';
 
 export abstract class MediaServiceError extends Error {
   abstract readonly code: MediaErrorCode;
@@ -87,5 +90,36 @@ export class MediaProtocolError extends MediaServiceError {
   readonly retryable = true;
   get userMessage(): string {
     return 'The media service sent an answer the bot could not understand. The team has been notified in the logs.';
+  }
+}
+
+/**
+ * The request may have reached the service and its answer was not seen (a timeout
+ * after sending, a reset, a proxy's 502/503/504 page): the task may exist. A
+ * submission in this state is never sent again (each one is a paid task).
+ */
+export class MediaOutcomeUnknownError extends MediaServiceError {
+  readonly code = 'MEDIA_OUTCOME_UNKNOWN';
+  readonly retryable = false;
+  get userMessage(): string {
+    return 'The media service did not confirm this job. It may have received it: the bot waits for it to report.';
+  }
+}
+
+/** 402: the operator's account with the service is out of credits. Not the member's fault. */
+export class MediaOutOfCreditsError extends MediaServiceError {
+  readonly code = 'MEDIA_OUT_OF_CREDITS';
+  readonly retryable = false;
+  get userMessage(): string {
+    return 'The media service is unavailable for now. Your credits were returned; please try again later.';
+  }
+}
+
+/** 429 waited out as long as the bot allows: the service stayed busy, nothing was taken. */
+export class MediaBusyError extends MediaServiceError {
+  readonly code = 'MEDIA_BUSY';
+  readonly retryable = true;
+  get userMessage(): string {
+    return 'The media service is busy. Nothing was charged; please try again in a few minutes.';
   }
 }

@@ -1,4 +1,4 @@
-import type { Attachment } from 'discord.js';
+import type { APIAttachment } from 'discord-api-types/v10';
 import { formatBytes } from '../shared/format.js';
 
 /**
@@ -19,20 +19,20 @@ const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/jpg', 'image/webp
 
 /** Why an attachment cannot be used as an input image, or undefined when it can. */
 function imageAttachmentProblem(
-  a: Pick<Attachment, 'name' | 'contentType' | 'size'>,
+  a: Pick<APIAttachment, 'filename' | 'content_type' | 'size'>,
   maxBytes: number,
 ): string | undefined {
-  const type = a.contentType?.split(';')[0]?.trim().toLowerCase();
+  const type = a.content_type?.split(';')[0]?.trim().toLowerCase();
   if (!type || !IMAGE_TYPES.has(type)) {
-    return `${a.name} is not an image (${type ?? 'unknown type'}); send a PNG, JPEG, WebP or GIF`;
+    return `${a.filename} is not an image (${type ?? 'unknown type'}); send a PNG, JPEG, WebP or GIF`;
   }
   if (a.size > maxBytes)
-    return `${a.name} is ${formatBytes(a.size)}, over the ${formatBytes(maxBytes)} limit`;
+    return `${a.filename} is ${formatBytes(a.size)}, over the ${formatBytes(maxBytes)} limit`;
   return undefined;
 }
 
 /** The attachment's URL; a UserError naming the option when it is not a usable image. */
-export function requireImage(option: string, a: Attachment, maxBytes: number): string {
+export function requireImage(option: string, a: APIAttachment, maxBytes: number): string {
   const problem = imageAttachmentProblem(a, maxBytes);
   if (problem) throw new UserError('invalid_attachment', `\`${option}\`: ${problem}.`);
   return a.url;

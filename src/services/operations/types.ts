@@ -7,10 +7,8 @@
  * `{ [K in Operation]: OperationModule<K> }`, so an operation without a module,
  * or a module missing a piece, does not compile.
  */
-import type {
-  ChatInputCommandInteraction,
-  RESTPostAPIChatInputApplicationCommandsJSONBody,
-} from 'discord.js';
+import type { RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord-api-types/v10';
+import type { OptionResolver } from '../discord/interactions/options.js';
 import type { z } from 'zod';
 import type { Config, CostedCommand } from '../../config.js';
 import type { MessagePayload } from '../discord/render-limits.js';
@@ -68,7 +66,7 @@ export type OperationInput<K extends Operation> =
       kind: 'slash';
       data: RESTPostAPIChatInputApplicationCommandsJSONBody;
       /** Options → parameters; throws UserError with what to fix. Validated against `schema` after. */
-      fromOptions(options: ChatInputCommandInteraction['options'], limits: InputLimits): ParamsOf<K>;
+      fromOptions(options: OptionResolver, limits: InputLimits): ParamsOf<K>;
     }
   | { kind: 'session' };
 

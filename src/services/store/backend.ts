@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,6 +6,7 @@ import KeyvRedis, { createClient } from '@keyv/redis';
 import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
 import type { Logger } from 'pino';
 import { describeError } from './errors.js';
+import { SCRIPTS, type ScriptName } from './lua-scripts.js';
 
 /**
  * The raw key/value backend under the job store: Keyv over @keyv/redis or
@@ -21,11 +22,9 @@ export type BackendKind = 'redis' | 'sqlite';
 
 /** What the multi-instance coordination needs of the Redis connection (src/services/cluster). */
 export interface RedisClient {
-  /** EVAL on the store's connection; string replies come back as strings. */
-  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
-  publish(channel: string, message: string): Promise<void>;
-  /** A dedicated subscriber connection on `channel`; resolves to its close function. */
-  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  /** Runs one of the bot's Lua scripts (./lua-scripts.ts) on the store's connection. */
+  run(script: ScriptName, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  get(key: string): Promise<string | null>;
 }
 
 export interface Backend {
@@ -101,15 +100,6 @@ export interface BackendOptions {
   openWaitMs?: number;
 }
 
-// Compare-and-set on the exact stored text: a record changed by anyone since it was read is not overwritten.
-const CAS_SET = `if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
-if ARGV[3] == '' then redis.call('set', KEYS[1], ARGV[2]) else redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
-return 1`;
-const CAS_SET_SHA = createHash('sha1').update(CAS_SET).digest('hex');
-
-const RELEASE_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-const RENEW_LOCK = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
-
 // Plain JSON, so expired SQLite rows can be swept with json_extract().
 const serialize: Serialize = (data) => JSON.stringify(data);
 const deserialize: Deserialize = <Value>(data: string): DeserializedData<Value> | undefined => {
@@ -151,6 +141,7 @@ async function openRedis(
     // No per-command `timeout`: it allocates an AbortSignal per command (measurable
     // under a webhook storm); keyv-store.ts bounds every call with its own timer.
     socket: { connectTimeout: opTimeoutMs, reconnectStrategy: redisReconnectDelay },
+    scripts: SCRIPTS,
   });
   // throwOnErrors: command failures reach us as exceptions (the default would turn
   // them into `undefined` reads and silent lost writes). The adapter re-emits every
@@ -195,7 +186,7 @@ async function openRedis(
   const prefixed = (key: string): string => `${namespace}::${key}`;
   /** Deletes the lock only while it holds `token`: after a pause past its TTL another holder may own it. */
   const unlock = async (key: string, token: string): Promise<void> => {
-    await client.eval(RELEASE_LOCK, { keys: [prefixed(`lock:${key}`)], arguments: [token] });
+    await client.lockRelease([prefixed(`lock:${key}`)], [token]);
   };
   const cas: CasOps = {
     async read(key) {
@@ -210,15 +201,7 @@ async function openRedis(
     async write(key, value, ttlMs, expected) {
       const expires = ttlMs !== undefined && ttlMs > 0 ? Date.now() + ttlMs : undefined;
       const raw = serialize({ value, expires }) as string;
-      const options = { keys: [prefixed(key)], arguments: [expected, raw, expires ? String(ttlMs) : ''] };
-      let done: unknown;
-      try {
-        done = await client.evalSha(CAS_SET_SHA, options);
-      } catch (error) {
-        // First use on this server (or after SCRIPT FLUSH): send the script itself once.
-        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-        done = await client.eval(CAS_SET, options);
-      }
+      const done = await client.casSet([prefixed(key)], [expected, raw, expires ? String(ttlMs) : '']);
       return done === 1 ? raw : undefined;
     },
   };
@@ -226,19 +209,8 @@ async function openRedis(
     kind: 'redis',
     cas,
     redis: {
-      eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
-      async publish(channel, message) {
-        await client.publish(channel, message);
-      },
-      async subscribe(channel, onMessage) {
-        const sub = client.duplicate();
-        sub.on('error', (error: unknown) => onError('redis-subscriber', error));
-        await sub.connect();
-        await sub.subscribe(channel, (message) => onMessage(message));
-        return async () => {
-          if (sub.isOpen) sub.destroy();
-        };
-      },
+      run: (name, keys, args) => client[name]([...keys], [...args]),
+      get: (key) => client.get(key),
     },
     ...keyvOps(keyv),
     async ping() {
@@ -272,10 +244,7 @@ async function openRedis(
     },
     unlock,
     async renewLock(key, token, ttlMs) {
-      const renewed = await client.eval(RENEW_LOCK, {
-        keys: [prefixed(`lock:${key}`)],
-        arguments: [token, String(ttlMs)],
-      });
+      const renewed = await client.lockRenew([prefixed(`lock:${key}`)], [token, String(ttlMs)]);
       return renewed === 1;
     },
     async close() {

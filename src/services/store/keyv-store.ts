@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { CORRUPT, openBackend, type Backend, type BackendKind, type RedisClient } from './backend.js';
 import { describeError, StoreUnavailableError } from './errors.js';
-import { isTerminalState, mergeJob } from './merge.js';
+import { isClosed, isTerminalState, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
 import { jobRecordSchema } from './schema.js';
 import type {
@@ -23,9 +23,11 @@ import type {
  *                                         last write), jobTtlMs once finished/failed
  *   task:{taskId}   jobId                 same TTL as its job
  *   user:{userId}   jobId[] newest first  bounded to userListLimit, TTL jobTtlMs + unfinishedTtlMs
- *   unfinished      jobId[]               jobs not yet final, TTL unfinishedTtlMs (refreshed on write);
- *                                         on Redis a native set `unfinished-set` instead (atomic
- *                                         add/remove: instances never queue on one list's lock)
+ *   unfinished      jobId[]               open jobs (not yet settled: unfinished, or final with its
+ *                                         final edit or after-final work still to do), TTL
+ *                                         unfinishedTtlMs (refreshed on write); on Redis a native
+ *                                         set `unfinished-set` instead (atomic add/remove:
+ *                                         instances never queue on one list's lock)
  *   kv:{key}        any JSON              caller's TTL
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
@@ -482,7 +484,7 @@ class KeyvJobStore implements JobStore {
     const { userListLimit, jobTtlMs, unfinishedTtlMs } = core.config;
     await core.withLock(jobKey(record.id), async () => {
       // The record goes first: an id found in an index always has its record
-      // written already (unfinishedPages relies on it to prune safely).
+      // written already (openPages relies on it to prune safely).
       await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
       try {
         if (record.taskId !== undefined) {
@@ -491,7 +493,7 @@ class KeyvJobStore implements JobStore {
         await core.updateIdList(userKey(record.userId), jobTtlMs + unfinishedTtlMs, (ids) =>
           [record.id, ...ids.filter((id) => id !== record.id)].slice(0, userListLimit),
         );
-        if (!isTerminalState(record.state)) await core.addUnfinished(record.id);
+        if (!isClosed(record)) await core.addUnfinished(record.id);
       } catch (error) {
         // Half-indexed: undo the record (best effort) so the caller's retry starts clean.
         await core.delete('create-undo', jobKey(record.id)).catch(() => undefined);
@@ -544,6 +546,10 @@ class KeyvJobStore implements JobStore {
     });
   }
 
+  unwrittenEventAt(jobId: string): number | undefined {
+    return this.recent.get(jobId)?.eventAt;
+  }
+
   applyInMemory(jobId: string, update: JobUpdate): ApplyResult | undefined {
     // Only while no apply of this job is between its read and its write: that one's
     // merge would not see this update, and this one not its result.
@@ -570,7 +576,7 @@ class KeyvJobStore implements JobStore {
   ): { write: boolean; outcome: ApplyResult } {
     const { core } = this;
     const current = seen.job;
-    const merged = mergeJob(current, update);
+    const merged: ApplyResult = { ...mergeJob(current, update), before: current.state };
     if (conflictingTaskId(current, update)) {
       core.logger.warn(
         { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
@@ -579,7 +585,16 @@ class KeyvJobStore implements JobStore {
     }
     const next = merged.job;
     if (next === current) return { write: false, outcome: merged };
-    if (!merged.changed && next.statusAt === current.statusAt && next.statusRank === current.statusRank) {
+    const marked =
+      next.finalShownAt !== current.finalShownAt ||
+      next.settledAt !== current.settledAt ||
+      next.messageGone !== current.messageGone;
+    if (
+      !merged.changed &&
+      !marked &&
+      next.statusAt === current.statusAt &&
+      next.statusRank === current.statusRank
+    ) {
       if (next.lastEventAt !== undefined) this.recent.noteEvent(jobId, next.lastEventAt);
       return { write: false, outcome: merged };
     }
@@ -602,6 +617,7 @@ class KeyvJobStore implements JobStore {
     // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
     const { job: record, changed } = merged;
     const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
+    const becameClosed = !isClosed(current) && isClosed(record);
     // Task index before the record: if the record write fails, a retry sees the
     // taskId as new again and rewrites the index.
     let raw: string | undefined;
@@ -620,20 +636,20 @@ class KeyvJobStore implements JobStore {
       throw error;
     }
     this.recent.set(record, raw, core.jobTtl(record), remember);
-    if (becameFinal) {
-      // The record is final and stored: a failure here must not make the caller
-      // retry (the retry would be a no-op and hide the change). unfinishedPages
-      // prunes final jobs it finds anyway.
+    if (becameClosed) {
+      // The record is closed and stored: a failure here must not make the caller
+      // retry (the retry would be a no-op and hide the change). openPages prunes
+      // closed jobs it finds anyway.
       try {
         await core.removeUnfinished(jobId);
       } catch (error) {
         core.logger.warn(
           { jobId, error: describeError(error) },
-          'store: could not drop a final job from the unfinished set',
+          'store: could not drop a settled job from the open set',
         );
       }
     }
-    return { job: record, changed };
+    return { job: record, changed, before: current.state };
   }
 
   async listByUser(userId: string, limit?: number): Promise<JobRecord[]> {
@@ -644,9 +660,9 @@ class KeyvJobStore implements JobStore {
     return jobs.filter((job): job is JobRecord => job !== undefined && job.userId === userId);
   }
 
-  async listUnfinished(): Promise<JobRecord[]> {
+  async listOpen(): Promise<JobRecord[]> {
     const all: JobRecord[] = [];
-    for await (const page of this.unfinishedPages()) all.push(...page);
+    for await (const page of this.openPages()) all.push(...page);
     return all;
   }
 
@@ -656,9 +672,9 @@ class KeyvJobStore implements JobStore {
    * a time. A restart with thousands of jobs thus never holds every record at once: held
    * together, they all outlived young-generation GCs and were left in the old generation
    * as garbage once recovery was done (~25 MiB of heap, and RSS, with 10 000 jobs).
-   * Expired, corrupt or final jobs met on the way leave the index.
+   * Expired, corrupt or closed jobs met on the way leave the index.
    */
-  async *unfinishedPages(): AsyncGenerator<JobRecord[], void, undefined> {
+  async *openPages(): AsyncGenerator<JobRecord[], void, undefined> {
     const { core } = this;
     const sets = core.backend.sets;
     const ids = await core.withLock(UNFINISHED_KEY, async () => {
@@ -678,7 +694,7 @@ class KeyvJobStore implements JobStore {
       const gone: string[] = [];
       page.forEach((id, k) => {
         const job = records[k];
-        if (job !== undefined && !isTerminalState(job.state)) live.push(job);
+        if (job !== undefined && !isClosed(job)) live.push(job);
         else gone.push(id);
       });
       await core.removeUnfinished(...gone);

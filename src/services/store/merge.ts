@@ -8,7 +8,13 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  * plausible, i.e. the terminal update is not older than the events before it):
  *
  * - state only moves up: submitting(0) < queued(1) < processing(2) < finished|failed(3).
- *   A terminal job never changes again; the first terminal state wins.
+ *   `unconfirmed` (rank 0) is reachable from `submitting` only; anything of rank 1 or
+ *   more moves on from it. A terminal job never changes again; the first terminal
+ *   state wins.
+ * - waitingUntil (a 429 being waited out) is the latest given, and goes once the
+ *   job moves past `submitting`.
+ * - finalShown, messageGone and settled are bookkeeping set once, even on a terminal
+ *   job: a new object comes back with `changed: false` (persisted, never shown).
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
  * - taskId and message.messageId are set once; a later different value is ignored.
  * - statusText: the text of the highest (state rank, at, text) seen, where an update
@@ -28,15 +34,22 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
 export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; changed: boolean } {
   const at = update.at;
   if (!Number.isFinite(at)) throw new TypeError(`JobUpdate.at must be a finite number, got ${String(at)}`);
+  if (update.finalShown || update.messageGone || update.settled) {
+    const marked = markJob(job, update);
+    if (marked !== job) return { job: marked, changed: false };
+  }
   if (isTerminalState(job.state)) return { job, changed: false };
 
   // Each field's merged value first, the record copied only once something differs:
   // most of a webhook storm is re-deliveries, which change nothing a member sees.
   const updateRank = update.state === undefined ? undefined : stateRank(update.state);
   const state =
-    update.state !== undefined && updateRank !== undefined && updateRank > stateRank(job.state)
+    update.state !== undefined &&
+    updateRank !== undefined &&
+    (updateRank > stateRank(job.state) || (update.state === 'unconfirmed' && job.state === 'submitting'))
       ? update.state
       : job.state;
+  const waiting = waitingOf(job, update, state);
   const incoming = normalizePercentage(update.percentage);
   const percentage = state === 'finished' ? 100 : clampPercentage(Math.max(job.percentage, incoming ?? 0));
   const newTaskId =
@@ -64,7 +77,8 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     (newText !== undefined && newText !== job.statusText) ||
     final ||
     newMessageId !== undefined ||
-    thread !== undefined;
+    thread !== undefined ||
+    waiting !== job.waitingUntil;
 
   if (!changed) {
     // Bookkeeping only (a re-delivery observed later: same text, newer `at`): keep
@@ -96,14 +110,36 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     next.message = thread.message;
     next.reply = thread.reply;
   }
+  if (waiting === undefined) delete next.waitingUntil;
+  else next.waitingUntil = waiting;
   next.lastEventAt = lastEventAt;
   next.updatedAt = Math.max(job.updatedAt, at);
   next.version = job.version + 1;
   return { job: next, changed: true };
 }
 
+/** A 429 is waited out while the job is still being submitted; any later state ends the wait. */
+function waitingOf(job: JobRecord, update: JobUpdate, state: JobState): number | undefined {
+  if (state !== 'submitting') return undefined;
+  return update.waitingUntil ?? job.waitingUntil;
+}
+
+/** Sets the bookkeeping flags an update carries (once each); the same object when none is new. */
+function markJob(job: JobRecord, update: JobUpdate): JobRecord {
+  const finalShown = update.finalShown === true && job.finalShownAt === undefined;
+  const gone = update.messageGone === true && job.messageGone !== true;
+  const settled = update.settled === true && job.settledAt === undefined;
+  if (!finalShown && !gone && !settled) return job;
+  const next: JobRecord = { ...job };
+  if (finalShown) next.finalShownAt = update.at;
+  if (gone) next.messageGone = true;
+  if (settled) next.settledAt = update.at;
+  return next;
+}
+
 const RANK: Readonly<Record<JobState, number>> = {
   submitting: 0,
+  unconfirmed: 0,
   queued: 1,
   processing: 2,
   finished: 3,
@@ -136,4 +172,14 @@ function isLaterStatus(rank: number, at: number, text: string, job: JobRecord): 
   const currentAt = job.statusAt ?? Number.NEGATIVE_INFINITY;
   if (at !== currentAt) return at > currentAt;
   return text > job.statusText;
+}
+
+/**
+ * A job nobody needs to look at again: settled (its after-final work done) and its
+ * final shown, or no message to show it in. It leaves the open set then.
+ */
+export function isClosed(job: JobRecord): boolean {
+  if (job.settledAt === undefined) return false;
+  const noMessage = job.message.messageId === undefined && job.message.interaction === undefined;
+  return job.finalShownAt !== undefined || job.messageGone === true || noMessage;
 }

@@ -36,7 +36,7 @@ const taskOutputsSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
-const jobStateSchema = z.enum(['submitting', 'queued', 'processing', 'finished', 'failed']);
+const jobStateSchema = z.enum(['submitting', 'unconfirmed', 'queued', 'processing', 'finished', 'failed']);
 
 const jobErrorSchema = z.object({
   code: z.string(),
@@ -77,6 +77,10 @@ export const jobRecordSchema = z.object({
   submittedAt: epochMs.exactOptional(),
   finishedAt: epochMs.exactOptional(),
   lastEventAt: epochMs.exactOptional(),
+  waitingUntil: epochMs.exactOptional(),
+  finalShownAt: epochMs.exactOptional(),
+  messageGone: z.boolean().exactOptional(),
+  settledAt: epochMs.exactOptional(),
   version: z.number().int().min(0),
 });
 

@@ -2,9 +2,12 @@ import type { Operation, TaskOutputs } from '../media/types.js';
 
 /**
  * `submitting`: stored, service call not answered yet (the webhook may beat the
- * response). `queued`: the service accepted it. `finished`/`failed` are final.
+ * response). `unconfirmed`: the call went out but its answer was lost (a timeout, a
+ * reset, a proxy's 502): the service may have taken it, so it is neither sent again
+ * nor failed; a webhook at the job's URL confirms it, or it fails after the job's
+ * maximum duration. `queued`: the service accepted it. `finished`/`failed` are final.
  */
-export type JobState = 'submitting' | 'queued' | 'processing' | 'finished' | 'failed';
+export type JobState = 'submitting' | 'unconfirmed' | 'queued' | 'processing' | 'finished' | 'failed';
 export const TERMINAL_STATES: readonly JobState[] = ['finished', 'failed'];
 
 export interface JobError {
@@ -60,6 +63,14 @@ export interface JobRecord {
   finishedAt?: number;
   /** Last webhook or successful poll. */
   lastEventAt?: number;
+  /** The service answered 429: the submission waits until then (shown on the message). */
+  waitingUntil?: number;
+  /** The final state reached the job's message (or the message is gone): no more edits. */
+  finalShownAt?: number;
+  /** The job's message was deleted or is out of reach: edits stopped. */
+  messageGone?: boolean;
+  /** The after-final work (fair-use slot, refund, gallery, thread) is done: the job leaves the open set. */
+  settledAt?: number;
   /** Bumped on every change. */
   version: number;
 }
@@ -75,12 +86,23 @@ export interface JobUpdate {
   messageId?: string;
   /** Moves the live message into the job's thread (once): see JobRecord.reply. */
   thread?: { message: JobMessageRef; reply: JobMessageRef };
+  /** 429 from the service: waiting until then (cleared by any later state). */
+  waitingUntil?: number;
+  /**
+   * Bookkeeping set once, even on a final job (never shown, never a version bump):
+   * the final reached the message, the message is gone, the after-final work is done.
+   */
+  finalShown?: true;
+  messageGone?: true;
+  settled?: true;
   /** Epoch ms the event was observed. */
   at: number;
 }
 
 export interface ApplyResult {
   job: JobRecord;
+  /** The job's state before this update. */
+  before?: JobState;
   /** False when the update was a duplicate or would have moved the job backwards. */
   changed: boolean;
 }
@@ -114,15 +136,21 @@ export interface JobStore {
    * `changed` is then always false. `undefined`: call `apply`.
    */
   applyInMemory?(jobId: string, update: JobUpdate): ApplyResult | undefined;
+  /**
+   * The latest event time this process has seen for the job and not written yet (the
+   * re-deliveries `applyInMemory` absorbed), if any: a job whose service keeps re-sending
+   * the same webhook is not silent.
+   */
+  unwrittenEventAt?(jobId: string): number | undefined;
   /** Most recent first, at most `limit` (the per-user list is bounded). */
   listByUser(userId: string, limit?: number): Promise<JobRecord[]>;
-  /** Every job not yet finished/failed, all at once (tests, tools; see unfinishedPages). */
-  listUnfinished(): Promise<JobRecord[]>;
+  /** Every open job (not yet settled: unfinished, or final with work left), all at once (tests, tools). */
+  listOpen(): Promise<JobRecord[]>;
   /**
-   * Every job not yet finished/failed, a page (at most 100) at a time, for restart
-   * recovery: only one page of records is alive at once, however many jobs there are.
+   * Every open job, a page (at most 100) at a time, for restart recovery: only one page
+   * of records is alive at once, however many jobs there are.
    */
-  unfinishedPages(): AsyncIterable<JobRecord[]>;
+  openPages(): AsyncIterable<JobRecord[]>;
   /** Resolves when the backend answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

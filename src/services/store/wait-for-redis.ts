@@ -28,6 +28,7 @@ export async function waitForRedis(opts: {
       if (warned) opts.logger.info('Redis answered; starting');
       return;
     } catch (err) {
+      if (err instanceof RedisEvictionPolicyError) throw err;
       if (isRedisAuthError(err) || Date.now() + delay > deadline) throw err;
       if (!warned) {
         warned = true;
@@ -54,12 +55,31 @@ async function pingOnce(url: string, timeoutMs: number): Promise<void> {
   client.on('error', (err: unknown) => {
     failure ??= err;
   });
+  let policy: string | undefined;
   try {
     await client.connect();
     await client.ping();
+    policy = evictionPolicy(await client.info('memory'));
   } catch (err) {
     throw failure ?? err;
   } finally {
     if (client.isOpen) client.destroy();
   }
+  if (policy !== undefined && policy !== 'noeviction') throw new RedisEvictionPolicyError(policy);
+}
+
+/**
+ * Redis would evict keys under memory pressure: a lock, a budget, a job record or a queued
+ * job could vanish, losing work or money. The bot refuses to start (BullMQ's own rule too).
+ */
+export class RedisEvictionPolicyError extends Error {
+  constructor(readonly policy: string) {
+    super(`Redis maxmemory-policy is ${policy}`);
+    this.name = 'RedisEvictionPolicyError';
+  }
+}
+
+/** `maxmemory_policy` from INFO memory (readable where CONFIG GET is disabled, e.g. managed Redis). */
+function evictionPolicy(info: string): string | undefined {
+  return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
 }

@@ -1,0 +1,60 @@
+import type { JobRecord } from '../../store/types.js';
+import type { MessageUpdates } from '../../jobs/ports.js';
+import type { MessagePayload } from '../render-limits.js';
+import type { EditQueue } from '../edit-queue.js';
+
+/** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
+export interface JobRenderers {
+  render(job: JobRecord, now: number): MessagePayload;
+  renderReply(job: JobRecord): MessagePayload;
+}
+
+/** The key of a job's channel line in the edit queue (its live message's key is the job id). */
+export const replyKey = (jobId: string): string => `${jobId}:reply`;
+
+export function isFinalState(job: Pick<JobRecord, 'state'>): boolean {
+  return job.state === 'finished' || job.state === 'failed';
+}
+
+/** Whether the job has a message to edit (its reply was sent). */
+export function hasMessage(job: JobRecord): boolean {
+  return job.message.messageId !== undefined || job.message.interaction !== undefined;
+}
+
+/**
+ * A job's message kept up to date through the in-process edit queue (the embedded
+ * store, one process): each change queues the job's current record, rendered only
+ * when it is actually sent, so a storm's intermediate states cost nothing.
+ */
+export class QueuedJobMessages implements MessageUpdates {
+  constructor(
+    private readonly deps: {
+      edits: Pick<EditQueue, 'push'>;
+      renderers: JobRenderers;
+      now: () => number;
+    },
+  ) {}
+
+  jobChanged(job: JobRecord): void {
+    if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
+    const final = isFinalState(job);
+    const { render, renderReply } = this.deps.renderers;
+    this.deps.edits.push({
+      jobId: job.id,
+      ref: job.message,
+      messageCreatedAt: job.createdAt,
+      payload: () => render(job, this.deps.now()),
+      final,
+    });
+    // A job in its own thread: the channel's one-line reply ends on the final state.
+    if (job.reply && final) {
+      this.deps.edits.push({
+        jobId: replyKey(job.id),
+        ref: job.reply,
+        messageCreatedAt: job.createdAt,
+        payload: () => renderReply(job),
+        final: true,
+      });
+    }
+  }
+}

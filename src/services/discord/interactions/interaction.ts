@@ -1,0 +1,596 @@
+import type { InteractionsAPI } from '@discordjs/core/http-only';
+import { DiscordAPIError, type RawFile } from '@discordjs/rest';
+import {
+  ApplicationCommandType,
+  ChannelType,
+  ComponentType,
+  InteractionResponseType,
+  InteractionType,
+  MessageFlags,
+  type APIApplicationCommandOptionChoice,
+  type APIAttachment,
+  type APIInteraction,
+  type APIInteractionResponse,
+  type APIInteractionResponseCallbackData,
+  type APIMessage,
+  type APIModalInteractionResponseCallbackData,
+  type APIModalSubmission,
+  type APIUser,
+} from 'discord-api-types/v10';
+import type { Logger } from 'pino';
+import { OptionResolver } from './options.js';
+
+/**
+ * One interaction, whichever way it arrived (gateway INTERACTION_CREATE or
+ * `POST /interactions`), answered through `@discordjs/core`'s InteractionsAPI:
+ * the one object the command code talks to. Its method names follow discord.js's
+ * (`reply`, `deferReply`, `editReply`, `followUp`, `update`, `showModal`,
+ * `respond`) so handlers read the same; underneath it is plain API JSON.
+ *
+ * Discord's 3 s rule is kept here for every command: when nothing has answered
+ * `ackAfterMs` after arrival, the interaction is acknowledged (a deferral) — over
+ * HTTP in the HTTP response itself, over the gateway with the callback — and the
+ * handler's later answer is translated into what Discord still accepts (a reply
+ * becomes an edit of the deferred message, or a follow-up when its visibility
+ * differs). Every response goes through one chain, so a deferral and an answer
+ * never race.
+ */
+
+/** What a message answer carries: API JSON plus files to upload (multipart). */
+export type MessageBody = Omit<APIInteractionResponseCallbackData, 'flags'> & {
+  flags?: number;
+  files?: RawFile[];
+};
+
+export interface ReplyOptions {
+  ephemeral?: boolean;
+}
+
+/** How the first acknowledgement travels when the handler is late. */
+export interface AckTransport {
+  /**
+   * HTTP mode: answers the HTTP request with `body` and resolves once the response is
+   * written (Discord must hold the acknowledgement before an edit of it can find it).
+   * Absent (gateway): the acknowledgement is POSTed to the callback endpoint.
+   */
+  ackInResponse?(body: APIInteractionResponse): Promise<void>;
+  /** HTTP mode: the handler's first callback was accepted by Discord (the HTTP request may now get its 202). */
+  firstCallbackDone?(): void;
+  /**
+   * HTTP mode: answers nothing follows (autocomplete choices, a form) go in the HTTP
+   * response body, one request fewer on the most latency-sensitive path.
+   */
+  answerInline?(body: APIInteractionResponse): Promise<void>;
+}
+
+export interface InteractionOptions {
+  api: InteractionsAPI;
+  logger: Logger;
+  /** Acknowledge automatically when nothing answered by then (ms from arrival). 0: never. */
+  ackAfterMs: number;
+  /** Whether a late command is deferred ephemerally (its answer is private). */
+  ephemeralByDefault?: boolean;
+  transport?: AckTransport;
+  receivedAt?: number;
+}
+
+/** A handler answered something Discord cannot take any more (a form after the acknowledgement). */
+export class TooLateError extends Error {
+  constructor(what: string) {
+    super(`${what}: the interaction was already acknowledged`);
+    this.name = 'TooLateError';
+  }
+}
+
+type State = 'new' | 'deferred' | 'replied';
+/** How the interaction was acknowledged without an answer. */
+type Deferral = { kind: 'message'; ephemeral: boolean } | { kind: 'update' };
+
+const ALREADY_ACKNOWLEDGED = 40060;
+const EPHEMERAL = MessageFlags.Ephemeral;
+
+const isEphemeral = (flags: number | undefined): boolean => flags !== undefined && (flags & EPHEMERAL) !== 0;
+
+/** Discord snowflakes carry their creation time (ms since 2015-01-01). */
+export function snowflakeTime(id: string): number {
+  try {
+    return Number(BigInt(id) >> 22n) + 1_420_070_400_000;
+  } catch {
+    return Date.now();
+  }
+}
+
+export class BotInteraction {
+  readonly raw: APIInteraction;
+  readonly id: string;
+  readonly token: string;
+  readonly applicationId: string;
+  readonly type: InteractionType;
+  readonly user: APIUser;
+  readonly guildId: string | null;
+  readonly channelId: string | null;
+  /** The member's client language (Discord locale), when Discord sent it. */
+  readonly locale: string | undefined;
+  /** The server's preferred language, in a server. */
+  readonly guildLocale: string | undefined;
+  /** The member's permissions in this channel (a server only). */
+  readonly memberPermissions: bigint | undefined;
+  readonly createdTimestamp: number;
+
+  readonly #api: InteractionsAPI;
+  readonly #logger: Logger;
+  readonly #transport: AckTransport;
+  readonly #ephemeralByDefault: boolean;
+  #state: State = 'new';
+  #deferral: Deferral | undefined;
+  /** The handler's first callback has been reported to the transport. */
+  #firstReported = false;
+  /** Where `@original` really is once a follow-up replaced the deferred message. */
+  #original = '@original';
+  #chain: Promise<unknown> = Promise.resolve();
+  /**
+   * Acknowledged in the HTTP response: Discord may take a moment to turn it into the
+   * deferred message, so the first webhook call after it retries "unknown" briefly.
+   */
+  #cold = false;
+  #ackTimer: NodeJS.Timeout | undefined;
+  #options: OptionResolver | undefined;
+
+  constructor(raw: APIInteraction, opts: InteractionOptions) {
+    this.raw = raw;
+    this.id = raw.id;
+    this.token = raw.token;
+    this.applicationId = raw.application_id;
+    this.type = raw.type;
+    const member = 'member' in raw ? raw.member : undefined;
+    this.user = member?.user ?? ('user' in raw && raw.user ? raw.user : ({ id: '0' } as APIUser));
+    this.guildId = raw.guild_id ?? null;
+    this.channelId = raw.channel?.id ?? ('channel_id' in raw ? (raw.channel_id ?? null) : null);
+    this.locale = 'locale' in raw ? raw.locale : undefined;
+    this.guildLocale = raw.guild_locale ?? undefined;
+    this.memberPermissions = parsePermissions(member?.permissions);
+    this.createdTimestamp = snowflakeTime(raw.id);
+    this.#api = opts.api;
+    this.#logger = opts.logger;
+    this.#transport = opts.transport ?? {};
+    this.#ephemeralByDefault = opts.ephemeralByDefault ?? false;
+    if (opts.ackAfterMs > 0 && raw.type !== InteractionType.Ping) {
+      const elapsed = Date.now() - (opts.receivedAt ?? Date.now());
+      this.#ackTimer = setTimeout(() => void this.#autoAck(), Math.max(0, opts.ackAfterMs - elapsed));
+      this.#ackTimer.unref();
+    } else if (opts.ackAfterMs === 0 && opts.transport?.ackInResponse && raw.type !== InteractionType.Ping) {
+      // Tests of the late path: acknowledged before the handler runs.
+      void this.#autoAck();
+    }
+  }
+
+  // ---------------------------------------------------------------- what it is
+
+  isChatInputCommand(): boolean {
+    return (
+      this.raw.type === InteractionType.ApplicationCommand &&
+      this.raw.data.type === ApplicationCommandType.ChatInput
+    );
+  }
+
+  isMessageContextMenuCommand(): boolean {
+    return (
+      this.raw.type === InteractionType.ApplicationCommand &&
+      this.raw.data.type === ApplicationCommandType.Message
+    );
+  }
+
+  isAutocomplete(): boolean {
+    return this.raw.type === InteractionType.ApplicationCommandAutocomplete;
+  }
+
+  isButton(): boolean {
+    return (
+      this.raw.type === InteractionType.MessageComponent &&
+      this.raw.data.component_type === ComponentType.Button
+    );
+  }
+
+  isStringSelectMenu(): boolean {
+    return (
+      this.raw.type === InteractionType.MessageComponent &&
+      this.raw.data.component_type === ComponentType.StringSelect
+    );
+  }
+
+  isModalSubmit(): boolean {
+    return this.raw.type === InteractionType.ModalSubmit;
+  }
+
+  /** A server, not a DM or a group DM. */
+  inGuild(): boolean {
+    return this.guildId !== null;
+  }
+
+  /** The command's name (commands and autocomplete). */
+  get commandName(): string {
+    const r = this.raw;
+    return r.type === InteractionType.ApplicationCommand ||
+      r.type === InteractionType.ApplicationCommandAutocomplete
+      ? r.data.name
+      : '';
+  }
+
+  /** The component's or form's custom id (components and modals). */
+  get customId(): string {
+    const r = this.raw;
+    return r.type === InteractionType.MessageComponent || r.type === InteractionType.ModalSubmit
+      ? r.data.custom_id
+      : '';
+  }
+
+  /** A select menu's chosen values. */
+  get values(): string[] {
+    const r = this.raw;
+    return r.type === InteractionType.MessageComponent && 'values' in r.data ? [...r.data.values] : [];
+  }
+
+  /** The message a component (or a form opened from one) sits on. */
+  get message(): APIMessage | undefined {
+    const r = this.raw;
+    return r.type === InteractionType.MessageComponent || r.type === InteractionType.ModalSubmit
+      ? r.message
+      : undefined;
+  }
+
+  /** A message command's target message. */
+  get targetMessage(): APIMessage | undefined {
+    const r = this.raw;
+    if (r.type !== InteractionType.ApplicationCommand || r.data.type !== ApplicationCommandType.Message)
+      return undefined;
+    return r.data.resolved.messages[r.data.target_id];
+  }
+
+  /** The interaction happens in a thread. */
+  inThread(): boolean {
+    const t = this.raw.channel?.type;
+    return (
+      t === ChannelType.PublicThread ||
+      t === ChannelType.PrivateThread ||
+      t === ChannelType.AnnouncementThread
+    );
+  }
+
+  get options(): OptionResolver {
+    if (!this.#options) {
+      const r = this.raw;
+      this.#options =
+        (r.type === InteractionType.ApplicationCommand ||
+          r.type === InteractionType.ApplicationCommandAutocomplete) &&
+        r.data.type === ApplicationCommandType.ChatInput
+          ? new OptionResolver(r.data.options, r.data.resolved)
+          : new OptionResolver(undefined, undefined);
+    }
+    return this.#options;
+  }
+
+  /** A submitted form's fields. */
+  get fields(): ModalFields {
+    const r = this.raw;
+    return new ModalFields(r.type === InteractionType.ModalSubmit ? r.data : undefined);
+  }
+
+  get deferred(): boolean {
+    return this.#state === 'deferred';
+  }
+
+  get replied(): boolean {
+    return this.#state === 'replied';
+  }
+
+  // ---------------------------------------------------------------- answers
+
+  /**
+   * Answers with a message (ephemeral when asked). Resolves with the message when
+   * Discord says which it is (the reply's own message, or the edited deferral).
+   */
+  reply(body: MessageBody, opts: ReplyOptions = {}): Promise<APIMessage | undefined> {
+    const flags = withEphemeral(body.flags, opts.ephemeral);
+    const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
+    return this.#run(async () => {
+      if (this.#state === 'new') {
+        return this.#first(async () => {
+          const res = await this.#api.reply(this.id, this.token, { ...data, with_response: true });
+          this.#state = 'replied';
+          return res?.resource?.message ?? undefined;
+        });
+      }
+      if (this.#state === 'deferred' && this.#deferral?.kind === 'message') {
+        const ephemeral = isEphemeral(flags);
+        this.#state = 'replied';
+        if (ephemeral === this.#deferral.ephemeral) return this.#editOriginal(data);
+        // Discord keeps the deferral's visibility for an edit: the deferred message goes and a
+        // follow-up with the right visibility takes its place.
+        await this.#webhook(() =>
+          this.#api.deleteReply(this.applicationId, this.token, this.#original),
+        ).catch(() => undefined);
+        const msg = await this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+        this.#original = msg.id;
+        return msg;
+      }
+      // After an update deferral or an answer: a new message.
+      this.#state = 'replied';
+      return this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+    });
+  }
+
+  /** Acknowledges now, answering later (`reply`/`editReply` fill the "thinking…" message). */
+  deferReply(opts: ReplyOptions = {}): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'new') return;
+      const ephemeral = opts.ephemeral ?? false;
+      await this.#first(async () => {
+        await this.#api.defer(this.id, this.token, ephemeral ? { flags: EPHEMERAL } : {});
+        this.#state = 'deferred';
+        this.#deferral = { kind: 'message', ephemeral };
+      });
+    });
+  }
+
+  /** Components: acknowledges without changing the message yet. */
+  deferUpdate(): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'new') return;
+      await this.#first(async () => {
+        await this.#api.deferMessageUpdate(this.id, this.token);
+        this.#state = 'deferred';
+        this.#deferral = { kind: 'update' };
+      });
+    });
+  }
+
+  /** Components: replaces the message the component sits on. */
+  update(body: MessageBody): Promise<APIMessage | undefined> {
+    const data = withDefaults(body);
+    return this.#run(async () => {
+      if (this.#state === 'new') {
+        return this.#first(async () => {
+          const res = await this.#api.updateMessage(this.id, this.token, { ...data, with_response: true });
+          this.#state = 'replied';
+          return res?.resource?.message ?? undefined;
+        });
+      }
+      return this.#editOriginal(data);
+    });
+  }
+
+  /** Edits the answer (`@original`), or one of its follow-ups. */
+  editReply(body: MessageBody, messageId?: string): Promise<APIMessage> {
+    const data = withDefaults(body);
+    return this.#run(async () => {
+      if (this.#state === 'deferred') this.#state = 'replied';
+      return messageId === undefined
+        ? this.#editOriginal(data)
+        : this.#api.editReply(this.applicationId, this.token, data, messageId);
+    });
+  }
+
+  followUp(body: MessageBody, opts: ReplyOptions = {}): Promise<APIMessage> {
+    const flags = withEphemeral(body.flags, opts.ephemeral);
+    const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
+    return this.#run(() => this.#api.followUp(this.applicationId, this.token, data));
+  }
+
+  deleteReply(messageId?: string): Promise<void> {
+    return this.#run(() =>
+      this.#api.deleteReply(this.applicationId, this.token, messageId ?? this.#original),
+    );
+  }
+
+  /** Opens a form: only as the first answer (Discord allows nothing else). */
+  showModal(modal: APIModalInteractionResponseCallbackData): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'new') throw new TooLateError('a form');
+      await this.#first(async () => {
+        const inline = this.#transport.answerInline;
+        if (inline) await inline({ type: InteractionResponseType.Modal, data: modal });
+        else await this.#api.createModal(this.id, this.token, modal);
+        this.#state = 'replied';
+      });
+    });
+  }
+
+  /** Autocomplete choices (dropped when too late: the member has typed on). */
+  respond(choices: APIApplicationCommandOptionChoice[]): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'new') return;
+      await this.#first(async () => {
+        const inline = this.#transport.answerInline;
+        if (inline) {
+          await inline({
+            type: InteractionResponseType.ApplicationCommandAutocompleteResult,
+            data: { choices },
+          });
+        } else await this.#api.createAutocompleteResponse(this.id, this.token, { choices });
+        this.#state = 'replied';
+      });
+    });
+  }
+
+  /** Stops the acknowledgement timer (the handler is done or the interaction dropped). */
+  dispose(): void {
+    clearTimeout(this.#ackTimer);
+    this.#ackTimer = undefined;
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  #run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.#chain.then(fn, fn);
+    this.#chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * The handler's first callback. A 40060 ("already acknowledged") here can only be
+   * REST's own retry of a callback Discord had taken (its answer was lost): that
+   * answer stands.
+   */
+  async #first<T>(send: () => Promise<T>): Promise<T | undefined> {
+    try {
+      const out = await send();
+      this.#acknowledged();
+      return out;
+    } catch (err) {
+      if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
+        this.#logger.info({ interactionId: this.id }, 'callback taken by Discord before its answer was lost');
+        this.#acknowledged();
+        this.#state = 'replied';
+        return (await this.#api.getOriginalReply(this.applicationId, this.token).catch(() => undefined)) as
+          T | undefined;
+      }
+      // Not accepted: the acknowledgement timer, still armed, answers in time if nothing else does.
+      throw err;
+    }
+  }
+
+  #acknowledged(): void {
+    clearTimeout(this.#ackTimer);
+    if (this.#firstReported) return;
+    this.#firstReported = true;
+    this.#transport.firstCallbackDone?.();
+  }
+
+  #editOriginal(data: MessageBody): Promise<APIMessage> {
+    return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, this.#original));
+  }
+
+  /** A webhook call; right after an acknowledgement in the HTTP response, "unknown" is retried briefly. */
+  async #webhook<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await call();
+        this.#cold = false;
+        return out;
+      } catch (err) {
+        const unknown = err instanceof DiscordAPIError && (err.code === 10015 || err.code === 10008);
+        if (!this.#cold || !unknown || attempt >= 4) throw err;
+        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      }
+    }
+  }
+
+  /** Nothing answered in time: a deferral now, in the HTTP response when there is one. */
+  #autoAck(): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'new') return;
+      const body = this.#deferralBody();
+      this.#logger.info(
+        { interactionId: this.id, type: this.type },
+        'interaction slow to answer: acknowledged for it',
+      );
+      if (this.raw.type === InteractionType.ApplicationCommandAutocomplete) {
+        this.#state = 'replied';
+      } else if (body.type === InteractionResponseType.DeferredMessageUpdate) {
+        this.#state = 'deferred';
+        this.#deferral = { kind: 'update' };
+      } else {
+        this.#state = 'deferred';
+        this.#deferral = { kind: 'message', ephemeral: this.#ephemeralByDefault };
+      }
+      this.#firstReported = true;
+      if (this.#transport.ackInResponse) {
+        this.#cold = true;
+        await this.#transport.ackInResponse(body);
+        return;
+      }
+      try {
+        await this.#sendAck(body);
+      } catch (err) {
+        if (!(err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED)) {
+          this.#logger.warn({ err, interactionId: this.id }, 'could not acknowledge a slow interaction');
+        }
+      }
+    });
+  }
+
+  /** The acknowledgement through the callback endpoint (gateway mode). */
+  async #sendAck(body: APIInteractionResponse): Promise<void> {
+    switch (body.type) {
+      case InteractionResponseType.ApplicationCommandAutocompleteResult:
+        await this.#api.createAutocompleteResponse(this.id, this.token, { choices: [] });
+        return;
+      case InteractionResponseType.DeferredMessageUpdate:
+        await this.#api.deferMessageUpdate(this.id, this.token);
+        return;
+      default:
+        await this.#api.defer(this.id, this.token, this.#ephemeralByDefault ? { flags: EPHEMERAL } : {});
+    }
+  }
+
+  #deferralBody(): APIInteractionResponse {
+    switch (this.raw.type) {
+      case InteractionType.ApplicationCommandAutocomplete:
+        return { type: InteractionResponseType.ApplicationCommandAutocompleteResult, data: { choices: [] } };
+      case InteractionType.MessageComponent:
+        return { type: InteractionResponseType.DeferredMessageUpdate };
+      default:
+        return {
+          type: InteractionResponseType.DeferredChannelMessageWithSource,
+          ...(this.#ephemeralByDefault ? { data: { flags: EPHEMERAL } } : {}),
+        };
+    }
+  }
+}
+
+/** A submitted form's values: text inputs and uploaded files (file-upload fields inside labels). */
+export class ModalFields {
+  readonly #values = new Map<string, string | string[]>();
+  readonly #attachments: Record<string, APIAttachment>;
+
+  constructor(data: APIModalSubmission | undefined) {
+    this.#attachments = data?.resolved?.attachments ?? {};
+    for (const c of data?.components ?? []) {
+      if (c.type === ComponentType.ActionRow) {
+        for (const input of c.components) this.#values.set(input.custom_id, input.value);
+      } else if (c.type === ComponentType.Label) {
+        const inner = c.component;
+        if ('value' in inner && typeof inner.value === 'string')
+          this.#values.set(inner.custom_id, inner.value);
+        else if ('values' in inner) this.#values.set(inner.custom_id, [...inner.values]);
+      }
+    }
+  }
+
+  getTextInputValue(customId: string): string {
+    const v = this.#values.get(customId);
+    return typeof v === 'string' ? v : '';
+  }
+
+  /** The attachments a file-upload field received (none when the field is absent). */
+  getUploadedFiles(customId: string): APIAttachment[] {
+    const v = this.#values.get(customId);
+    if (!Array.isArray(v)) return [];
+    return v.map((id) => this.#attachments[id]).filter((a): a is APIAttachment => a !== undefined);
+  }
+}
+
+function parsePermissions(p: string | undefined): bigint | undefined {
+  if (p === undefined) return undefined;
+  try {
+    return BigInt(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function withEphemeral(flags: number | undefined, ephemeral: boolean | undefined): number | undefined {
+  if (ephemeral === undefined) return flags;
+  const base = flags ?? 0;
+  return ephemeral ? base | EPHEMERAL : base & ~EPHEMERAL;
+}
+
+/** Mentions ping no one unless a body says otherwise. */
+function withDefaults(body: MessageBody): MessageBody {
+  return body.allowed_mentions ? body : { ...body, allowed_mentions: { parse: [] } };
+}
+
+/** Whether a member's permissions (in the interaction's server) include `flag`. */
+export function hasPermission(perms: bigint | undefined, flag: bigint): boolean {
+  return perms !== undefined && (perms & flag) === flag;
+}

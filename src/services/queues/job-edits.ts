@@ -1,0 +1,257 @@
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Metrics } from '../../metrics.js';
+import type { ChannelBudget } from '../discord/channel-budget.js';
+import type { DiscordTransport } from '../discord/discord-transport.js';
+import { DEFAULT_EDIT_QUEUE_OPTIONS, classify, type EditRoute } from '../discord/edit-queue.js';
+import { hasMessage, isFinalState, type JobRenderers } from '../discord/edits/job-messages.js';
+import type { JobLifecycle } from '../jobs/lifecycle.js';
+import type { MessageUpdates } from '../jobs/ports.js';
+import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
+import { delayJob, queueWithWorker, type BullContext, type QueueHandle } from './bull.js';
+
+/**
+ * The Discord edits of job messages on BullMQ. A change merged on any instance
+ * adds an edit job for the message (deduplicated per message with
+ * `keepLastIfActive`: never two edits of one message at once, at most one
+ * waiting); whichever worker runs it renders the *stored* record, so the latest
+ * state wins. Finals go first (priority) and are retried until they land or the
+ * message is gone; a 429 delays the edit by Discord's `retry_after`.
+ *
+ * What no engine gives stays ours: the shared per-channel bot-token budget
+ * (ChannelBudget on Redis, finals first) and, on the interaction route, progress
+ * edits of one message spaced PROGRESS_SPACING_MS apart (at most 3 in Discord's
+ * 5 s window, so a final always finds a slot).
+ */
+
+type Target = 'message' | 'reply';
+interface EditData {
+  jobId: string;
+  target: Target;
+}
+
+/** Interaction route: two progress edits of one message at least this far apart (3 per 5 s window). */
+const PROGRESS_SPACING_MS = 2000;
+/** Progress edits give up after this many failed attempts (the next state will try again). */
+const PROGRESS_ATTEMPTS = 3;
+/** Finals are retried this many times (capped backoff: well over a day), then the keeper asks again. */
+const FINAL_ATTEMPTS = 2000;
+const FINAL_PRIORITY = 1;
+const PROGRESS_PRIORITY = 10;
+
+const key = (d: EditData): string => `${d.target === 'reply' ? 'r' : 'm'}-${d.jobId}`;
+
+export interface JobEditsDeps {
+  store: Pick<JobStore, 'get'>;
+  lifecycle: Pick<JobLifecycle, 'mark'>;
+  transport: DiscordTransport;
+  budget: ChannelBudget;
+  renderers: JobRenderers;
+  /** SET/GET of the progress spacing marks (the queue's connection). */
+  marks: {
+    get(key: string): Promise<string | null | undefined>;
+    set(key: string, value: string, options: { expiration: { type: 'PX'; value: number } }): Promise<unknown>;
+  };
+  logger: Logger;
+  metrics?: Metrics;
+  now?: () => number;
+  concurrency?: number;
+  /** The edit reached Discord (latency metric, tests). */
+  onDelivered?: (jobId: string, final: boolean) => void;
+}
+
+export class BullJobEdits implements MessageUpdates {
+  private readonly handle: QueueHandle<EditData>;
+  private readonly now: () => number;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly ctx: BullContext,
+    private readonly deps: JobEditsDeps,
+  ) {
+    this.now = deps.now ?? Date.now;
+    this.log = deps.logger;
+    this.handle = queueWithWorker<EditData>(ctx, 'edits', (job, token) => this.process(job, token), {
+      concurrency: deps.concurrency ?? 64,
+      settings: {
+        // Capped exponential backoff with jitter: 1 s doubling to a minute.
+        backoffStrategy: (attempts: number) =>
+          Math.round(Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1)) * (0.5 + Math.random() / 2)),
+      },
+    });
+  }
+
+  jobChanged(job: JobRecord): void {
+    if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
+    const final = isFinalState(job);
+    void this.add({ jobId: job.id, target: 'message' }, final);
+    if (job.reply && final) void this.add({ jobId: job.id, target: 'reply' }, true);
+  }
+
+  private async add(data: EditData, final: boolean): Promise<void> {
+    const id = key(data);
+    try {
+      const added = await this.handle.queue.add('edit', data, {
+        deduplication: { id, keepLastIfActive: true },
+        priority: final ? FINAL_PRIORITY : PROGRESS_PRIORITY,
+        attempts: final ? FINAL_ATTEMPTS : PROGRESS_ATTEMPTS,
+        backoff: { type: 'custom' },
+      });
+      // Folded into an edit already waiting (a progress one): a final moves it to the front.
+      if (final && added.id !== undefined) {
+        const waiting = await this.handle.queue.getJob(added.id);
+        if (waiting && (await waiting.getState()) === 'prioritized' && waiting.priority !== FINAL_PRIORITY) {
+          await waiting.changePriority({ priority: FINAL_PRIORITY }).catch(() => undefined);
+        }
+      }
+    } catch (err) {
+      // Redis unreachable: the job's keeper shows the final again at its next check.
+      this.log.warn({ err, jobId: data.jobId, final }, 'could not queue a message edit');
+    }
+  }
+
+  /** Edits waiting, delayed or running (all instances). */
+  async depth(): Promise<number> {
+    const c = await this.handle.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+    return Object.values(c).reduce((a, b) => a + b, 0);
+  }
+
+  /** Resolves true once no edit waits or runs anywhere, false after `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if ((await this.depth().catch(() => 1)) === 0) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+
+  // ---------------------------------------------------------------- the worker
+
+  private async process(job: Job<EditData>, token: string | undefined): Promise<void> {
+    const { jobId, target } = job.data;
+    const record = await this.deps.store.get(jobId);
+    if (!record || record.messageGone === true) return;
+    const final = isFinalState(record);
+    if (target === 'message' && record.finalShownAt !== undefined) return;
+    if (target === 'reply' && (!record.reply || !final)) return;
+    const ref = target === 'reply' ? (record.reply as JobMessageRef) : record.message;
+    const now = this.now();
+    let route = this.routeOf(ref, now, false);
+    if (!route) {
+      if (final)
+        this.log.error(
+          { jobId },
+          'final edit not delivered: interaction token expired and no message id known',
+        );
+      return;
+    }
+    if (!final && route === 'channel' && now - record.createdAt >= DEFAULT_EDIT_QUEUE_OPTIONS.oldMessageMs)
+      return;
+    const markKey = `${this.ctx.prefix}:edit-at:${key(job.data)}`;
+    if (!final && route === 'interaction') {
+      const last = Number((await this.deps.marks.get(markKey)) ?? 0);
+      if (now - last < PROGRESS_SPACING_MS)
+        throw await delayJob(job, token, last + PROGRESS_SPACING_MS - now);
+    }
+    const payload =
+      target === 'reply' ? this.deps.renderers.renderReply(record) : this.deps.renderers.render(record, now);
+    for (;;) {
+      if (route === 'channel') {
+        const wait = await this.deps.budget.acquire(ref.channelId, final ? 'final' : 'progress', this.now());
+        if (wait > 0) throw await delayJob(job, token, wait);
+      }
+      const outcome = await this.send(route, ref, payload);
+      this.deps.metrics?.editsSent.inc({
+        route,
+        outcome: outcome.kind === 'ok' ? 'ok' : outcome.kind === 'transient' ? 'error' : outcome.kind,
+      });
+      switch (outcome.kind) {
+        case 'ok':
+          if (!final && route === 'interaction') {
+            await this.deps.marks
+              .set(markKey, String(this.now()), { expiration: { type: 'PX', value: 10_000 } })
+              .catch(() => undefined);
+          }
+          if (final && target === 'message') await this.deps.lifecycle.mark(jobId, { finalShown: true });
+          this.deps.onDelivered?.(jobId, final);
+          return;
+        case 'rate_limited':
+          if (route === 'channel')
+            this.deps.budget.blocked(
+              outcome.global ? undefined : ref.channelId,
+              this.now() + outcome.retryAfterMs,
+            );
+          throw await delayJob(job, token, outcome.retryAfterMs);
+        case 'gone':
+          this.log.info({ jobId, target, reason: outcome.reason }, 'job message gone: edits stopped');
+          if (target === 'message') await this.deps.lifecycle.mark(jobId, { messageGone: true });
+          return;
+        case 'token_invalid': {
+          // Discord refused the interaction token: the channel route, at once, if there is one.
+          const next = this.routeOf(ref, this.now(), true);
+          if (!next) {
+            if (final)
+              this.log.error(
+                { jobId },
+                'final edit not delivered: interaction token refused and no message id known',
+              );
+            return;
+          }
+          route = next;
+          continue;
+        }
+        case 'old_message':
+          if (!final) return;
+          throw new Error('old-message edit limit (30046)');
+        case 'invalid':
+          this.log.error(
+            { jobId, target, route, code: outcome.code, final },
+            'Discord rejected the edit; state dropped',
+          );
+          return;
+        case 'transient':
+          if (!final && job.attemptsMade + 1 >= PROGRESS_ATTEMPTS) return;
+          throw new Error(outcome.message);
+      }
+    }
+  }
+
+  private routeOf(ref: JobMessageRef, now: number, interactionDead: boolean): EditRoute | undefined {
+    const i = ref.interaction;
+    if (i && !interactionDead && now - i.createdAt < DEFAULT_EDIT_QUEUE_OPTIONS.interactionFreshMs)
+      return 'interaction';
+    return ref.messageId ? 'channel' : undefined;
+  }
+
+  private async send(
+    route: EditRoute,
+    ref: JobMessageRef,
+    payload: ReturnType<JobRenderers['render']>,
+  ): Promise<{ kind: 'ok' } | ReturnType<typeof classify>> {
+    try {
+      if (route === 'interaction' && ref.interaction) {
+        await this.deps.transport.editInteractionOriginal(
+          ref.interaction.applicationId,
+          ref.interaction.token,
+          payload,
+        );
+      } else if (ref.messageId) {
+        await this.deps.transport.editChannelMessage(ref.channelId, ref.messageId, payload);
+      }
+      if (route === 'channel') this.deps.budget.settled(ref.channelId, this.now());
+      return { kind: 'ok' };
+    } catch (err) {
+      const failure = classify(err, route);
+      if (route === 'channel') {
+        if (failure.kind === 'rate_limited') this.deps.budget.released(ref.channelId, this.now());
+        else this.deps.budget.settled(ref.channelId, this.now());
+      }
+      return failure;
+    }
+  }
+}
