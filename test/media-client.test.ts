@@ -656,7 +656,8 @@ describe('MediaClient error classes', () => {
     if (err instanceof MediaServiceError) expect(err.retryable).toBe(false);
     expect(Date.now() - started).toBeLessThan(2_400);
     // The service carries it out once the delay is over: once, never a second time.
-    const videoTasks = () => [...emulator.tasks.values()].filter((t) => t.operation === 'video' && !t.fixture);
+    const videoTasks = () =>
+      [...emulator.tasks.values()].filter((t) => t.operation === 'video' && !t.fixture);
     await emulator.waitFor(() => videoTasks().length === 1, 4_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(videoTasks()).toHaveLength(1);
