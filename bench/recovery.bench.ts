@@ -98,3 +98,8 @@ export async function runRecoveryBench(): Promise<RecoveryRow[]> {
   }
   return rows;
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.table(await runRecoveryBench());
+  process.exit(0);
+}
