@@ -1,9 +1,10 @@
 /**
  * `npm run bench [-- name…]`: every benchmark, or the named ones
- * (throughput, storm, memory, photo). Figures printed; no pass/fail thresholds.
+ * (throughput, storm, memory, photo, recovery). Figures printed; no pass/fail thresholds.
  */
 import { runMemoryBench } from './memory.bench.js';
 import { runPhotoUploadBench } from './photo-upload.bench.js';
+import { runRecoveryBench } from './recovery.bench.js';
 import { runStormBench } from './storm.bench.js';
 import { runThroughputBench } from './throughput.bench.js';
 
@@ -27,6 +28,10 @@ const BENCHES: Record<string, { title: string; run: () => Promise<unknown> }> = 
   photo: {
     title: 'Training photo upload: 30 × 10 MiB streamed as base64',
     run: async () => console.table(await runPhotoUploadBench()),
+  },
+  recovery: {
+    title: 'Reading 10 000 unfinished tasks back: fetch-many vs single fetch (TaskReader, paced)',
+    run: async () => console.table(await runRecoveryBench()),
   },
 };
 

@@ -21,7 +21,10 @@ import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
 import type { AfterFinalQueue, CheckScheduler, MessageUpdates } from './services/jobs/ports.js';
 import { recoverOpenJobs } from './services/jobs/recovery.js';
 import { TimerChecks } from './services/jobs/timer-checks.js';
+import { AccountMonitor } from './services/media/account-monitor.js';
 import { MediaClient } from './services/media/client.js';
+import { SubmitLimit } from './services/media/submit-limit.js';
+import { TaskReader } from './services/media/task-batcher.js';
 import { openBull, type BullContext } from './services/queues/bull.js';
 import { BullJobEdits } from './services/queues/job-edits.js';
 import { BullAfterFinal, BullChecks } from './services/queues/job-queues.js';
@@ -108,6 +111,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     namespace,
   });
 
+  const mediaLog = logger.child({ component: 'media' });
   const media = new MediaClient({
     baseUrl: config.media.baseUrl,
     apiKey: config.media.apiKey,
@@ -115,9 +119,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     photoFormat: config.media.photoFormat,
     timeoutMs: config.media.timeoutMs,
     upscaleTimeoutMs: config.media.upscaleTimeoutMs,
-    logger: logger.child({ component: 'media' }),
+    logger: mediaLog,
+    submitLimit: new SubmitLimit({
+      initial: config.media.submitConcurrency,
+      onChange: (n) => metrics.mediaSubmitConcurrency.set(n),
+    }),
+    busy: { maxTotalWaitMs: SUBMIT_WAIT_BOUND_MS },
   });
-  const reader: TaskReading = { read: (op, taskId) => media.fetchTask(op, taskId) };
+  // Every read of a task (polls, recovery, Refresh, autocomplete) goes through one batched, paced reader.
+  const taskReader = new TaskReader({ media, requestsPerSecond: config.media.readsPerSecond, logger: mediaLog });
+  const reader: TaskReading = { read: (op, taskId) => taskReader.read(op, taskId) };
+  const urgentReader: TaskReading = { read: (op, taskId) => taskReader.read(op, taskId, { urgent: true }) };
+  const account = new AccountMonitor({ media, metrics, logger: mediaLog, lowCredits: config.media.lowCredits });
 
   // ---- Discord REST: the bot token's, the interaction webhooks' (no global limiter), the edits'.
   const countResponses = (rest: REST) =>
@@ -279,6 +292,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     now,
     options: lifecycleOptions,
+    outOfCredits: () => account.outOfCredits(),
+    submissionTaken: () => account.submissionSucceeded(),
   });
   const watch: JobWatch = new JobWatch({
     store: stores.jobs,
@@ -313,7 +328,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     jobs: lifecycle,
     records: stores.jobs,
     media,
-    tasks: reader,
+    tasks: urgentReader,
+    account,
+    showAccountBalance: config.media.showAccountBalance,
     training,
     edits: sessionEdits,
     community,
@@ -547,6 +564,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
           );
         sessionEdits.close();
         await bull?.close();
+        account.stop();
+        taskReader.close();
         await media.close().catch(() => undefined);
         await stores.close().catch((err: unknown) => logger.warn({ err }, 'store close failed'));
         logger.info('stopped');

@@ -166,6 +166,7 @@ const schema = z.object({
     z.string().regex(/^\S+$/, 'must not contain spaces'),
   ),
   MEDIA_FETCH_PATH: withDefault(path, '/fetch'),
+  MEDIA_FETCH_MANY_PATH: withDefault(path, '/fetch-many'),
   MEDIA_PATH_UPSCALE: withDefault(path, '/image-upscale'),
   MEDIA_PATH_SONG_EXTEND: withDefault(path, '/song-extend'),
   MEDIA_PATH_VIDEO_EXTEND: withDefault(path, '/video-extend'),
@@ -176,6 +177,13 @@ const schema = z.object({
     int(1000, 900_000, 'milliseconds for the synchronous upscale'),
     '180000',
   ),
+  MEDIA_SUBMIT_CONCURRENCY: withDefault(
+    int(1, 256, 'submissions in flight at start; halves on 429/503, grows back up to twice this'),
+    '8',
+  ),
+  MEDIA_READS_PER_SECOND: withDefault(int(1, 10_000, 'fetch requests per second to the service'), '10'),
+  MEDIA_LOW_CREDITS: withDefault(int(0, 1_000_000_000, 'warn below this many account credits'), '100'),
+  SHOW_ACCOUNT_BALANCE: withDefault(bool('show the account credits in /settings show'), 'false'),
   PUBLIC_URL: optional(httpUrl('public base URL of this server, for webhooks')),
   HOST: withDefault(z.string(), '0.0.0.0'),
   PORT: withDefault(int(0, 65535, 'a TCP port'), '3000'),
@@ -234,10 +242,25 @@ export interface Config {
   media: {
     baseUrl: string;
     apiKey: string;
-    paths: { fetch: string; upscale: string; songExtend: string; videoExtend: string; photoUpload: string };
+    paths: {
+      fetch: string;
+      fetchMany: string;
+      upscale: string;
+      songExtend: string;
+      videoExtend: string;
+      photoUpload: string;
+    };
     photoFormat: 'base64' | 'url';
     timeoutMs: number;
     upscaleTimeoutMs: number;
+    /** Submissions in flight at start (the limit adapts between 1 and twice this). */
+    submitConcurrency: number;
+    /** Pace of background reads (fetch, fetch-many) to the service. */
+    readsPerSecond: number;
+    /** Warn when the account's credits fall below this (`GET {base}/account`). */
+    lowCredits: number;
+    /** Show the account's credits to Manage Server members in `/settings show`. */
+    showAccountBalance: boolean;
   };
   publicUrl?: string;
   http: { host: string; port: number; trustProxy: boolean | number | string[] };
@@ -295,6 +318,7 @@ function toConfig(e: Env): Config {
       apiKey: e.MEDIA_API_KEY,
       paths: {
         fetch: e.MEDIA_FETCH_PATH,
+        fetchMany: e.MEDIA_FETCH_MANY_PATH,
         upscale: e.MEDIA_PATH_UPSCALE,
         songExtend: e.MEDIA_PATH_SONG_EXTEND,
         videoExtend: e.MEDIA_PATH_VIDEO_EXTEND,
@@ -303,6 +327,10 @@ function toConfig(e: Env): Config {
       photoFormat: e.MEDIA_PHOTO_FORMAT,
       timeoutMs: e.MEDIA_TIMEOUT_MS,
       upscaleTimeoutMs: e.MEDIA_UPSCALE_TIMEOUT_MS,
+      submitConcurrency: e.MEDIA_SUBMIT_CONCURRENCY,
+      readsPerSecond: e.MEDIA_READS_PER_SECOND,
+      lowCredits: e.MEDIA_LOW_CREDITS,
+      showAccountBalance: e.SHOW_ACCOUNT_BALANCE,
     },
     ...opt('publicUrl', e.PUBLIC_URL),
     http: { host: e.HOST, port: e.PORT, trustProxy: e.TRUST_PROXY },

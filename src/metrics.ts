@@ -78,6 +78,23 @@ export function createMetrics(instance?: string) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    mediaSubmitConcurrency: new Gauge({
+      name: 'media_submit_concurrency',
+      help: 'Submissions to the media service allowed in flight now (halves on 429/503, grows back)',
+      registers: [registry],
+    }),
+    // Labelled with the plan so that no sample exists (rather than a false 0) until the account was read.
+    mediaAccountCredits: new Gauge({
+      name: 'media_account_credits',
+      help: 'Credits left on the media service account (GET /account), by plan',
+      labelNames: ['plan'] as const,
+      registers: [registry],
+    }),
+    mediaAccountOutOfCredits: new Gauge({
+      name: 'media_account_out_of_credits',
+      help: '1 after the media service answered 402 (out of credits), until a submission succeeds',
+      registers: [registry],
+    }),
   };
   return m;
 }

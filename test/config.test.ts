@@ -72,6 +72,14 @@ describe('parseConfig', () => {
     ['DISCORD_APPLICATION_ID', 'my-app', /snowflake/],
     ['MEDIA_FETCH_PATH', 'fetch', /path starting with \//],
     ['MEDIA_TIMEOUT_MS', '5', /at least 1000/],
+    ['MEDIA_FETCH_MANY_PATH', 'fetch-many', /path starting with \//],
+    ['MEDIA_FETCH_MANY_PATH', '/fetch many', /path starting with \//],
+    ['MEDIA_LOW_CREDITS', '-5', /whole number/],
+    ['MEDIA_LOW_CREDITS', 'lots', /whole number/],
+    ['SHOW_ACCOUNT_BALANCE', 'maybe', /true or false/],
+    ['MEDIA_SUBMIT_CONCURRENCY', '0', /at least 1/],
+    ['MEDIA_SUBMIT_CONCURRENCY', '257', /at most 256/],
+    ['MEDIA_READS_PER_SECOND', '0', /at least 1/],
   ])('%s=%s → its own line', (variable, value, expected) => {
     const problems = problemsOf({ ...REQUIRED, [variable]: value });
     expect(problems).toHaveLength(1);
@@ -117,6 +125,7 @@ describe('parseConfig', () => {
         apiKey: REQUIRED.MEDIA_API_KEY,
         paths: {
           fetch: '/fetch',
+          fetchMany: '/fetch-many',
           upscale: '/image-upscale',
           songExtend: '/song-extend',
           videoExtend: '/video-extend',
@@ -125,6 +134,10 @@ describe('parseConfig', () => {
         photoFormat: 'base64',
         timeoutMs: c.media.timeoutMs,
         upscaleTimeoutMs: c.media.upscaleTimeoutMs,
+        submitConcurrency: 8,
+        readsPerSecond: 10,
+        lowCredits: 100,
+        showAccountBalance: false,
       },
       http: { host: '0.0.0.0', port: 3000, trustProxy: false },
       metrics: {},
@@ -166,6 +179,11 @@ describe('parseConfig', () => {
       DISCORD_API_URL: '',
       MEDIA_API_URL: '  ',
       MEDIA_FETCH_PATH: '',
+      MEDIA_FETCH_MANY_PATH: '',
+      MEDIA_LOW_CREDITS: '',
+      SHOW_ACCOUNT_BALANCE: ' ',
+      MEDIA_SUBMIT_CONCURRENCY: '',
+      MEDIA_READS_PER_SECOND: '',
       MEDIA_PATH_UPSCALE: '',
       MEDIA_PATH_SONG_EXTEND: '',
       MEDIA_PATH_VIDEO_EXTEND: '',
@@ -188,6 +206,11 @@ describe('parseConfig', () => {
       DISCORD_API_URL: 'http://127.0.0.1:4000/api/',
       MEDIA_API_URL: 'http://127.0.0.1:5000/v1//',
       MEDIA_FETCH_PATH: '/v2/fetch/',
+      MEDIA_FETCH_MANY_PATH: '/v2/tasks/batch/',
+      MEDIA_LOW_CREDITS: '0',
+      SHOW_ACCOUNT_BALANCE: 'yes',
+      MEDIA_SUBMIT_CONCURRENCY: '3',
+      MEDIA_READS_PER_SECOND: '50',
       MEDIA_PATH_UPSCALE: '/up',
       MEDIA_PHOTO_FORMAT: 'url',
       PUBLIC_URL: 'https://bot.example.test/',
@@ -201,6 +224,11 @@ describe('parseConfig', () => {
     expect(c.discord.apiUrl).toBe('http://127.0.0.1:4000/api');
     expect(c.media.baseUrl).toBe('http://127.0.0.1:5000/v1');
     expect(c.media.paths.fetch).toBe('/v2/fetch');
+    expect(c.media.paths.fetchMany).toBe('/v2/tasks/batch');
+    expect(c.media.lowCredits).toBe(0);
+    expect(c.media.showAccountBalance).toBe(true);
+    expect(c.media.submitConcurrency).toBe(3);
+    expect(c.media.readsPerSecond).toBe(50);
     expect(c.media.paths.upscale).toBe('/up');
     expect(c.media.photoFormat).toBe('url');
     expect(c.publicUrl).toBe('https://bot.example.test');

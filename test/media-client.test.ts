@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { MediaClient, type MediaClientOptions } from '../src/services/media/client.js';
 import {
   MediaAuthError,
+  MediaOutcomeUnknownError,
   MediaProtocolError,
   MediaRequestInvalidError,
   MediaRequestRejectedError,
@@ -411,7 +412,13 @@ describe('MediaClient.fetchTask normalization', () => {
     expect(r.outputs.message).toMatch(/12 images/);
   });
 
-  it.each(['pending', 'staged', 'starting', 'retry'])('status %s → queued', async (status) => {
+  it.each([
+    ['pending', 'queued'],
+    ['staged', 'queued'],
+    ['starting', 'processing'],
+    // The provider retries internally: still under way.
+    ['retry', 'processing'],
+  ] as const)('status %s → %s', async (status, state) => {
     const client = makeClient(emulator.url);
     emulator.nextScenario({ initialStatus: status, steps: [], hold: true });
     const { taskId } = await client.extendSong({
@@ -419,7 +426,7 @@ describe('MediaClient.fetchTask normalization', () => {
       songId: FIXTURE_SONG_IDS[0],
     });
     const r = await client.fetchTask('song', taskId);
-    expect(r.state).toBe('queued');
+    expect(r.state).toBe(state);
     expect(r.rawStatus).toBe(status);
   });
 
@@ -638,16 +645,22 @@ describe('MediaClient error classes', () => {
     expect(requestsTo('/fetch')).toHaveLength(2);
   });
 
-  it('timeout → MediaUnavailableError', async () => {
+  it('a submission that times out after sending → MediaOutcomeUnknownError (never resent)', async () => {
     const client = makeClient(emulator.url, { timeoutMs: 1_000 });
     emulator.delayNext(2_500, '/video-extend');
     const started = Date.now();
     const err = await rejectionOf(
       client.extendVideo({ parentTaskId: FIXTURE_VIDEO_TASK_ID, prompt: 'slow' }),
     );
-    expect(err).toBeInstanceOf(MediaUnavailableError);
-    if (err instanceof MediaServiceError) expect(err.retryable).toBe(true);
+    expect(err).toBeInstanceOf(MediaOutcomeUnknownError);
+    if (err instanceof MediaServiceError) expect(err.retryable).toBe(false);
     expect(Date.now() - started).toBeLessThan(2_400);
+    // The service carries it out once the delay is over: once, never a second time.
+    const videoTasks = () =>
+      [...emulator.tasks.values()].filter((t) => t.operation === 'video' && !t.fixture);
+    await emulator.waitFor(() => videoTasks().length === 1, 4_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(videoTasks()).toHaveLength(1);
   });
 
   it('fetch timeout → MediaUnavailableError', async () => {

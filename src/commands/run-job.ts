@@ -48,7 +48,7 @@ export async function startOperation<K extends Operation>(
     ...(parent ? { parent } : {}),
     operation: op,
     params: operationOf(op).toStored(checked.params),
-    submit: (webhook, hooks) => ctx.media.submit(op, checked.params, webhook, hooks),
+    submit: (webhook, hooks) => ctx.media.submit(op, checked.params, webhook, { onWaiting: hooks.waiting }),
   });
 }
 

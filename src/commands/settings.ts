@@ -88,6 +88,7 @@ async function show(ctx: BotContext, guildId: string): Promise<string> {
       ? `Credits today: **${used}** of ${e.dailyCredits} used, ${Math.max(0, e.dailyCredits - used)} left; resets ${ts(nextUtcMidnight(now))}.`
       : `Credits today: **${used}** used (no budget set).`,
     `Costs: ${costs}.`,
+    ...balanceLine(ctx),
     view.galleryError
       ? `Gallery: last post failed ${ts(view.galleryError.at)}: ${view.galleryError.message}`
       : e.gallery
@@ -95,6 +96,14 @@ async function show(ctx: BotContext, guildId: string): Promise<string> {
         : '',
   ];
   return lines.filter((l, idx, all) => l !== '' || (idx > 0 && all[idx - 1] !== '')).join('\n');
+}
+
+/** The service account's balance, for managers, when the operator shows it (SHOW_ACCOUNT_BALANCE). */
+function balanceLine(ctx: BotContext): string[] {
+  if (!ctx.showAccountBalance) return [];
+  const r = ctx.account.latest();
+  if (!r) return ['Service account: balance not known (the service does not report it, or not yet).'];
+  return [`Service account: **${r.credits}** credits left${r.plan ? ` (${r.plan})` : ''}, read ${ts(r.at)}.`];
 }
 
 function patchFrom(i: BotInteraction): SettingsPatch {

@@ -400,7 +400,7 @@ async function submit(i: BotInteraction, ctx: BotContext, key: string): Promise<
             if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
             throw err;
           }
-          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, hooks);
+          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, { onWaiting: hooks.waiting });
           accepted = true;
           return r;
         },

@@ -8,6 +8,7 @@ import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';
 import type { MediaClient } from '../services/media/client.js';
+import type { AccountMonitor } from '../services/media/account-monitor.js';
 import type { JobStore } from '../services/store/types.js';
 import type { TrainingSessions } from '../services/training/sessions.js';
 import type { CommunityService } from '../services/community/community.js';
@@ -33,8 +34,11 @@ export interface BotContext {
   >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
-  /** Reads a task from the service now (Refresh, autocomplete), batched with the polls. */
+  /** Reads a task from the service now (Refresh, autocomplete), batched with the polls, first in line. */
   tasks: TaskReading;
+  /** The operator's service balance (shown in /settings show when SHOW_ACCOUNT_BALANCE allows). */
+  account: Pick<AccountMonitor, 'latest'>;
+  showAccountBalance: boolean;
   training: TrainingSessions;
   /** The one path for editing messages the bot keeps up to date (session messages too). */
   edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;

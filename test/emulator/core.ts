@@ -8,15 +8,17 @@ import { Faults } from './faults.js';
 import {
   failedResult,
   finishedResult,
-  initialResult,
   progressResult,
+  statusResult,
   upscaleResult,
   type BodyContext,
 } from './results.js';
 import { applyPatch, shuffled } from './scenario.js';
 import { Timers } from './timers.js';
 import type {
+  AccountState,
   EmulatorEvent,
+  Features,
   JsonValue,
   Operation,
   RequestLogEntry,
@@ -39,10 +41,32 @@ export const FIXTURE_VIDEO_TASK_ID = 'video-parent-0001';
 /** How long prepared training images stay valid (the spec gives no figure). */
 const UPLOAD_EXPIRY_MS = 30 * 24 * 60 * 60 * 1000;
 
+export const DEFAULT_ACCOUNT: Readonly<AccountState> = Object.freeze({
+  email: 'operator@example.test',
+  credits: 1_000_000,
+  plan: 'pro',
+  totalImages: 0,
+});
+export const DEFAULT_CREDIT_COSTS: Readonly<Record<Operation, number>> = Object.freeze({
+  upscale: 1,
+  song: 2,
+  video: 6,
+  upload: 2,
+});
+/** The provider purges result assets after about a day. */
+export const DEFAULT_RESULT_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Provider statuses that mean "waiting for a worker". */
+const QUEUED_STATUSES = new Set(['pending', 'staged', 'queued']);
+
 export interface CoreOptions {
   scenario: Scenario;
   webhookTimeoutMs: number;
   random: () => number;
+  account: AccountState;
+  creditCosts: Record<Operation, number>;
+  features: Features;
+  resultTtlMs: number;
 }
 
 type AsyncOperation = Exclude<Operation, 'upscale'>;
@@ -63,11 +87,21 @@ export class EmulatorCore {
   private readonly shuffleBuffers = new Map<string, StateChange[]>();
   private defaultScenario: Scenario;
   private queuedScenarios: Scenario[] = [];
+  account: AccountState;
+  features: Features;
+  resultTtlMs: number;
+  /** Tasks whose result files are gone (`expireResults(id)`). */
+  private readonly expiredTasks = new Set<string>();
+  /** `expireResults()`: every task (fixtures aside) that ended by then. */
+  private expiredUpTo = -Infinity;
   /** Bumped by reset()/close(): queued work from before must not run. */
-  private epoch = 0;
+  private generation = 0;
 
   constructor(private readonly options: CoreOptions) {
     this.defaultScenario = options.scenario;
+    this.account = { ...options.account };
+    this.features = { ...options.features };
+    this.resultTtlMs = options.resultTtlMs;
     this.webhooks = new WebhookSender(options.webhookTimeoutMs, (delivery) => {
       this.deliveries.push(delivery);
       this.emit({ type: 'webhook', delivery });
@@ -77,6 +111,11 @@ export class EmulatorCore {
   start(baseUrl: string): void {
     this.baseUrl = baseUrl;
     this.seedFixtures();
+  }
+
+  /** Changes on every reset()/close(): work started before compares it to know it is stale. */
+  get epoch(): number {
+    return this.generation;
   }
 
   get scenario(): Readonly<Scenario> {
@@ -114,7 +153,35 @@ export class EmulatorCore {
     const id = randomUUID();
     const body = upscaleResult(this.context(id), seed ?? Math.floor(this.options.random() * 2 ** 31));
     this.addFinished({ id, operation: 'upscale', params, body, fixture: false });
+    const images = body['image_urls'];
+    this.account.totalImages += Array.isArray(images) ? images.length : 0;
     return body;
+  }
+
+  /** Spends the credits of one submission of `operation`; false (nothing spent) when short. */
+  charge(operation: Operation): boolean {
+    const cost = this.options.creditCosts[operation];
+    if (this.account.credits < cost) return false;
+    this.account.credits -= cost;
+    return true;
+  }
+
+  /** Whether a result file (named after its task: `<id>.mp4`, `<id>-2.png`) has expired. */
+  fileExpired(name: string, now = Date.now()): boolean {
+    const stem = name.replace(/\.[^.]*$/, '');
+    const task = this.tasks.get(stem) ?? this.tasks.get(stem.replace(/-\d+$/, ''));
+    if (!task) return false;
+    if (this.expiredTasks.has(task.id)) return true;
+    if (task.fixture) return false;
+    const ended = task.state === 'finished' || task.state === 'failed' ? task.history.at(-1)?.at : undefined;
+    if (ended === undefined) return false;
+    return ended <= this.expiredUpTo || now - ended > this.resultTtlMs;
+  }
+
+  expireResults(taskId?: string): void {
+    if (taskId === undefined) this.expiredUpTo = Date.now();
+    else if (!this.tasks.has(taskId)) throw new Error(`unknown task ${taskId}`);
+    else this.expiredTasks.add(taskId);
   }
 
   createAsync(
@@ -126,11 +193,17 @@ export class EmulatorCore {
     const id = randomUUID();
     const scenario = this.queuedScenarios.shift() ?? { ...this.defaultScenario };
     const now = Date.now();
-    const queued = scenario.initialStatus !== undefined;
-    const context = { ...this.context(id), songIds: extra.songIds, imageCount: extra.uploads?.length };
+    const queued = scenario.initialStatus !== undefined && QUEUED_STATUSES.has(scenario.initialStatus);
+    const announced = scenario.initialStatus !== undefined;
+    const context = {
+      ...this.context(id),
+      songIds: extra.songIds,
+      imageCount: extra.uploads?.length,
+      videoTaskType: scenario.videoTaskType,
+    };
     const body =
       scenario.initialStatus !== undefined
-        ? initialResult(operation, context, scenario.initialStatus)
+        ? statusResult(operation, context, scenario.initialStatus)
         : progressResult(operation, context, 0);
     const change: StateChange = { at: now, kind: 'progress', body };
     const task: TaskRecord = {
@@ -151,7 +224,7 @@ export class EmulatorCore {
     this.tasks.set(id, task);
     this.emit({ type: 'task', task, change });
     // An explicit initial status is news to the client, so it is webhooked (after the submit response).
-    if (queued) this.timers.after(id, 0, () => this.enqueueWebhook(task, change));
+    if (announced) this.timers.after(id, 0, () => this.enqueueWebhook(task, change));
     this.scheduleStep(task, 0);
     return task;
   }
@@ -183,6 +256,11 @@ export class EmulatorCore {
     this.faults.clear();
     this.queuedScenarios = [];
     this.defaultScenario = this.options.scenario;
+    this.account = { ...this.options.account };
+    this.features = { ...this.options.features };
+    this.resultTtlMs = this.options.resultTtlMs;
+    this.expiredTasks.clear();
+    this.expiredUpTo = -Infinity;
     this.seedFixtures();
   }
 
@@ -193,7 +271,7 @@ export class EmulatorCore {
   }
 
   private stopWork(): void {
-    this.epoch++;
+    this.generation++;
     this.timers.cancelAll();
     this.chains.clear();
     this.shuffleBuffers.clear();
@@ -209,6 +287,7 @@ export class EmulatorCore {
       songIds: task.songIds,
       imageCount: task.uploads?.length,
       expiresAt: new Date(Date.now() + UPLOAD_EXPIRY_MS).toISOString(),
+      videoTaskType: task.scenario.videoTaskType,
     };
   }
 
@@ -223,15 +302,16 @@ export class EmulatorCore {
   /** Steps are chained (each schedules the next) so their order never depends on timer coalescing. */
   private scheduleStep(task: TaskRecord, index: number): void {
     const { steps, stepMs, hold, outcome, failMessage } = task.scenario;
-    const percentage = steps[index];
-    if (percentage !== undefined) {
+    const step = steps[index];
+    if (step !== undefined) {
       this.timers.after(task.id, stepMs, () => {
-        this.transition(
-          task,
-          'processing',
-          'progress',
-          progressResult(task.operation, this.taskContext(task), percentage),
-        );
+        const context = this.taskContext(task);
+        if (typeof step === 'number') {
+          this.transition(task, 'processing', 'progress', progressResult(task.operation, context, step));
+        } else {
+          const state = QUEUED_STATUSES.has(step) ? 'queued' : 'processing';
+          this.transition(task, state, 'progress', statusResult(task.operation, context, step));
+        }
         this.scheduleStep(task, index + 1);
       });
     } else if (!hold) {
@@ -278,9 +358,9 @@ export class EmulatorCore {
       this.webhooks.logDropped(task, kind, body);
       return;
     }
-    const epoch = this.epoch;
+    const epoch = this.generation;
     const send = async (copy: 1 | 2): Promise<void> => {
-      if (epoch === this.epoch) await this.webhooks.send(task, kind, body, copy);
+      if (epoch === this.generation) await this.webhooks.send(task, kind, body, copy);
     };
     const previous = this.chains.get(task.id) ?? Promise.resolve();
     const next = previous

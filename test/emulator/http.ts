@@ -1,7 +1,7 @@
 /** Fastify plumbing shared by all routes: body parsing, error shapes, per-request bookkeeping. */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { FailureStatus } from './types.js';
+import type { FailureStatus, LostAnswerMode } from './types.js';
 
 /**
  * A body that failed to parse. The parser hands this on instead of throwing so
@@ -18,6 +18,10 @@ export interface RequestMeta {
   authorized: boolean;
   injectedStatus?: FailureStatus;
   delayedMs?: number;
+  rateLimited?: boolean;
+  lostAnswer?: LostAnswerMode;
+  /** Already in the request log (a reset connection is logged by hand: no response follows). */
+  logged?: boolean;
 }
 const metas = new WeakMap<IncomingMessage, RequestMeta>();
 
@@ -32,6 +36,12 @@ export function metaOf(request: FastifyRequest): RequestMeta {
 
 export function errorsBody(messages: readonly string[]): { errors: { msg: string }[] } {
   return { errors: messages.map((msg) => ({ msg })) };
+}
+
+/** What a reverse proxy in front of the service answers when it cannot reach it (not the service's JSON). */
+export function proxyPage(status: 502 | 504): string {
+  const title = status === 502 ? '502 Bad Gateway' : '504 Gateway Time-out';
+  return `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`;
 }
 
 export function badRequest(reply: FastifyReply, messages: readonly string[]): FastifyReply {

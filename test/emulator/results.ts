@@ -11,6 +11,11 @@ export const TASK_TYPES: Partial<Record<Operation, string>> = {
   video: 'video-ext',
 };
 
+/** The `task_type` of an operation's results (the video one can be `luma-ext`, as the provider says). */
+function taskTypeOf(operation: Operation, ctx: BodyContext): string | undefined {
+  return operation === 'video' ? (ctx.videoTaskType ?? TASK_TYPES.video) : TASK_TYPES[operation];
+}
+
 /** What a result body builder needs to know about its task. */
 export interface BodyContext {
   baseUrl: string;
@@ -18,6 +23,8 @@ export interface BodyContext {
   songIds?: readonly [string, string] | undefined;
   imageCount?: number | undefined;
   expiresAt?: string | undefined;
+  /** Scenario `videoTaskType`. */
+  videoTaskType?: string | undefined;
 }
 
 function fileUrl(ctx: BodyContext, name: string): string {
@@ -34,9 +41,10 @@ export function upscaleResult(ctx: BodyContext, seed: number): ResultBody {
   };
 }
 
-export function initialResult(operation: Operation, ctx: BodyContext, status: string): ResultBody {
-  if (operation === 'upload') return { status, message: `Queued: ${ctx.imageCount ?? 0} images` };
-  return { task_id: ctx.taskId, task_type: TASK_TYPES[operation] ?? operation, status };
+/** A task reporting just a status (`pending`, `staged`, `starting`, `retry`, …). */
+export function statusResult(operation: Operation, ctx: BodyContext, status: string): ResultBody {
+  if (operation === 'upload') return { status, message: `${status}: ${ctx.imageCount ?? 0} images` };
+  return { task_id: ctx.taskId, task_type: taskTypeOf(operation, ctx) ?? operation, status };
 }
 
 export function progressResult(operation: Operation, ctx: BodyContext, percentage: number): ResultBody {
@@ -46,7 +54,7 @@ export function progressResult(operation: Operation, ctx: BodyContext, percentag
     case 'video':
       return {
         task_id: ctx.taskId,
-        task_type: 'video-ext',
+        task_type: taskTypeOf('video', ctx) ?? 'video-ext',
         status: 'processing',
         percentage: String(percentage),
       };
@@ -76,7 +84,11 @@ export function finishedResult(operation: Operation, ctx: BodyContext): ResultBo
       };
     }
     case 'video':
-      return { task_id: ctx.taskId, task_type: 'video-ext', video_url: fileUrl(ctx, `${ctx.taskId}.mp4`) };
+      return {
+        task_id: ctx.taskId,
+        task_type: taskTypeOf('video', ctx) ?? 'video-ext',
+        video_url: fileUrl(ctx, `${ctx.taskId}.mp4`),
+      };
     case 'upload':
       return {
         task_id: ctx.taskId,
@@ -90,7 +102,7 @@ export function finishedResult(operation: Operation, ctx: BodyContext): ResultBo
 }
 
 export function failedResult(operation: Operation, ctx: BodyContext, message: string): ResultBody {
-  const taskType = TASK_TYPES[operation];
+  const taskType = taskTypeOf(operation, ctx);
   return {
     task_id: ctx.taskId,
     ...(taskType !== undefined ? { task_type: taskType } : {}),

@@ -4,7 +4,9 @@
  * - t = 0: the task exists. `/fetch` shows `initialStatus` if set (and that state
  *   is webhooked at once, as a progress webhook), else `processing` at 0 % (not
  *   webhooked: nothing changed yet).
- * - t = stepMs × i (i = 1..steps.length): progress state with `steps[i-1]` %.
+ * - t = stepMs × i (i = 1..steps.length): `steps[i-1]`: a number is `processing` at that
+ *   percentage; a string is that status as the provider reports it (`pending`/`staged`
+ *   are queued, `starting`/`retry`/anything else under way). Each is webhooked.
  * - t = stepMs × (steps.length + 1): the final state (`outcome`), unless `hold`,
  *   in which case the task waits for `finish(id)` / `fail(id)`. Those also cut a
  *   running timeline short.
@@ -25,12 +27,13 @@ export const DEFAULT_SCENARIO: Readonly<Scenario> = Object.freeze({
   outcome: 'finished',
   failMessage: 'Generation failed',
   hold: false,
+  videoTaskType: 'video-ext',
 });
 
 /** Validates a patch given over HTTP (or by a test) so a typo fails loudly instead of being ignored. */
 export const scenarioPatchSchema = z
   .object({
-    steps: z.array(z.number().int().min(0).max(100)),
+    steps: z.array(z.union([z.number().int().min(0).max(100), z.string().min(1).max(40)])),
     stepMs: z.number().min(0),
     duplicateWebhooks: z.boolean(),
     shuffleWebhooks: z.boolean(),
@@ -38,6 +41,7 @@ export const scenarioPatchSchema = z
     outcome: z.enum(['finished', 'failed']),
     failMessage: z.string(),
     hold: z.boolean(),
+    videoTaskType: z.string().min(1).max(40),
     // null clears it (JSON has no undefined).
     initialStatus: z
       .string()
@@ -59,6 +63,7 @@ export function applyPatch(base: Readonly<Scenario>, patch: ScenarioPatch): Scen
   if (parsed.outcome !== undefined) merged.outcome = parsed.outcome;
   if (parsed.failMessage !== undefined) merged.failMessage = parsed.failMessage;
   if (parsed.hold !== undefined) merged.hold = parsed.hold;
+  if (parsed.videoTaskType !== undefined) merged.videoTaskType = parsed.videoTaskType;
   if ('initialStatus' in parsed) {
     if (parsed.initialStatus === undefined) delete merged.initialStatus;
     else merged.initialStatus = parsed.initialStatus;

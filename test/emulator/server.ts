@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { EmulatorCore } from './core.js';
+import { DEFAULT_ACCOUNT, DEFAULT_CREDIT_COSTS, DEFAULT_RESULT_TTL_MS, EmulatorCore } from './core.js';
 import { installJsonParsing } from './http.js';
 import { apiRoutes } from './routes/api.js';
 import { controlRoutes } from './routes/control.js';
@@ -14,7 +14,14 @@ import { fileRoutes } from './routes/files.js';
 import { DEFAULT_SCENARIO, applyPatch } from './scenario.js';
 import type { Emulator, EmulatorOptions, FileFault } from './types.js';
 
-export { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './core.js';
+export {
+  DEFAULT_ACCOUNT,
+  DEFAULT_CREDIT_COSTS,
+  DEFAULT_RESULT_TTL_MS,
+  FIXTURE_SONG_IDS,
+  FIXTURE_SONG_TASK_ID,
+  FIXTURE_VIDEO_TASK_ID,
+} from './core.js';
 export { DEFAULT_SCENARIO } from './scenario.js';
 export type * from './types.js';
 
@@ -28,6 +35,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     scenario: applyPatch(DEFAULT_SCENARIO, options.scenario ?? {}),
     webhookTimeoutMs: options.webhookTimeoutMs ?? 5000,
     random: options.random ?? Math.random,
+    account: { ...DEFAULT_ACCOUNT, ...options.account },
+    creditCosts: { ...DEFAULT_CREDIT_COSTS, ...options.creditCosts },
+    features: { fetchMany: true, account: true, ...options.features },
+    resultTtlMs: options.resultTtlMs ?? DEFAULT_RESULT_TTL_MS,
   });
 
   const app = Fastify({
@@ -67,6 +78,29 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     setScenario: (patch) => core.setScenario(patch),
     nextScenario: (patch) => core.nextScenario(patch),
     failNext: (count, { status, path }) => core.faults.failNext(count, status, path),
+    rateLimitNext: (count, rateOptions) => core.faults.rateLimitNext(count, rateOptions),
+    loseNextAnswer: (count, { mode, delayMs, path }) =>
+      core.faults.loseNextAnswer(count, mode, delayMs, path),
+    get features() {
+      return core.features;
+    },
+    setFeatures: (patch) => {
+      core.features = { ...core.features, ...defined(patch) };
+      return core.features;
+    },
+    get account() {
+      return core.account;
+    },
+    setAccount: ({ addCredits, ...patch }) => {
+      core.account = { ...core.account, ...defined(patch) };
+      if (addCredits !== undefined) core.account.credits += addCredits;
+      return core.account;
+    },
+    expireResults: (taskId) => core.expireResults(taskId),
+    setResultTtl: (ms) => {
+      if (!(ms >= 0)) throw new Error('result TTL must be >= 0 ms');
+      core.resultTtlMs = ms;
+    },
     delayNext: (ms, path) => core.faults.delayNext(ms, path),
     finish: (taskId) => core.finish(taskId),
     fail: (taskId, message) => core.fail(taskId, message),
@@ -87,7 +121,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       keepUploadBytes: options.keepUploadBytes ?? false,
     }),
   );
-  await app.register(fileRoutes(fileFaults));
+  await app.register(fileRoutes(fileFaults, (name) => core.fileExpired(name)));
   await app.register(controlRoutes(emulator), { prefix: '/_emulator' });
 
   await app.listen({ port: options.port ?? 0, host });
@@ -126,4 +160,9 @@ function waitFor(core: EmulatorCore, predicate: () => boolean, timeoutMs: number
       clearTimeout(timeout);
     }
   });
+}
+
+/** The patch without its undefined fields (they mean "keep"). */
+function defined<T extends object>(patch: { [K in keyof T]?: T[K] | undefined }): Partial<T> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

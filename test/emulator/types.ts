@@ -12,15 +12,21 @@ export const OPERATION_PATHS = [
   '/video-extend',
   '/ai-photo-upload',
 ] as const;
-export const API_PATHS = [...OPERATION_PATHS, '/fetch'] as const;
+export const API_PATHS = [...OPERATION_PATHS, '/fetch', '/fetch-many', '/account'] as const;
 export type ApiPath = (typeof API_PATHS)[number];
 
 export type WebhookDrop = 'none' | 'all' | 'progress' | 'final';
 
+/**
+ * One step of a task's life: a number is `processing` at that percentage; a string is that
+ * status as the provider reports it (`pending`, `staged`, `starting`, `retry`, …).
+ */
+export type Step = number | string;
+
 /** How an asynchronous task plays out (semantics in ./scenario.ts). */
 export interface Scenario {
-  /** Progress percentages reported one per `stepMs`, before the final state. */
-  steps: number[];
+  /** Steps reported one per `stepMs`, before the final state. */
+  steps: Step[];
   stepMs: number;
   /** Send every webhook twice in a row. */
   duplicateWebhooks: boolean;
@@ -34,11 +40,13 @@ export interface Scenario {
   hold: boolean;
   /** Status reported (and webhooked at once) before the first step, e.g. `pending`, `staged`. */
   initialStatus?: string | undefined;
+  /** `task_type` of video results: the seed's `video-ext`, or the provider's `luma-ext`. */
+  videoTaskType: string;
 }
 /** Fields left out (or undefined) keep their current value, except `initialStatus`: undefined clears it. */
 export type ScenarioPatch = { [K in keyof Scenario]?: Scenario[K] | undefined };
 
-/** Normalised lifecycle: `queued` only while an `initialStatus` is shown. */
+/** Normalised lifecycle: `queued` only while a `pending`/`staged`/`queued` status is shown. */
 export type TaskState = 'queued' | 'processing' | 'finished' | 'failed';
 
 export interface StateChange {
@@ -94,6 +102,10 @@ export interface RequestLogEntry {
   durationMs: number;
   injectedStatus?: FailureStatus;
   delayedMs?: number;
+  /** Answered 429 by `rateLimitNext`. */
+  rateLimited?: boolean;
+  /** The task was created but its answer was lost this way (`loseNextAnswer`); `reset` logs status 0. */
+  lostAnswer?: LostAnswerMode;
 }
 
 export interface WebhookDelivery {
@@ -113,7 +125,49 @@ export interface WebhookDelivery {
   durationMs: number;
 }
 
-export type FailureStatus = 400 | 401 | 500;
+/**
+ * Statuses `failNext` can answer (nothing is created). 502 and 504 come with a proxy's HTML
+ * page, 402 with the service's "insufficient credits", the others with its JSON.
+ */
+export const FAILURE_STATUSES = [400, 401, 402, 403, 404, 409, 422, 500, 502, 503, 504] as const;
+export type FailureStatus = (typeof FAILURE_STATUSES)[number];
+
+/**
+ * How `loseNextAnswer` loses the answer of a submission the emulator did carry out (the task
+ * exists, its webhooks follow): `bad-gateway` a proxy's 502 HTML page; `reset` the
+ * connection destroyed without an answer; `late` the answer sent after `delayMs` (past
+ * the client's timeout).
+ */
+export type LostAnswerMode = 'bad-gateway' | 'reset' | 'late';
+
+/** Fields left out (or undefined) keep their value. */
+export type Patch<T> = { [K in keyof T]?: T[K] | undefined };
+
+/** Endpoints beyond the seed's that can be switched off (they then answer 404). */
+export interface Features {
+  /** `POST /fetch-many`. */
+  fetchMany: boolean;
+  /** `GET /account`. */
+  account: boolean;
+}
+
+/** The account `GET /account` shows; submissions spend `credits` (402 when short). */
+export interface AccountState {
+  email: string;
+  credits: number;
+  plan: string;
+  /** Images generated so far (upscales add theirs). */
+  totalImages: number;
+}
+
+export interface RateLimitOptions {
+  /** Seconds in `Retry-After` (default 1); null sends no Retry-After at all. */
+  retryAfter?: number | null;
+  /** `seconds` (default) or `date` (an HTTP-date that many seconds ahead). */
+  format?: 'seconds' | 'date';
+  /** Default: any operation path. */
+  path?: ApiPath;
+}
 
 export type EmulatorEvent =
   | { type: 'request'; entry: RequestLogEntry }
@@ -141,6 +195,14 @@ export interface EmulatorOptions {
   random?: () => number;
   /** Fastify/pino request logging. Default false. */
   logger?: boolean;
+  /** The starting account (default: 1,000,000 credits on plan `pro`). */
+  account?: Partial<AccountState>;
+  /** Credits a submission of each operation spends (default upscale 1, song 2, video 6, upload 2). */
+  creditCosts?: Partial<Record<Operation, number>>;
+  /** Switched-off endpoints answer 404 (default: all on). */
+  features?: Partial<Features>;
+  /** Result files answer 404 once their task ended longer ago than this (default 24 h). */
+  resultTtlMs?: number;
 }
 
 export interface Emulator {
@@ -160,6 +222,24 @@ export interface Emulator {
   nextScenario(patch: ScenarioPatch): void;
   /** The next `count` requests to `path` (default: any operation path, not /fetch) answer `status`. */
   failNext(count: number, options: { status: FailureStatus; path?: ApiPath }): void;
+  /** The next `count` requests to `path` (default: any operation path) answer 429 (nothing created). */
+  rateLimitNext(count: number, options?: RateLimitOptions): void;
+  /**
+   * The next `count` submissions to `path` (default: any operation path) are carried out
+   * (task created, webhooks sent) but their answer is lost as `mode` says.
+   */
+  loseNextAnswer(count: number, options: { mode: LostAnswerMode; delayMs?: number; path?: ApiPath }): void;
+  /** Which extra endpoints exist now. */
+  readonly features: Readonly<Features>;
+  setFeatures(patch: Patch<Features>): Readonly<Features>;
+  /** The account now. */
+  readonly account: Readonly<AccountState>;
+  /** Changes the account; `addCredits` tops it up. */
+  setAccount(patch: Patch<AccountState> & { addCredits?: number | undefined }): Readonly<AccountState>;
+  /** Result files of `taskId` (default: of every task but the fixtures) answer 404 from now on. */
+  expireResults(taskId?: string): void;
+  /** Result files answer 404 once their task ended longer ago than `ms`. */
+  setResultTtl(ms: number): void;
   /** The next request to `path` (default: any operation path) is handled after `ms`. */
   delayNext(ms: number, path?: ApiPath): void;
   /** Ends a running (typically held) task as finished now. Throws if unknown or already ended. */

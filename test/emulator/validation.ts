@@ -235,3 +235,24 @@ export function validateFetch(raw: unknown): Validation<{ taskId: string }> {
   const taskId = f.string('task_id', true);
   return f.result({ taskId: taskId ?? '' });
 }
+
+/** The provider reads 2 to 20 tasks per fetch-many request. */
+export const FETCH_MANY_MIN = 2;
+export const FETCH_MANY_MAX = 20;
+
+export function validateFetchMany(raw: unknown): Validation<{ taskIds: string[] }> {
+  const body = asObject(raw);
+  if (!body) return NOT_AN_OBJECT;
+  const list = body['task_ids'];
+  if (list === undefined) return { ok: false, errors: ['task_ids is required'] };
+  if (!Array.isArray(list)) return { ok: false, errors: ['task_ids must be an array of task ids'] };
+  const errors: string[] = [];
+  if (list.length < FETCH_MANY_MIN || list.length > FETCH_MANY_MAX) {
+    errors.push(`task_ids must contain ${FETCH_MANY_MIN} to ${FETCH_MANY_MAX} task ids (got ${list.length})`);
+  }
+  list.forEach((id: unknown, index) => {
+    if (typeof id !== 'string' || id.trim() === '')
+      errors.push(`task_ids[${index}] must be a non-empty string`);
+  });
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, value: { taskIds: list as string[] } };
+}

@@ -5,19 +5,10 @@ import { operations } from '../operations/index.js';
 import { discordTimestamp } from '../shared/format.js';
 import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
+import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
 import type { FairUseLedger, Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
-
-/** Error codes of a job that never reached the service (or was refused by it): its credits come back. */
-const NOT_STARTED_CODES = new Set([
-  'invalid_request',
-  'service_rejected',
-  'service_auth',
-  'service_unavailable',
-  'service_error',
-  'internal',
-]);
 
 export type Admission =
   { ok: true; jobId: string; cost: number } | { ok: false; refusal: Refusal; message: string };

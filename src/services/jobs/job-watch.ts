@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { MediaAuthError, MediaRequestRejectedError } from '../media/errors.js';
+import { MediaAuthError, MediaRequestRejectedError, MediaTaskNotInAnswerError } from '../media/errors.js';
 import type { Operation, TaskResult } from '../media/types.js';
 import { isClosed } from '../store/merge.js';
 import type { JobRecord, JobStore } from '../store/types.js';
@@ -169,15 +169,13 @@ export class JobWatch {
         );
         return 0;
       }
-      if (err instanceof MediaRequestRejectedError) {
+      // The service says it has no such task: a rejected fetch, or a batch answer without it.
+      if (err instanceof MediaRequestRejectedError || err instanceof MediaTaskNotInAnswerError) {
         const n = (this.notFound.get(jobId) ?? 0) + 1;
         this.notFound.set(jobId, n);
         if (n >= (this.deps.options.notFoundLimit ?? 3)) {
           this.notFound.delete(jobId);
-          log.warn(
-            { msgs: err.messages.slice(0, 3) },
-            'the service keeps rejecting the fetch; failing the job',
-          );
+          log.warn({ err }, 'the service keeps saying it has no such task; failing the job');
           await this.deps.lifecycle.update(
             jobId,
             { state: 'failed', error: jobErrorFromMedia(err), at: this.now() },

@@ -12,7 +12,9 @@ export type MediaErrorCode =
   | 'MEDIA_PROTOCOL'
   | 'MEDIA_OUTCOME_UNKNOWN'
   | 'MEDIA_OUT_OF_CREDITS'
-  | 'MEDIA_BUSY';
+  | 'MEDIA_BUSY'
+  | 'MEDIA_RESPONSE_TOO_LARGE'
+  | 'MEDIA_TASK_NOT_IN_ANSWER';
 
 export abstract class MediaServiceError extends Error {
   abstract readonly code: MediaErrorCode;
@@ -66,7 +68,11 @@ export class MediaAuthError extends MediaServiceError {
   }
 }
 
-/** 5xx, 429 or an empty `{}` answer where a result was expected. */
+/**
+ * The service's own server error (500 with its JSON body `{}`), an empty `{}` answer where a
+ * result was expected, or (on a read) a 429/5xx that outlasted the retries. On a submission
+ * the service answered, so nothing was taken.
+ */
 export class MediaServerError extends MediaServiceError {
   readonly code = 'MEDIA_SERVER';
   readonly retryable = true;
@@ -75,12 +81,83 @@ export class MediaServerError extends MediaServiceError {
   }
 }
 
-/** Network failure or timeout: the service may or may not have received the request. */
+/**
+ * The service could not be reached. On a submission the request was certainly not sent
+ * (connection refused, connect timeout, DNS failure); on a read, any transport failure.
+ */
 export class MediaUnavailableError extends MediaServiceError {
   readonly code = 'MEDIA_UNAVAILABLE';
   readonly retryable = true;
   get userMessage(): string {
-    return 'The media service did not answer in time. Check /tasks before retrying: the request may have reached it.';
+    return 'The media service could not be reached. Nothing was charged; please try again in a few minutes.';
+  }
+}
+
+/**
+ * A submission that may have reached the service without us seeing its answer: a timeout
+ * after the request was sent, a connection cut after sending, a 502/503/504, or a 5xx that
+ * is not the service's own JSON (a proxy's page). The task may exist and be paid for, so it
+ * must never be sent again: the job waits for a webhook (design.md, "Jobs and webhooks").
+ */
+export class MediaOutcomeUnknownError extends MediaServiceError {
+  readonly code = 'MEDIA_OUTCOME_UNKNOWN';
+  readonly retryable = false;
+  get userMessage(): string {
+    return 'The media service did not confirm the request. It may still be running: this message updates if the service reports it.';
+  }
+}
+
+/** 402: the operator's service account has run out of credits (no fault of the member's). */
+export class MediaOutOfCreditsError extends MediaServiceError {
+  readonly code = 'MEDIA_OUT_OF_CREDITS';
+  readonly retryable = true;
+  constructor(status = 402) {
+    super('the media service account is out of credits (402)', status);
+  }
+  get userMessage(): string {
+    return 'The media service is unavailable for now. Nothing was charged; please try again later.';
+  }
+}
+
+/** 429s outlasted the client's bound on waiting: the submission was never taken. */
+export class MediaBusyError extends MediaServiceError {
+  readonly code = 'MEDIA_BUSY';
+  readonly retryable = true;
+  constructor(
+    readonly waitedMs: number,
+    status = 429,
+  ) {
+    super(`the media service stayed busy (429) for ${Math.round(waitedMs / 1000)} s`, status);
+  }
+  get userMessage(): string {
+    return 'The media service is busy. Nothing was charged; please try again later.';
+  }
+}
+
+/** An answer larger than the client reads (its rest discarded, none of it logged). */
+export class MediaResponseTooLargeError extends MediaServiceError {
+  readonly code = 'MEDIA_RESPONSE_TOO_LARGE';
+  readonly retryable = true;
+  constructor(
+    readonly limitBytes: number,
+    status?: number,
+  ) {
+    super(`media service answer over ${limitBytes} bytes${status ? ` (HTTP ${status})` : ''}`, status);
+  }
+  get userMessage(): string {
+    return 'The media service sent an answer the bot could not read. The team has been notified in the logs.';
+  }
+}
+
+/** A batched read (fetch-many) whose answer did not carry this task. */
+export class MediaTaskNotInAnswerError extends MediaServiceError {
+  readonly code = 'MEDIA_TASK_NOT_IN_ANSWER';
+  readonly retryable = true;
+  constructor(readonly taskId: string) {
+    super(`the fetch-many answer did not include task ${taskId}`);
+  }
+  get userMessage(): string {
+    return 'The media service did not report this task. Please try again in a minute.';
   }
 }
 
@@ -90,36 +167,5 @@ export class MediaProtocolError extends MediaServiceError {
   readonly retryable = true;
   get userMessage(): string {
     return 'The media service sent an answer the bot could not understand. The team has been notified in the logs.';
-  }
-}
-
-/**
- * The request may have reached the service and its answer was not seen (a timeout
- * after sending, a reset, a proxy's 502/503/504 page): the task may exist. A
- * submission in this state is never sent again (each one is a paid task).
- */
-export class MediaOutcomeUnknownError extends MediaServiceError {
-  readonly code = 'MEDIA_OUTCOME_UNKNOWN';
-  readonly retryable = false;
-  get userMessage(): string {
-    return 'The media service did not confirm this job. It may have received it: the bot waits for it to report.';
-  }
-}
-
-/** 402: the operator's account with the service is out of credits. Not the member's fault. */
-export class MediaOutOfCreditsError extends MediaServiceError {
-  readonly code = 'MEDIA_OUT_OF_CREDITS';
-  readonly retryable = false;
-  get userMessage(): string {
-    return 'The media service is unavailable for now. Your credits were returned; please try again later.';
-  }
-}
-
-/** 429 waited out as long as the bot allows: the service stayed busy, nothing was taken. */
-export class MediaBusyError extends MediaServiceError {
-  readonly code = 'MEDIA_BUSY';
-  readonly retryable = true;
-  get userMessage(): string {
-    return 'The media service is busy. Nothing was charged; please try again in a few minutes.';
   }
 }

@@ -36,7 +36,11 @@ const songSchema = z.looseObject({
   video_url: z.string().nullish(),
 });
 
-/** One tolerant schema for every async result body (webhook or fetch): unknown fields pass. */
+/**
+ * One tolerant schema for every async result body (webhook or fetch): unknown fields pass.
+ * `task_type` is informational only (the provider's video extension says `luma-ext` where the
+ * seed says `video-ext`): the job's own operation decides how a result is read.
+ */
 const taskResultBodySchema = z.looseObject({
   task_id: z.string().min(1).optional(),
   task_type: z.string().optional(),
@@ -53,7 +57,12 @@ const taskResultBodySchema = z.looseObject({
 });
 export type TaskResultBody = z.output<typeof taskResultBodySchema>;
 
-const QUEUED_STATUSES = new Set(['pending', 'staged', 'starting', 'retry', 'queued', 'waiting']);
+/**
+ * The provider's states beyond the seed's: `pending`/`staged` wait for a worker (queued);
+ * `starting` and `retry` (it retries internally after a hiccup) are under way (processing).
+ */
+const QUEUED_STATUSES = new Set(['pending', 'staged', 'queued', 'waiting']);
+const PROCESSING_STATUSES = new Set(['processing', 'starting', 'retry', 'running', 'in_progress']);
 
 export class ResultShapeError extends Error {
   constructor(message: string) {
@@ -105,13 +114,13 @@ export function normalizeTaskResult(op: Operation, body: unknown): NormalizeOutc
     if (outputs) state = 'finished';
     else if (errorMessagesOf(b).length > 0 && b.errors) state = 'failed';
     else state = 'processing';
-  } else if (status === 'processing' || status === 'running' || status === 'in_progress') {
+  } else if (PROCESSING_STATUSES.has(status)) {
     state = 'processing';
   } else if (QUEUED_STATUSES.has(status)) {
     state = 'queued';
   } else {
     state = 'processing';
-    unknownStatus = b.status;
+    unknownStatus = b.status?.slice(0, 40);
   }
 
   const result: TaskResult = { operation: op, state, raw: body };
@@ -124,3 +133,25 @@ export function normalizeTaskResult(op: Operation, body: unknown): NormalizeOutc
   if (state === 'failed') result.errors = errorMessagesOf(b);
   return unknownStatus === undefined ? { result } : { result, unknownStatus };
 }
+
+// ---------------------------------------------------------------- fetch-many, account
+
+/** `POST {base}/fetch-many` answers `{"tasks": [...]}`; each element is read like a `/fetch` answer. */
+export const fetchManyResponseSchema = z.looseObject({ tasks: z.array(z.unknown()) });
+
+/** A numeric string counts (some providers send amounts as strings). */
+const amount = z.union([
+  z.number(),
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+(\.\d+)?$/)
+    .transform(Number),
+]);
+
+/** `GET {base}/account`: `{email, credits, total_images, plan}` (the email is not kept). */
+export const accountResponseSchema = z.looseObject({
+  credits: amount,
+  total_images: amount.nullish(),
+  plan: z.string().nullish(),
+});

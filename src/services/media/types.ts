@@ -93,7 +93,10 @@ export interface VideoExtendParams {
 export interface PhotoSource {
   /** Public URL of the image (used as-is with MEDIA_PHOTO_FORMAT=url). */
   url: string;
-  /** Opens the image bytes (used with MEDIA_PHOTO_FORMAT=base64); called once, lazily, in order. */
+  /**
+   * Opens the image bytes (used with MEDIA_PHOTO_FORMAT=base64); called lazily, in order, once
+   * per send: again when the service answered 429 and the client sends the upload again.
+   */
   open?: () => Promise<AsyncIterable<Uint8Array>>;
 }
 

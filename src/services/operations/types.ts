@@ -39,7 +39,7 @@ export type OutputsOf<K extends Operation> = Extract<TaskOutputs, { kind: K }>;
 export type StoredParams = JobRecord['params'];
 
 /** The service path keys of MEDIA_PATH_* (config.media.paths). */
-export type OperationPath = Exclude<keyof Config['media']['paths'], 'fetch'>;
+export type OperationPath = Exclude<keyof Config['media']['paths'], 'fetch' | 'fetchMany'>;
 
 /** The service request body: JSON text, or a stream (training photos as base64). */
 export type RequestBody = string | AsyncIterable<string>;

@@ -7,15 +7,44 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { badRequest, errorsBody } from '../http.js';
 import { scenarioPatchSchema } from '../scenario.js';
-import { API_PATHS, type Emulator, type TaskRecord } from '../types.js';
+import { API_PATHS, FAILURE_STATUSES, OPERATION_PATHS, type Emulator, type TaskRecord } from '../types.js';
 
 const failNextSchema = z
   .object({
     count: z.number().int().min(1).default(1),
-    status: z.union([z.literal(400), z.literal(401), z.literal(500)]),
+    status: z.union(FAILURE_STATUSES.map((s) => z.literal(s))),
     path: z.enum(API_PATHS).optional(),
   })
   .strict();
+const rateLimitNextSchema = z
+  .object({
+    count: z.number().int().min(1).default(1),
+    retryAfter: z.number().int().min(0).nullable().optional(),
+    format: z.enum(['seconds', 'date']).optional(),
+    path: z.enum(API_PATHS).optional(),
+  })
+  .strict();
+const loseNextSchema = z
+  .object({
+    count: z.number().int().min(1).default(1),
+    mode: z.enum(['bad-gateway', 'reset', 'late']),
+    delayMs: z.number().min(0).optional(),
+    path: z.enum(OPERATION_PATHS).optional(),
+  })
+  .strict();
+const featuresSchema = z.object({ fetchMany: z.boolean(), account: z.boolean() }).partial().strict();
+const accountSchema = z
+  .object({
+    email: z.string(),
+    credits: z.number(),
+    plan: z.string(),
+    totalImages: z.number().int().min(0),
+    addCredits: z.number(),
+  })
+  .partial()
+  .strict();
+const expireSchema = z.object({ taskId: z.string().optional() }).strict();
+const resultTtlSchema = z.object({ ms: z.number().min(0) }).strict();
 const delayNextSchema = z.object({ ms: z.number().min(0), path: z.enum(API_PATHS).optional() }).strict();
 const failSchema = z.object({ message: z.string().optional() }).strict();
 
@@ -49,6 +78,8 @@ export function controlRoutes(emulator: Emulator) {
     app.get('/', async () => ({
       url: emulator.url,
       scenario: emulator.scenario,
+      features: emulator.features,
+      account: emulator.account,
       tasks: emulator.tasks.size,
       requests: emulator.requests.length,
       webhookDeliveries: emulator.webhookDeliveries.length,
@@ -106,6 +137,59 @@ export function controlRoutes(emulator: Emulator) {
       const body = parse(delayNextSchema, request.body, reply);
       if (!body) return reply;
       emulator.delayNext(body.ms, body.path);
+      return { ok: true };
+    });
+
+    app.post('/rate-limit-next', async (request, reply) => {
+      const body = parse(rateLimitNextSchema, request.body, reply);
+      if (!body) return reply;
+      const { count, ...options } = body;
+      emulator.rateLimitNext(count, {
+        ...(options.retryAfter !== undefined ? { retryAfter: options.retryAfter } : {}),
+        ...(options.format ? { format: options.format } : {}),
+        ...(options.path ? { path: options.path } : {}),
+      });
+      return { ok: true };
+    });
+
+    app.post('/lose-next', async (request, reply) => {
+      const body = parse(loseNextSchema, request.body, reply);
+      if (!body) return reply;
+      emulator.loseNextAnswer(body.count, {
+        mode: body.mode,
+        ...(body.delayMs !== undefined ? { delayMs: body.delayMs } : {}),
+        ...(body.path ? { path: body.path } : {}),
+      });
+      return { ok: true };
+    });
+
+    app.get('/features', async () => emulator.features);
+    app.post('/features', async (request, reply) => {
+      const patch = parse(featuresSchema, request.body, reply);
+      return patch ? emulator.setFeatures(patch) : reply;
+    });
+
+    app.get('/account', async () => emulator.account);
+    app.post('/account', async (request, reply) => {
+      const patch = parse(accountSchema, request.body, reply);
+      return patch ? emulator.setAccount(patch) : reply;
+    });
+
+    app.post('/expire-results', async (request, reply) => {
+      const body = parse(expireSchema, request.body, reply);
+      if (!body) return reply;
+      try {
+        emulator.expireResults(body.taskId);
+      } catch (error) {
+        return conflict(reply, error);
+      }
+      return { ok: true };
+    });
+
+    app.post('/result-ttl', async (request, reply) => {
+      const body = parse(resultTtlSchema, request.body, reply);
+      if (!body) return reply;
+      emulator.setResultTtl(body.ms);
       return { ok: true };
     });
 

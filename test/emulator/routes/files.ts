@@ -1,4 +1,7 @@
-/** Result files. Public (no key), like a CDN; single byte ranges for video players that seek. */
+/**
+ * Result files. Public (no key), like a CDN; single byte ranges for video players that seek.
+ * The provider purges a task's assets after about a day: an expired one answers 404.
+ */
 import type { FastifyInstance } from 'fastify';
 import { errorsBody } from '../http.js';
 import { mediaFileFor } from '../media/index.js';
@@ -14,11 +17,12 @@ function parseRange(header: string, size: number): { start: number; end: number 
   return start > end || start >= size ? 'invalid' : { start, end };
 }
 
-export const fileRoutes = (faults: ReadonlyMap<string, FileFault>) =>
+export const fileRoutes = (faults: ReadonlyMap<string, FileFault>, expired: (name: string) => boolean) =>
   async function routes(app: FastifyInstance): Promise<void> {
     app.get<{ Params: { name: string } }>('/files/:name', async (request, reply) => {
       const found = mediaFileFor(request.params.name);
       if (!found) return reply.code(404).send(errorsBody([`no file ${request.params.name}`]));
+      if (expired(request.params.name)) return reply.code(404).send(errorsBody(['asset expired']));
       let file = found;
       for (const [match, fault] of faults) {
         if (!request.params.name.includes(match)) continue;
