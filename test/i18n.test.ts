@@ -5,10 +5,11 @@ import {
   ApplicationCommandType,
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord-api-types/v10';
-import { SlashCommandBuilder, InteractionContextType } from 'discord.js';
+import { REST, Routes, SlashCommandBuilder, InteractionContextType } from 'discord.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { argumentsOf, messageArgsSource, parseMessage, type ArgumentKind } from '../scripts/i18n-types.js';
 import { commandData } from '../src/commands/index.js';
+import { normalizeCommands } from '../src/services/discord/command-sync.js';
 import {
   CATALOGS,
   COMMAND_LIMITS,
@@ -29,6 +30,7 @@ import {
   type Locale,
   type MessageKey,
 } from '../src/i18n/index.js';
+import { startFakeDiscord } from './fake-discord/index.js';
 import { OpenApiSpec } from './fake-discord/openapi.js';
 
 const EN = CATALOGS[DEFAULT_LOCALE];
@@ -530,6 +532,26 @@ describe('command localizations', () => {
         description_localizations: {},
       }),
     ).toEqual(['command ok [de]: name "Groß" is not lower case']);
+  });
+
+  it('a registration round trip keeps every localization, when read back with_localizations', async () => {
+    const fake = await startFakeDiscord();
+    try {
+      const rest = new REST({ api: fake.apiUrl }).setToken(fake.token);
+      const route = Routes.applicationCommands(fake.applicationId);
+      // Slash commands (a message command comes back with `description: ""`, which command sync must ignore).
+      const slash = localized.filter((c) => (c.type ?? 1) === ApplicationCommandType.ChatInput);
+      await rest.put(route, { body: slash });
+      const withLocalizations = (await rest.get(route, {
+        query: new URLSearchParams({ with_localizations: 'true' }),
+      })) as unknown[];
+      expect(normalizeCommands(withLocalizations, slash)).toBe(normalizeCommands(slash));
+      // Without the query Discord leaves them out: command sync must ask for them, or it re-registers on every start.
+      const plain = (await rest.get(route)) as unknown[];
+      expect(normalizeCommands(plain, slash)).not.toBe(normalizeCommands(slash));
+    } finally {
+      await fake.close();
+    }
   });
 
   it("the localized bulk registration is a valid body for Discord's API", () => {

@@ -116,6 +116,7 @@ export interface MessageArgs {
   'failure.timed_out': undefined;
   'gallery.error.discord': { channel: string | number; code: string | number; message: string | number };
   'gallery.error.other': { channel: string | number; message: string | number };
+  'gallery.header': { title: string | number; user: string | number };
   'gallery.jump': undefined;
   'gallery.not_attached': undefined;
   'gallery.post_title_by': { command: string | number; name: string | number };
