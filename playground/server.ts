@@ -47,6 +47,7 @@ const MANAGE_GUILD = 1n << 5n;
 const MEMBER = (1n << 10n) | (1n << 11n) | (1n << 14n) | (1n << 15n) | (1n << 16n);
 /** Discord's (and the fake's default) deadline for the first answer to an interaction. */
 const ACK_DEADLINE_MS = 3000;
+const PENDING_SHOWN_MS = 15 * 60_000;
 const APPLICATION_NAME = 'Media bot';
 
 export interface PlaygroundOptions {
@@ -311,6 +312,17 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       serverFactory: (handler) => server.on('request', handler),
     });
     undo.push(() => app.close());
+    // Bad input is the page's mistake (400); a bot that is not connected (starting, restarting) cannot
+    // get an interaction: Discord would time it out, and the page shows "The application did not respond".
+    app.setErrorHandler((err, _req, reply) => {
+      if (err instanceof z.ZodError) return reply.code(400).send({ error: err.message });
+      const message = err instanceof Error ? err.message : String(err);
+      if (/cannot dispatch/.test(message))
+        return reply
+          .code(503)
+          .send({ error: 'The bot is not connected to Discord (starting or restarting).' });
+      return reply.code(500).send({ error: message });
+    });
     await app.register(fastifyStatic, { root: PUBLIC });
     await app.register(fastifyStatic, { root: TWEMOJI, prefix: '/vendor/twemoji/', decorateReply: false });
 
@@ -360,8 +372,14 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
             meta && meta['type'] === 2 ? commandLine(fake.interactions.get(String(meta['id']))) : undefined;
           return { id: m.id, ephemeral: m.ephemeral, data: m.data, edits: m.edits.length, command };
         });
+      // The client forgets a failed command when reloaded; the page keeps it for an interaction
+      // token's lifetime (15 min), then lets it go.
       const mine = [...fake.interactions.values()].filter(
-        (i) => i.channelId === channelId && i.userId === userId && i.callbacks.length === 0,
+        (i) =>
+          i.channelId === channelId &&
+          i.userId === userId &&
+          i.callbacks.length === 0 &&
+          now - i.createdAt < PENDING_SHOWN_MS,
       );
       return {
         now,
@@ -406,7 +424,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       });
     });
 
-    app.post('/api/command', async (req, reply) => {
+    app.post('/api/command', async (req) => {
       const b = ref
         .extend({
           name: z.string(),
@@ -418,21 +436,14 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const attachments = Object.fromEntries(
         Object.entries(b.attachments).map(([k, f]) => [k, toAttachment(f)]),
       );
-      let h;
-      try {
-        h = fake.sendCommand({
-          name: b.name,
-          userId: b.userId,
-          channelId: b.channelId,
-          options: b.options,
-          attachments,
-          ...(b.subcommand ? { subcommand: b.subcommand } : {}),
-        });
-      } catch (err) {
-        // The bot is not connected (starting, restarting): Discord would time the command out, and
-        // the page shows it as "The application did not respond".
-        return reply.code(503).send({ error: `the bot is not connected: ${(err as Error).message}` });
-      }
+      const h = fake.sendCommand({
+        name: b.name,
+        userId: b.userId,
+        channelId: b.channelId,
+        options: b.options,
+        attachments,
+        ...(b.subcommand ? { subcommand: b.subcommand } : {}),
+      });
       const cb = await h.response(5000).catch(() => undefined);
       return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
     });

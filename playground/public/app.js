@@ -251,7 +251,6 @@ async function loadMessages() {
     const waits = r.pending.filter((p) => !p.failed).map((p) => r.ackDeadlineMs - (r.now - p.createdAt) + 60);
     if (waits.length) deadlineTimer = setTimeout(() => void loadMessages(), Math.max(50, Math.min(...waits)));
     render();
-    document.body.dataset.channelLoaded = channelId;
   } finally {
     loading = false;
     if (again) {
@@ -282,7 +281,13 @@ async function jumpTo(channelId, messageId) {
     return;
   }
   if (channelId !== state.channelId) await selectChannel(channelId);
-  if (messageId && !highlight(messageId)) status('That message is no longer there.', true);
+  if (!messageId) return;
+  // A channel just switched to may still be loading (a load already under way finishes first).
+  for (let tries = 0; tries < 20; tries++) {
+    if (highlight(messageId)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  status('That message is no longer there.', true);
 }
 
 async function interact(messageId, customId, label, values) {
