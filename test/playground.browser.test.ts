@@ -396,6 +396,8 @@ describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () =>
       .poll(() => read(reply.locator('.ephemeral-note')), { timeout: 10_000 })
       .toBe('Only you can see this · Dismiss message');
     expect(await read(reply.locator('.msg-context.used'))).toBe('Ada (admin) used /tasks');
+    // Its string select, drawn as a select menu with the bot's placeholder.
+    expect(await reply.locator('select.select option').first().textContent()).toMatch(/^Open a job/);
     const link = reply.locator('a[data-jump-message]').first();
     const target = (await link.getAttribute('data-jump-message')) ?? '';
     expect(await link.getAttribute('href')).toMatch(/^https:\/\/discord\.com\/channels\/\d+\/\d+\/\d+$/);

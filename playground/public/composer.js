@@ -223,7 +223,8 @@ export function createComposer(hooks) {
       {
         class: `opt-chip${opt.required ? ' required' : ''}`,
         'data-option': opt.name,
-        onclick: (e) => e.target === chip.node && chip.input.focus(),
+        // Clicking the chip's name edits its value, as in Discord.
+        onclick: (e) => e.target !== chip.input && chip.input.focus(),
       },
       el('span', { class: 'opt-name', text: opt.name }),
       chip.input,
