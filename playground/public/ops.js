@@ -52,7 +52,10 @@ export function createOps({ api }) {
             j.events.map((e) =>
               el(
                 'li',
-                { class: `${e.kind}${/→ (4|5)\d\d|dropped/.test(e.detail) ? ' bad' : ''}`, title: e.kind },
+                {
+                  class: `${e.kind}${/→ ([45]\d\d|[A-Z]{4,})|dropped/.test(e.detail) ? ' bad' : ''}`,
+                  title: e.kind,
+                },
                 el('time', { text: time(e.at) }),
                 el('span', { class: 'kind', text: ` ${KIND[e.kind] ?? e.kind} ` }),
                 // "edit via interaction webhook → 200": the kind is already in the tag.
