@@ -32,7 +32,28 @@ interface BotRecord {
 
 const EDIT_INTERACTION = /^\/webhooks\/\d+\/([^/]+)\/messages\/(?:@|%40)original$/;
 const EDIT_CHANNEL = /^\/channels\/\d+\/messages\/(\d+)$/;
-const FOOTER_JOB = /^Job ([0-9a-f-]{36})$/;
+/** "Job <uuid>": an embed's footer, or a line of a Components V2 text display (e.g. "-# AI-generated · Job …"). */
+const JOB_LINE = /(?:^|[\s·])Job ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/;
+
+/** The texts of a message that may name its job: embed footers, then V2 text displays (type 10) at any depth. */
+function jobTexts(data: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const e of Array.isArray(data['embeds']) ? data['embeds'] : []) {
+    const text = (e as { footer?: { text?: unknown } } | null)?.footer?.text;
+    if (typeof text === 'string') out.push(text);
+  }
+  const walk = (c: unknown): void => {
+    if (typeof c !== 'object' || c === null) return;
+    const o = c as Record<string, unknown>;
+    if (o['type'] === 10 && typeof o['content'] === 'string') out.push(o['content']);
+    for (const child of [o['components'], o['accessory']]) {
+      if (Array.isArray(child)) child.forEach(walk);
+      else walk(child);
+    }
+  };
+  if (Array.isArray(data['components'])) data['components'].forEach(walk);
+  return out;
+}
 
 export class Timeline {
   readonly #records: BotRecord[] = [];
@@ -65,11 +86,10 @@ export class Timeline {
 
   #jobOfMessage(messageId: string | undefined): string | undefined {
     if (messageId === undefined) return undefined;
-    const embeds = this.fake.messages.get(messageId)?.data['embeds'];
-    if (!Array.isArray(embeds)) return undefined;
-    for (const e of embeds) {
-      const text = (e as { footer?: { text?: unknown } } | null)?.footer?.text;
-      const m = typeof text === 'string' ? FOOTER_JOB.exec(text) : null;
+    const data = this.fake.messages.get(messageId)?.data;
+    if (!data) return undefined;
+    for (const text of jobTexts(data)) {
+      const m = JOB_LINE.exec(text);
       if (m?.[1]) return m[1];
     }
     return undefined;

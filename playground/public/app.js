@@ -1,248 +1,258 @@
-// The playground page: a small Discord-like client over the playground server's /api.
-// Plain ES module, no build step.
+// The playground page: a small Discord client over the playground server's /api (plain ES
+// modules, no build step). The channel list, the messages of the open channel as the member
+// picked in the user panel sees them (kept at the bottom while new ones arrive, unless they
+// scrolled up), the message box with the `/` picker, modals, and the operator panel.
 
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, props = {}, ...children) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === 'class') node.className = v;
-    else if (k === 'text') node.textContent = v;
-    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c);
-  return node;
-};
+import { createComposer, fileJson } from './composer.js';
+import { $, el, icon } from './dom.js';
+import { refreshRelativeTimes } from './markdown.js';
+import { renderMessage, renderPending, avatar } from './message.js';
+import { createOps } from './ops.js';
 
-const OPT = {
-  SUB: 1,
-  GROUP: 2,
-  STRING: 3,
-  INTEGER: 4,
-  BOOLEAN: 5,
-  USER: 6,
-  CHANNEL: 7,
-  NUMBER: 10,
-  ATTACHMENT: 11,
+const state = {
+  guild: { id: '', name: '' },
+  users: [],
+  channels: [],
+  commands: [],
+  botId: '',
+  applicationName: 'Media bot',
+  discordOrigins: [],
+  userId: '',
+  channelId: '',
+  messages: [],
+  byId: new Map(),
+  pending: [],
+  failedComponents: new Set(),
+  dismissed: new Set(),
 };
-const state = { users: [], channels: [], commands: [], userId: '', channelId: '', botId: '' };
 
 async function api(path, body) {
   const res = await fetch(
     path,
     body === undefined
       ? {}
-      : {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        },
+      : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
   );
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  if (!res.ok) {
+    const text = await res.text();
+    let message = text;
+    try {
+      message = JSON.parse(text).error ?? JSON.parse(text).message ?? text;
+    } catch {
+      /* not JSON */
+    }
+    throw new Error(message);
+  }
   const type = res.headers.get('content-type') ?? '';
   return type.includes('json') ? res.json() : res.text();
 }
 
-// ------------------------------------------------------------------ text rendering
+const channel = (id) => state.channels.find((c) => c.id === id);
+const member = (id) => state.users.find((u) => u.id === id);
+const me = () => member(state.userId);
+/** The member as a Discord user object (what avatars and names read). */
+const asUser = (u) => (u ? { id: u.id, username: u.name, global_name: u.name } : undefined);
 
-const escapeHtml = (s) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-
-function relative(unix) {
-  const diff = unix * 1000 - Date.now();
-  const abs = Math.abs(diff);
-  const unit =
-    abs < 60e3
-      ? ['second', 1e3]
-      : abs < 3600e3
-        ? ['minute', 60e3]
-        : abs < 86400e3
-          ? ['hour', 3600e3]
-          : ['day', 86400e3];
-  return new Intl.RelativeTimeFormat('en', { numeric: 'auto' }).format(Math.round(diff / unit[1]), unit[0]);
-}
-
-/** Discord markdown subset: bold, code, links, mentions, channels, timestamps. */
-function markdown(text) {
-  let html = escapeHtml(text ?? '');
-  html = html.replace(/`([^`]+)`/g, '<code>$1</code>');
-  html = html.replace(/\*\*([^*]+)\*\*/g, '<b>$1</b>');
-  html = html.replace(
-    /\[([^\]]+)\]\((https?:[^)\s]+)\)/g,
-    '<a href="$2" target="_blank" rel="noopener">$1</a>',
-  );
-  html = html.replace(
-    /&lt;@!?(\d+)&gt;/g,
-    (_m, id) => `<span class="mention">@${escapeHtml(userName(id))}</span>`,
-  );
-  html = html.replace(
-    /&lt;#(\d+)&gt;/g,
-    (_m, id) => `<a href="#" class="mention" data-channel="${id}">#${escapeHtml(channelName(id))}</a>`,
-  );
-  // Discord shows backslash-escaped markdown characters as themselves.
-  html = html.replace(/\\([[\]*_`~|>#-])/g, '$1');
-  html = html.replace(
-    /&lt;t:(\d+):[RFfDdTt]&gt;/g,
-    (_m, t) => `<time datetime="${new Date(t * 1000).toISOString()}">${relative(Number(t))}</time>`,
-  );
-  return html;
-}
-
-const userName = (id) =>
-  state.users.find((u) => u.id === id)?.name ?? (id === state.botId ? 'Media bot' : id);
-const channelName = (id) => state.channels.find((c) => c.id === id)?.name ?? id;
-
-const MEDIA = [
-  [/\.(png|jpe?g|gif|webp)(\?|$)/i, (u) => el('img', { src: u, alt: 'result image', loading: 'lazy' })],
-  [
-    /\.(wav|mp3|ogg|m4a)(\?|$)/i,
-    (u) => el('audio', { src: u, controls: true, preload: 'none', 'aria-label': 'result audio' }),
-  ],
-  [
-    /\.(mp4|webm|mov)(\?|$)/i,
-    (u) => el('video', { src: u, controls: true, preload: 'metadata', 'aria-label': 'result video' }),
-  ],
-];
-
-function mediaFor(urls) {
-  const seen = new Set();
-  const out = [];
-  for (const u of urls) {
-    if (seen.has(u)) continue;
-    seen.add(u);
-    const m = MEDIA.find(([re]) => re.test(u));
-    if (m) out.push(m[1](u));
+/** Message links: https://discord.com/channels/guild/channel[/message], and the local Discord's own. */
+function jumpTarget(url) {
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
   }
-  return out.length ? el('div', { class: 'media' }, out) : null;
+  const origins = new Set([...state.discordOrigins, location.origin]);
+  const discordHost = /^(?:(?:ptb|canary)\.)?discord(?:app)?\.com$/.test(u.hostname);
+  if (!discordHost && !origins.has(u.origin)) return null;
+  const m = /^\/channels\/(\d+|@me)\/(\d+)(?:\/(\d+))?\/?$/.exec(u.pathname);
+  return m ? { channelId: m[2], ...(m[3] ? { messageId: m[3] } : {}) } : null;
 }
 
-function urlsIn(value) {
-  return JSON.stringify(value).match(/https?:\/\/[^"\s)\\]+/g) ?? [];
+const ctx = {
+  get botId() {
+    return state.botId;
+  },
+  get applicationName() {
+    return state.applicationName;
+  },
+  md: {
+    userName: (id) => member(id)?.name ?? (id === state.botId ? state.applicationName : 'unknown-user'),
+    channelName: (id) => channel(id)?.name,
+    jumpTarget,
+  },
+  lookup: (id) => state.byId.get(id),
+  me: () => asUser(me()),
+  get failedComponents() {
+    return state.failedComponents;
+  },
+  onButton: (msg, b) => void interact(msg.id, b.custom_id, b.label),
+  onSelect: (msg, s, values) => void interact(msg.id, s.custom_id, s.placeholder, values),
+  onDismiss: (id) => {
+    state.dismissed.add(id);
+    render();
+  },
+};
+
+const status = (text, bad = false) => {
+  $('#composer-status').textContent = text;
+  $('#composer-status').classList.toggle('bad', bad);
+};
+
+// ------------------------------------------------------------------ the message list
+
+const scroller = () => $('#messages');
+const list = () => $('#message-list');
+/** Follow new messages while the member is at the bottom; stay put once they scrolled up. */
+let stick = true;
+let unseen = false;
+const nodes = new Map();
+
+const distanceFromBottom = () => {
+  const s = scroller();
+  return s.scrollHeight - s.scrollTop - s.clientHeight;
+};
+
+function toBottom() {
+  scroller().scrollTop = scroller().scrollHeight;
+  stick = true;
+  unseen = false;
+  paintJumpBar();
 }
 
-// ------------------------------------------------------------------ messages
-
-function renderEmbed(e) {
-  const color = typeof e.color === 'number' ? `#${e.color.toString(16).padStart(6, '0')}` : undefined;
-  const box = el('div', { class: 'embed', style: color ? `border-left-color:${color}` : undefined });
-  if (e.title) box.append(el('div', { class: 'title', text: e.title }));
-  if (e.description) {
-    const d = el('div', { class: 'desc' });
-    d.innerHTML = markdown(e.description);
-    box.append(d);
-  }
-  if (Array.isArray(e.fields) && e.fields.length) {
-    box.append(
-      el(
-        'div',
-        { class: 'fields' },
-        e.fields.map((f) => {
-          const v = el('span');
-          v.innerHTML = markdown(f.value);
-          return el('div', { class: 'field' }, el('b', { text: f.name }), v);
-        }),
-      ),
-    );
-  }
-  if (e.image?.url) box.append(el('img', { src: e.image.url, alt: e.title ?? 'image' }));
-  if (e.footer?.text) box.append(el('div', { class: 'footer', text: e.footer.text }));
-  return box;
+function paintJumpBar() {
+  const far = distanceFromBottom() > scroller().clientHeight / 2;
+  const bar = $('#jump-present');
+  bar.hidden = stick || !(far || unseen);
+  $('#jump-present-text').textContent = unseen ? 'New messages below' : "You're viewing older messages";
 }
 
-function renderButtons(msg) {
-  const rows = Array.isArray(msg.data.components) ? msg.data.components : [];
-  const buttons = rows
-    .flatMap((r) => (Array.isArray(r.components) ? r.components : []))
-    .filter((c) => c.type === 2 || c.type === 3);
-  if (!buttons.length) return null;
+const SEVEN_MINUTES = 7 * 60_000;
+/** Whether a message continues the one before it (same author, close in time, no header of its own). */
+function continues(prev, msg) {
+  if (!prev || prev.kind !== 'message' || msg.kind !== 'message') return false;
+  const a = prev.item.data;
+  const b = msg.item.data;
+  if (b.interaction_metadata || b.type === 19 || prev.item.ephemeral || msg.item.ephemeral) return false;
+  return a.author?.id === b.author?.id && Date.parse(b.timestamp) - Date.parse(a.timestamp) < SEVEN_MINUTES;
+}
+
+const byId = (a, b) => {
+  const x = BigInt(a.id);
+  const y = BigInt(b.id);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+function welcome() {
+  const c = channel(state.channelId);
+  const thread = c && (c.type === 10 || c.type === 11 || c.type === 12);
   return el(
     'div',
-    { class: 'buttons' },
-    buttons.map((b) => {
-      if (b.type === 3)
-        return el(
-          'select',
-          {
-            onchange: (e) =>
-              e.target.value && clickButton(msg.id, b.custom_id, b.placeholder, [e.target.value]),
-          },
-          [
-            el('option', { value: '' }, b.placeholder ?? 'Choose…'),
-            ...(b.options ?? []).map((o) => el('option', { value: o.value }, o.label)),
-          ],
-        );
-      if (b.style === 5 && b.url)
-        return el(
-          'a',
-          { href: b.url, target: '_blank', rel: 'noopener', class: 'style-5' },
-          b.label ?? 'link',
-        );
-      return el(
-        'button',
-        {
-          type: 'button',
-          class: `style-${b.style ?? 2}`,
-          disabled: b.disabled ?? false,
-          onclick: () => clickButton(msg.id, b.custom_id, b.label),
-        },
-        `${b.emoji?.name ? `${b.emoji.name} ` : ''}${b.label ?? b.custom_id}`,
-      );
+    { class: 'channel-welcome', 'data-welcome': state.channelId },
+    el('div', { class: 'welcome-icon' }, icon(thread ? 'chat' : 'hash', 40)),
+    el('h2', { text: thread ? c.name : `Welcome to #${c?.name ?? ''}!` }),
+    el('p', {
+      text: thread
+        ? 'This is the start of the thread.'
+        : `This is the start of the #${c?.name ?? ''} channel.`,
     }),
+    thread
+      ? null
+      : el(
+          'p',
+          { class: 'welcome-hint' },
+          'Type ',
+          el('kbd', { text: '/' }),
+          ' in the message box to run a command: try ',
+          el('code', { text: '/extend-song' }),
+          ' with task_id ',
+          el('code', { text: 'song-parent-0001' }),
+          ', or ',
+          el('code', { text: '/upscale' }),
+          ' with an image.',
+        ),
   );
 }
 
-function renderMessage(msg) {
-  const d = msg.data;
-  const author =
-    d.author?.id === state.botId ? 'Media bot' : (d.author?.global_name ?? d.author?.username ?? 'someone');
-  const box = el('article', {
-    class: `msg${msg.ephemeral ? ' ephemeral' : ''}`,
-    'data-id': msg.id,
-    'aria-label': `Message from ${author}`,
-  });
-  box.append(
-    el(
-      'div',
-      { class: 'head' },
-      el('b', { text: author }),
-      ` · ${new Date(d.edited_timestamp ?? d.timestamp).toLocaleTimeString()}`,
-      msg.ephemeral ? ' · only you can see this' : '',
-      msg.edits ? ` · edited ${msg.edits}×` : '',
-    ),
-  );
-  if (d.content) {
-    const c = el('div', { class: 'content' });
-    c.innerHTML = markdown(d.content);
-    box.append(c);
+/** Redraws what changed, keeps what did not (and any message whose audio or video is playing). */
+function render() {
+  const items = [
+    ...state.messages
+      .filter((m) => !state.dismissed.has(m.id))
+      .map((item) => ({ kind: 'message', id: item.id, item })),
+    ...state.pending.map((p) => ({ kind: 'pending', id: p.id, item: p })),
+  ].sort(byId);
+  const box = list();
+  const wanted = [];
+  const first = box.firstElementChild;
+  if (first?.dataset.welcome !== state.channelId) {
+    const w = welcome();
+    if (first?.dataset.welcome !== undefined) first.replaceWith(w);
+    else box.prepend(w);
   }
-  for (const e of d.embeds ?? []) box.append(renderEmbed(e));
-  const files = (d.attachments ?? []).map((a) => a.url);
-  const media = mediaFor([...files, ...urlsIn({ c: d.content, e: d.embeds })]);
-  if (media) box.append(media);
-  const buttons = renderButtons(msg);
-  if (buttons) box.append(buttons);
-  return box;
+  wanted.push(box.firstElementChild);
+  let prev;
+  for (const it of items) {
+    const grouped = continues(prev, it);
+    prev = it;
+    const key = `${it.kind}:${it.id}`;
+    const sig = JSON.stringify([
+      it.item,
+      grouped,
+      it.kind === 'message' && state.failedComponents.has(it.id),
+      state.users.length,
+    ]);
+    const old = nodes.get(key);
+    let node = old?.node;
+    const playing = node && [...node.querySelectorAll('audio,video')].some((m) => !m.paused);
+    if (!old || (old.sig !== sig && !playing)) {
+      node = it.kind === 'message' ? renderMessage(it.item, ctx, grouped) : renderPending(it.item, ctx);
+      if (old?.node.classList.contains('highlight')) node.classList.add('highlight');
+      nodes.set(key, { sig, node });
+      old?.node.replaceWith(node);
+    }
+    wanted.push(node);
+  }
+  const keep = new Set(wanted);
+  for (const [key, { node }] of nodes)
+    if (!keep.has(node)) {
+      node.remove();
+      nodes.delete(key);
+    }
+  // Place in order, moving only what is out of place (moving a playing player would pause it).
+  wanted.forEach((node, i) => {
+    if (box.children[i] !== node) box.insertBefore(node, box.children[i] ?? null);
+  });
+  if (stick) toBottom();
+  paintJumpBar();
 }
 
-let loadingMessages = false;
+let loading = false;
 let again = false;
+let deadlineTimer;
 async function loadMessages() {
   if (!state.channelId) return;
-  if (loadingMessages) {
+  if (loading) {
     again = true;
     return;
   }
-  loadingMessages = true;
+  loading = true;
+  const channelId = state.channelId;
   try {
-    const list = await api(`/api/messages?channelId=${state.channelId}&userId=${state.userId}`);
-    const box = $('#messages');
-    const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
-    const playing = [...box.querySelectorAll('audio,video')].some((m) => !m.paused);
-    if (playing) return; // keep a playing preview alive; the next event redraws
-    box.replaceChildren(...list.map(renderMessage));
-    if (atBottom) box.scrollTop = box.scrollHeight;
+    const r = await api(`/api/messages?channelId=${channelId}&userId=${state.userId}`);
+    if (channelId !== state.channelId) return;
+    const known = new Set(state.messages.map((m) => m.id));
+    if (!stick && r.messages.some((m) => !known.has(m.id))) unseen = true;
+    state.messages = r.messages;
+    state.byId = new Map(r.messages.map((m) => [m.id, m]));
+    state.pending = r.pending;
+    state.failedComponents = new Set(r.failedComponents.map((f) => f.messageId));
+    // Look again when the oldest unanswered command passes Discord's 3 s.
+    clearTimeout(deadlineTimer);
+    const waits = r.pending.filter((p) => !p.failed).map((p) => r.ackDeadlineMs - (r.now - p.createdAt) + 60);
+    if (waits.length) deadlineTimer = setTimeout(() => void loadMessages(), Math.max(50, Math.min(...waits)));
+    render();
   } finally {
-    loadingMessages = false;
+    loading = false;
     if (again) {
       again = false;
       void loadMessages();
@@ -250,271 +260,147 @@ async function loadMessages() {
   }
 }
 
-// ------------------------------------------------------------------ channels and members
+// ------------------------------------------------------------------ jumping, interactions
 
-function renderChannels() {
-  const nav = $('#channels');
-  const top = state.channels.filter((c) => c.type === 0 || c.type === 5);
-  nav.replaceChildren(
-    el('h2', { class: 'sr-only', text: 'Channels' }),
-    ...top.flatMap((c) => [
-      channelButton(c, false),
-      ...state.channels
-        .filter((t) => t.parentId === c.id && (t.type === 11 || t.type === 10))
-        .map((t) => channelButton(t, true)),
-    ]),
-  );
-  $('#channel-title').textContent = `#${channelName(state.channelId)}`;
+function highlight(messageId) {
+  const node = list().querySelector(`[data-id="${CSS.escape(messageId)}"]`);
+  if (!node) return false;
+  stick = false;
+  node.scrollIntoView({ block: 'center' });
+  node.classList.remove('highlight');
+  void node.offsetWidth; // restart the animation
+  node.classList.add('highlight');
+  setTimeout(() => node.classList.remove('highlight'), 2500);
+  paintJumpBar();
+  return true;
 }
 
-function channelButton(c, thread) {
-  return el(
-    'button',
-    {
-      type: 'button',
-      class: thread ? 'thread' : '',
-      'aria-current': c.id === state.channelId ? 'true' : 'false',
-      'data-channel': c.id,
-      onclick: () => selectChannel(c.id),
-    },
-    `${thread ? '🧵 ' : '# '}${c.name}`,
-  );
-}
-
-function selectChannel(id) {
-  state.channelId = id;
-  renderChannels();
-  $('#channels').classList.remove('open');
-  void loadMessages();
-}
-
-async function loadState() {
-  const s = await api('/api/state');
-  const first = !state.botId;
-  Object.assign(state, { users: s.users, channels: s.channels, commands: s.commands, botId: s.botId });
-  if (first) {
-    state.userId = s.users[0].id;
-    state.channelId = s.channels.find((c) => c.name === 'general')?.id ?? s.channels[0].id;
-    $('#user').replaceChildren(
-      ...s.users.map((u) => el('option', { value: u.id }, `${u.name}${u.admin ? ' — Manage Server' : ''}`)),
-    );
-    $('#store').textContent =
-      `Store: ${s.store}. Song to extend: ${s.hints.songTask}, video: ${s.hints.videoTask}.`;
-    for (const box of document.querySelectorAll('[data-switch]'))
-      box.checked = s.switches[box.dataset.switch] ?? false;
-    renderCommandSelect();
-  } else if (s.commands.length !== state.commandsLength) {
-    renderCommandSelect();
+async function jumpTo(channelId, messageId) {
+  if (!channel(channelId)) {
+    status('That channel is not in this server.', true);
+    return;
   }
-  state.commandsLength = s.commands.length;
-  renderChannels();
-}
-
-// ------------------------------------------------------------------ composer
-
-function currentCommand() {
-  return state.commands.find((c) => c.name === $('#command').value);
-}
-
-function currentOptions() {
-  const cmd = currentCommand();
-  if (!cmd) return { sub: undefined, options: [] };
-  const subs = (cmd.options ?? []).filter((o) => o.type === OPT.SUB);
-  if (!subs.length) return { sub: undefined, options: cmd.options ?? [] };
-  const sub = subs.find((s) => s.name === $('#subcommand').value) ?? subs[0];
-  return { sub: sub.name, options: sub.options ?? [] };
-}
-
-function renderCommandSelect() {
-  const select = $('#command');
-  const keep = select.value;
-  select.replaceChildren(...state.commands.map((c) => el('option', { value: c.name }, `/${c.name}`)));
-  if (keep && state.commands.some((c) => c.name === keep)) select.value = keep;
-  renderSubcommands();
-}
-
-function renderSubcommands() {
-  const cmd = currentCommand();
-  const subs = (cmd?.options ?? []).filter((o) => o.type === OPT.SUB);
-  $('#sub-label').hidden = subs.length === 0;
-  $('#subcommand').replaceChildren(...subs.map((s) => el('option', { value: s.name }, s.name)));
-  renderOptions();
-}
-
-function renderOptions() {
-  const { options } = currentOptions();
-  const box = $('#options');
-  box.replaceChildren(...options.map(optionInput));
-  $('#drop').hidden = !options.some((o) => o.type === OPT.ATTACHMENT);
-}
-
-function optionInput(o) {
-  const id = `opt-${o.name}`;
-  let input;
-  if (Array.isArray(o.choices) && o.choices.length) {
-    input = el(
-      'select',
-      { id, name: o.name },
-      el('option', { value: '' }, '—'),
-      o.choices.map((c) => el('option', { value: String(c.value) }, c.name)),
-    );
-  } else if (o.type === OPT.BOOLEAN) {
-    input = el(
-      'select',
-      { id, name: o.name },
-      el('option', { value: '' }, '—'),
-      el('option', { value: 'true' }, 'True'),
-      el('option', { value: 'false' }, 'False'),
-    );
-  } else if (o.type === OPT.INTEGER || o.type === OPT.NUMBER) {
-    input = el('input', {
-      id,
-      name: o.name,
-      type: 'number',
-      step: o.type === OPT.INTEGER ? '1' : 'any',
-      min: o.min_value,
-      max: o.max_value,
-    });
-  } else if (o.type === OPT.CHANNEL) {
-    input = el(
-      'select',
-      { id, name: o.name },
-      el('option', { value: '' }, '—'),
-      state.channels
-        .filter((c) => c.type === 0 || c.type === 5)
-        .map((c) => el('option', { value: c.id }, `#${c.name}`)),
-    );
-  } else if (o.type === OPT.ATTACHMENT) {
-    input = el('input', { id, name: o.name, type: 'file', accept: 'image/*' });
-  } else {
-    input = el('input', { id, name: o.name, type: 'text', maxlength: o.max_length, autocomplete: 'off' });
-    if (o.autocomplete) {
-      const list = el('datalist', { id: `${id}-list` });
-      input.setAttribute('list', list.id);
-      input.addEventListener('input', () => void autocomplete(o.name, list));
-      input.addEventListener('focus', () => void autocomplete(o.name, list));
-      return el(
-        'label',
-        { class: o.required ? 'required' : '' },
-        el('span', { text: o.name }),
-        input,
-        list,
-        el('small', { text: o.description }),
-      );
-    }
+  if (channelId !== state.channelId) await selectChannel(channelId);
+  if (!messageId) return;
+  // A channel just switched to may still be loading (a load already under way finishes first).
+  for (let tries = 0; tries < 20; tries++) {
+    if (highlight(messageId)) return;
+    await new Promise((r) => setTimeout(r, 100));
   }
-  input.dataset.type = String(o.type);
-  return el(
-    'label',
-    { class: o.required ? 'required' : '' },
-    el('span', { text: o.name }),
-    input,
-    el('small', { text: o.description }),
-  );
+  status('That message is no longer there.', true);
 }
 
-function optionValues() {
-  const values = {};
-  for (const input of $('#options').querySelectorAll('input,select')) {
-    if (input.type === 'file' || input.value === '') continue;
-    const type = Number(input.dataset.type ?? OPT.STRING);
-    values[input.name] =
-      type === OPT.BOOLEAN
-        ? input.value === 'true'
-        : type === OPT.INTEGER || type === OPT.NUMBER
-          ? Number(input.value)
-          : input.value;
-  }
-  return values;
-}
-
-async function autocomplete(name, list) {
-  const { sub } = currentOptions();
-  try {
-    const r = await api('/api/autocomplete', {
-      userId: state.userId,
-      channelId: state.channelId,
-      name: $('#command').value,
-      subcommand: sub,
-      options: { ...optionValues(), [name]: $(`#opt-${name}`).value },
-      focused: name,
-    });
-    list.replaceChildren(...r.choices.map((c) => el('option', { value: String(c.value) }, c.name)));
-  } catch {
-    /* the bot may be restarting */
-  }
-}
-
-const toBase64 = (file) =>
-  new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result).split(',')[1] ?? '');
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(file);
-  });
-
-async function fileJson(file) {
-  return {
-    filename: file.name,
-    contentType: file.type || 'application/octet-stream',
-    base64: await toBase64(file),
-  };
-}
-
-/** Dropped or picked photos go into the empty attachment options, in order. */
-function fillAttachments(files) {
-  const inputs = [...$('#options').querySelectorAll('input[type=file]')].filter((i) => !i.files?.length);
-  let n = 0;
-  for (const file of files) {
-    const input = inputs[n++];
-    if (!input) break;
-    const dt = new DataTransfer();
-    dt.items.add(file);
-    input.files = dt.files;
-  }
-  status(
-    `${Math.min(n, files.length)} photo(s) added${files.length > inputs.length ? `; ${files.length - inputs.length} did not fit (use /training-photos add)` : ''}`,
-  );
-}
-
-const status = (text) => ($('#composer-status').textContent = text);
-
-async function send(event) {
-  event.preventDefault();
-  const { sub, options } = currentOptions();
-  const missing = options.filter(
-    (o) => o.required && o.type !== OPT.ATTACHMENT && !$(`#opt-${o.name}`)?.value,
-  );
-  if (missing.length) return status(`Missing: ${missing.map((o) => o.name).join(', ')}`);
-  const attachments = {};
-  for (const input of $('#options').querySelectorAll('input[type=file]')) {
-    if (input.files?.[0]) attachments[input.name] = await fileJson(input.files[0]);
-  }
-  status('Sending…');
-  const r = await api('/api/command', {
-    userId: state.userId,
-    channelId: state.channelId,
-    name: $('#command').value,
-    subcommand: sub,
-    options: optionValues(),
-    attachments,
-  });
-  status(r.callbackType === null ? 'The bot did not answer within 3 s (is it restarting?)' : 'Sent.');
-  if (r.modal) openModal(r.modal, undefined);
-  renderOptions();
-}
-
-async function clickButton(messageId, customId, label, values) {
-  status(`Clicked “${label ?? customId}”…`);
+async function interact(messageId, customId, label, values) {
+  status('');
   const r = await api('/api/button', {
     userId: state.userId,
     channelId: state.channelId,
     messageId,
     customId,
     ...(values ? { values } : {}),
+  }).catch((err) => status(err.message, true));
+  if (r?.modal) openModal(r.modal, messageId);
+  void loadMessages();
+}
+
+// ------------------------------------------------------------------ channels, member
+
+const TOP_LEVEL = new Set([0, 5, 15, 16]);
+const THREADS = new Set([10, 11, 12]);
+const CHANNEL_ICON = { 0: 'hash', 5: 'megaphone', 15: 'forum', 16: 'forum' };
+
+function renderChannels() {
+  const top = state.channels.filter((c) => TOP_LEVEL.has(c.type));
+  const row = (c) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        class: 'channel',
+        'aria-current': c.id === state.channelId ? 'true' : 'false',
+        'data-channel': c.id,
+        onclick: () => void selectChannel(c.id),
+      },
+      icon(CHANNEL_ICON[c.type] ?? 'hash', 20),
+      el('span', { text: c.name }),
+    );
+  const threadRow = (t) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        class: 'thread',
+        'aria-current': t.id === state.channelId ? 'true' : 'false',
+        'data-channel': t.id,
+        onclick: () => void selectChannel(t.id),
+      },
+      el('span', { class: 'spine', 'aria-hidden': 'true' }),
+      el('span', { text: t.name }),
+    );
+  $('#channel-list').replaceChildren(
+    el('div', { class: 'category', text: 'Text channels' }),
+    ...top.flatMap((c) => [
+      row(c),
+      ...state.channels.filter((t) => t.parentId === c.id && THREADS.has(t.type)).map(threadRow),
+    ]),
+  );
+  const c = channel(state.channelId);
+  const parent = c?.parentId ? channel(c.parentId) : undefined;
+  $('#channel-title').replaceChildren(
+    icon(THREADS.has(c?.type) ? 'chat' : (CHANNEL_ICON[c?.type] ?? 'hash'), 22),
+    parent ? el('span', { class: 'muted', text: `${parent.name} › ` }) : '',
+    el('span', { text: c?.name ?? '' }),
+  );
+  document.title = `#${c?.name ?? ''} · ${state.guild.name} · playground`;
+}
+
+function renderUserPanel() {
+  const u = me();
+  $('#user-avatar').replaceChildren(avatar(asUser(u), 'medium'));
+  $('#user-perms').textContent = u?.admin ? 'Manage Server' : 'Member';
+}
+
+async function selectChannel(id) {
+  state.channelId = id;
+  state.messages = [];
+  state.pending = [];
+  for (const { node } of nodes.values()) node.remove();
+  nodes.clear();
+  stick = true;
+  unseen = false;
+  renderChannels();
+  composer.refresh();
+  document.body.classList.remove('show-channels');
+  await loadMessages();
+}
+
+let commandsSig = '';
+async function loadState() {
+  const s = await api('/api/state');
+  const first = !state.botId;
+  Object.assign(state, {
+    guild: s.guild,
+    users: s.users,
+    channels: s.channels,
+    commands: s.commands,
+    botId: s.botId,
+    applicationName: s.applicationName,
+    discordOrigins: s.discordOrigins,
   });
-  status(r.callbackType === null ? 'The bot did not answer within 3 s (is it restarting?)' : '');
-  if (r.modal) openModal(r.modal, messageId);
+  if (first) {
+    state.userId = s.users[0].id;
+    state.channelId = s.channels.find((c) => c.name === 'general')?.id ?? s.channels[0].id;
+    $('#guild-name').textContent = s.guild.name;
+    $('#user').replaceChildren(...s.users.map((u) => el('option', { value: u.id, text: u.name })));
+    ops.show(s);
+    renderUserPanel();
+  }
+  const sig = JSON.stringify(s.commands);
+  if (sig !== commandsSig) {
+    commandsSig = sig;
+    composer.refresh();
+  }
+  renderChannels();
 }
 
 // ------------------------------------------------------------------ modals
@@ -522,7 +408,8 @@ async function clickButton(messageId, customId, label, values) {
 function modalFields(modal) {
   const out = [];
   for (const c of modal.components ?? []) {
-    if (c.type === 18 && c.component) out.push({ label: c.label, ...c.component });
+    if (c.type === 18 && c.component)
+      out.push({ label: c.label, description: c.description, ...c.component });
     else if (c.type === 1) for (const inner of c.components ?? []) out.push({ label: inner.label, ...inner });
   }
   return out;
@@ -531,9 +418,8 @@ function modalFields(modal) {
 function openModal(modal, messageId) {
   const dialog = $('#modal');
   $('#modal-title').textContent = modal.title ?? 'Form';
-  const fields = modalFields(modal);
   $('#modal-fields').replaceChildren(
-    ...fields.map((f) => {
+    ...modalFields(modal).map((f) => {
       const input =
         f.type === 19
           ? el('input', {
@@ -544,14 +430,29 @@ function openModal(modal, messageId) {
               required: f.required ?? false,
             })
           : f.style === 2
-            ? el('textarea', { name: f.custom_id, required: f.required ?? false, rows: 3 }, f.value ?? '')
+            ? el(
+                'textarea',
+                { name: f.custom_id, required: f.required ?? false, rows: 3, placeholder: f.placeholder },
+                f.value ?? '',
+              )
             : el('input', {
                 type: 'text',
                 name: f.custom_id,
                 required: f.required ?? false,
                 value: f.value ?? '',
+                placeholder: f.placeholder,
               });
-      return el('label', {}, el('span', { text: f.label ?? f.custom_id }), input);
+      return el(
+        'label',
+        {},
+        el(
+          'span',
+          { class: 'modal-label', text: f.label ?? f.custom_id },
+          f.required ? el('span', { class: 'req', text: ' *' }) : null,
+        ),
+        f.description ? el('small', { text: f.description }) : null,
+        input,
+      );
     }),
   );
   dialog.dataset.customId = modal.custom_id;
@@ -576,104 +477,105 @@ async function submitModal(event) {
     ...(dialog.dataset.messageId ? { messageId: dialog.dataset.messageId } : {}),
     fields,
   });
-}
-
-// ------------------------------------------------------------------ operator panel
-
-async function loadTimeline() {
-  const t = await api('/api/timeline');
-  $('#count429').textContent = `· Discord 429s: ${t.count429}`;
-  $('#timeline').replaceChildren(
-    ...t.jobs.map((j) =>
-      el(
-        'div',
-        { class: 'job' },
-        el('b', { text: `${j.operation ?? 'job'} ${j.jobId.slice(0, 8)}` }),
-        j.taskId ? ` · task ${j.taskId.slice(0, 12)}` : '',
-        el(
-          'ol',
-          {},
-          j.events.slice(-14).map((e) =>
-            el('li', {
-              class: `${e.kind}${/→ (4|5)\d\d|dropped/.test(e.detail) ? ' bad' : ''}`,
-              text: `${new Date(e.at).toLocaleTimeString()} ${e.kind}: ${e.detail}`,
-            }),
-          ),
-        ),
-      ),
-    ),
-  );
-  $('#notes').replaceChildren(
-    ...t.notes.slice(-8).map((n) => el('li', { text: `${new Date(n.at).toLocaleTimeString()} ${n.detail}` })),
-  );
-}
-
-async function loadMetrics() {
-  try {
-    const text = await api('/api/metrics');
-    $('#metrics').textContent = text
-      .split('\n')
-      .filter((l) => l && !l.startsWith('#') && !/^(process|nodejs)_/.test(l))
-      .join('\n');
-  } catch (err) {
-    $('#metrics').textContent = String(err.message ?? err);
-  }
+  void loadMessages();
 }
 
 // ------------------------------------------------------------------ wiring
 
+const ops = createOps({ api });
+const composer = createComposer({
+  context: () => ({
+    userId: state.userId,
+    channelId: state.channelId,
+    channelName: channel(state.channelId)?.name,
+    commands: state.commands,
+    channels: state.channels,
+    users: state.users,
+    me: me(),
+    applicationName: state.applicationName,
+  }),
+  api,
+  sent: (result) => {
+    toBottom();
+    void loadMessages();
+    if (result?.modal) openModal(result.modal, undefined);
+  },
+});
+
 function wire() {
+  $('#toggle-channels').append(icon('menu', 22));
+  $('#toggle-ops').prepend(icon('gear', 20));
   $('#user').addEventListener('change', () => {
     state.userId = $('#user').value;
+    renderUserPanel();
+    composer.refresh();
+    for (const { node } of nodes.values()) node.remove();
+    nodes.clear();
+    stick = true;
     void loadMessages();
   });
-  $('#command').addEventListener('change', renderSubcommands);
-  $('#subcommand').addEventListener('change', renderOptions);
-  $('#composer').addEventListener('submit', (e) => void send(e).catch((err) => status(err.message)));
-  $('#modal-form').addEventListener('submit', (e) => void submitModal(e).catch((err) => status(err.message)));
+  $('#modal-form').addEventListener(
+    'submit',
+    (e) => void submitModal(e).catch((err) => status(err.message, true)),
+  );
   $('#modal-cancel').addEventListener('click', () => $('#modal').close());
+  // Mentions, message links and reply headers move inside the page.
   $('#messages').addEventListener('click', (e) => {
-    const target = e.target.closest('[data-channel]');
-    if (target) {
-      e.preventDefault();
-      selectChannel(target.dataset.channel);
-    }
-  });
-  const drop = $('#drop');
-  drop.addEventListener('dragover', (e) => {
+    const target = e.target.closest('[data-jump-channel]');
+    if (!target) return;
     e.preventDefault();
-    drop.classList.add('over');
+    void jumpTo(target.dataset.jumpChannel, target.dataset.jumpMessage);
   });
-  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-  drop.addEventListener('drop', (e) => {
+  $('#messages').addEventListener('scroll', () => {
+    stick = distanceFromBottom() < 24;
+    if (stick) unseen = false;
+    paintJumpBar();
+  });
+  // Images load and progress bars grow after a render: stay at the bottom while following.
+  new ResizeObserver(() => stick && toBottom()).observe(list());
+  // A message kept while its media played is redrawn once it stops.
+  $('#messages').addEventListener('pause', () => render(), true);
+  $('#jump-present-button').addEventListener('click', () => toBottom());
+
+  // Files dropped anywhere on the channel go to the command's file options.
+  const chat = $('#chat');
+  const overlay = $('#drop-overlay');
+  let depth = 0;
+  const hasFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+  chat.addEventListener('dragenter', (e) => {
+    if (!hasFiles(e)) return;
+    depth++;
+    $('#drop-target').textContent = composer.mode
+      ? `/${composer.mode}`
+      : `#${channel(state.channelId)?.name ?? ''}`;
+    overlay.hidden = false;
+  });
+  chat.addEventListener('dragleave', () => {
+    depth = Math.max(0, depth - 1);
+    if (depth === 0) overlay.hidden = true;
+  });
+  chat.addEventListener('dragover', (e) => e.preventDefault());
+  chat.addEventListener('drop', (e) => {
     e.preventDefault();
-    drop.classList.remove('over');
-    fillAttachments([...(e.dataTransfer?.files ?? [])]);
+    depth = 0;
+    overlay.hidden = true;
+    composer.addFiles([...(e.dataTransfer?.files ?? [])]);
   });
-  drop.addEventListener('click', () => $('#drop-input').click());
-  drop.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' || e.key === ' ') $('#drop-input').click();
+
+  $('#toggle-channels').addEventListener('click', () => {
+    const open = document.body.classList.toggle('show-channels');
+    $('#toggle-channels').setAttribute('aria-expanded', String(open));
   });
-  $('#drop-input').addEventListener('change', (e) => fillAttachments([...(e.target.files ?? [])]));
-  for (const box of document.querySelectorAll('[data-switch]')) {
-    box.addEventListener('change', async () => {
-      const r = await api('/api/switch', { name: box.dataset.switch, on: box.checked });
-      if (!r.ok) {
-        box.checked = false;
-        alert(r.error);
-      }
-    });
-  }
-  $('#restart').addEventListener('click', () => void api('/api/switch', { name: 'restartBot' }));
-  for (const [button, panel] of [
-    ['#toggle-channels', '#channels'],
-    ['#toggle-ops', '#ops'],
-  ]) {
-    $(button).addEventListener('click', () => {
-      const open = $(panel).classList.toggle('open');
-      $(button).setAttribute('aria-expanded', String(open));
-    });
-  }
+  // The operator panel sits beside the channel on wide screens (hide it to give the channel room)
+  // and over it on narrow ones.
+  $('#toggle-ops').addEventListener('click', () => {
+    const wide = matchMedia('(min-width: 1100px)').matches;
+    const shown = wide
+      ? !document.body.classList.toggle('hide-ops')
+      : document.body.classList.toggle('show-ops');
+    $('#toggle-ops').setAttribute('aria-expanded', String(shown));
+  });
+
   const events = new EventSource('/api/events');
   let timer;
   events.onmessage = () => {
@@ -683,13 +585,10 @@ function wire() {
       void loadState();
     }, 50);
   };
-  setInterval(() => void loadTimeline().catch(() => undefined), 2000);
-  setInterval(() => void loadMetrics(), 5000);
+  setInterval(() => refreshRelativeTimes(list()), 30_000);
 }
 
 await loadState();
 wire();
 await loadMessages();
-void loadTimeline();
-void loadMetrics();
 document.body.dataset.ready = 'true';
