@@ -127,10 +127,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     busy: { maxTotalWaitMs: SUBMIT_WAIT_BOUND_MS },
   });
   // Every read of a task (polls, recovery, Refresh, autocomplete) goes through one batched, paced reader.
-  const taskReader = new TaskReader({ media, requestsPerSecond: config.media.readsPerSecond, logger: mediaLog });
+  const taskReader = new TaskReader({
+    media,
+    requestsPerSecond: config.media.readsPerSecond,
+    logger: mediaLog,
+  });
   const reader: TaskReading = { read: (op, taskId) => taskReader.read(op, taskId) };
   const urgentReader: TaskReading = { read: (op, taskId) => taskReader.read(op, taskId, { urgent: true }) };
-  const account = new AccountMonitor({ media, metrics, logger: mediaLog, lowCredits: config.media.lowCredits });
+  const account = new AccountMonitor({
+    media,
+    metrics,
+    logger: mediaLog,
+    lowCredits: config.media.lowCredits,
+  });
 
   // ---- Discord REST: the bot token's, the interaction webhooks' (no global limiter), the edits'.
   const countResponses = (rest: REST) =>

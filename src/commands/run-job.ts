@@ -91,6 +91,7 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
       ctx.jobs.create({
         id: admission.jobId,
         cost: admission.cost,
+        ...(interaction.guildLocale !== undefined ? { locale: interaction.guildLocale } : {}),
         operation: req.operation,
         userId: interaction.user.id,
         params: req.parent

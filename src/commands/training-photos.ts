@@ -400,7 +400,9 @@ async function submit(i: BotInteraction, ctx: BotContext, key: string): Promise<
             if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
             throw err;
           }
-          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, { onWaiting: hooks.waiting });
+          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, {
+            onWaiting: hooks.waiting,
+          });
           accepted = true;
           return r;
         },

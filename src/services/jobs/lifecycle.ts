@@ -23,6 +23,8 @@ export interface NewJob {
   message: JobMessageRef;
   params: JobRecord['params'];
   cost?: number;
+  /** The server's language (guild_locale), for the job's public messages. */
+  locale?: string;
 }
 
 export interface LifecycleOptions {
@@ -98,6 +100,7 @@ export class JobLifecycle {
       message: input.message,
       params: input.params,
       ...(input.cost !== undefined ? { cost: input.cost } : {}),
+      ...(input.locale !== undefined ? { locale: input.locale } : {}),
       state: 'submitting',
       percentage: 0,
       createdAt: now,

@@ -41,6 +41,8 @@ export interface JobRecord {
   reply?: JobMessageRef;
   /** What was submitted, as shown to the user (no secrets, no image bytes). */
   params: Record<string, string | number | boolean | string[]>;
+  /** The server's language (Discord's guild_locale) when the job started: its public messages speak it. */
+  locale?: string;
   taskId?: string;
   /** Credits the job costs (CREDIT_COSTS), shown while it waits. */
   cost?: number;
