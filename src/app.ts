@@ -25,9 +25,8 @@ import { AccountMonitor } from './services/media/account-monitor.js';
 import { MediaClient } from './services/media/client.js';
 import { SubmitLimit } from './services/media/submit-limit.js';
 import { TaskReader } from './services/media/task-batcher.js';
-import { openBull, type BullContext } from './services/queues/bull.js';
-import { BullJobEdits } from './services/queues/job-edits.js';
-import { BullAfterFinal, BullChecks } from './services/queues/job-queues.js';
+import type { BullContext } from './services/queues/bull.js';
+import type { BullJobEdits } from './services/queues/job-edits.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { TrainingSessions } from './services/training/sessions.js';
@@ -171,9 +170,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
 
   // ---- Several instances (Redis): BullMQ for durable work, shared budgets, the gateway lease.
   const redisUrl = config.store.redisUrl;
-  const bull: (BullContext & { close(): Promise<void> }) | undefined = redisUrl
-    ? await openBull({ url: redisUrl, namespace, logger: logger.child({ component: 'queues' }) })
+  // BullMQ is loaded only on Redis: the embedded store never needs it.
+  const queues = redisUrl
+    ? await Promise.all([
+        import('./services/queues/bull.js'),
+        import('./services/queues/job-edits.js'),
+        import('./services/queues/job-queues.js'),
+      ])
     : undefined;
+  const bull: (BullContext & { close(): Promise<void> }) | undefined =
+    redisUrl && queues
+      ? await queues[0].openBull({ url: redisUrl, namespace, logger: logger.child({ component: 'queues' }) })
+      : undefined;
   const clusterPrefix = `${namespace}::cluster:`;
   const clusterLog = logger.child({ component: 'cluster' });
   const channelBudget = stores.redis
@@ -253,7 +261,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   let checks: CheckScheduler;
   let afterFinal: AfterFinalQueue;
   let bullEdits: BullJobEdits | undefined;
-  if (bull && channelBudget) {
+  if (bull && channelBudget && queues) {
+    const [, { BullJobEdits }, { BullChecks, BullAfterFinal }] = queues;
     bullEdits = new BullJobEdits(bull, {
       store: stores.jobs,
       lifecycle: { mark: (id, flags) => lifecycle.mark(id, flags) },
@@ -316,6 +325,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     options: {
       ...lifecycleOptions,
       webhooks: config.publicUrl !== undefined,
+      startedAt: now(),
       // The longest a submission can take: the slowest request, its 429 waits, a margin.
       submitGraceMs:
         Math.max(config.media.timeoutMs, config.media.upscaleTimeoutMs) + SUBMIT_WAIT_BOUND_MS + 60_000,

@@ -110,7 +110,7 @@ describe('bot process killed mid-job', () => {
     await eventually(() => second.child.exitCode !== null, 15_000, 'graceful exit');
     expect(second.child.exitCode).toBe(0);
     const logs = first.output() + second.output();
-    expect(logs).toContain('recovered unfinished jobs');
+    expect(logs).toContain('recovered open jobs');
     expect(logs).not.toContain(fake.token);
     expect(logs).not.toContain(emulator.apiKey === 'dev-key' ? 'Authorization: dev-key' : emulator.apiKey);
     expect(logs).not.toContain(cmd.token);

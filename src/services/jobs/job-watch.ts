@@ -25,6 +25,11 @@ export interface JobWatchOptions {
   /** How soon a final job with work left is looked at again. */
   settleRecheckMs?: number;
   /**
+   * When this process started: a webhook heard before it may have been followed by others
+   * this process missed while down (the service does not resend them), so the job is polled.
+   */
+  startedAt?: number;
+  /**
    * How long a submission may be in flight (the service's timeouts and waiting out its 429s):
    * a job still `submitting` after that was cut off by a crash, and its outcome is unknown.
    */
@@ -95,7 +100,7 @@ export class JobWatch {
       job.lastEventAt ?? Number.NEGATIVE_INFINITY,
       this.deps.store.unwrittenEventAt?.(jobId) ?? Number.NEGATIVE_INFINITY,
     );
-    if (o.webhooks && Number.isFinite(heardAt)) {
+    if (o.webhooks && Number.isFinite(heardAt) && heardAt >= (o.startedAt ?? Number.NEGATIVE_INFINITY)) {
       const quietFor = this.now() - heardAt;
       if (quietFor < o.webhookSilenceMs) return Math.min(left, o.webhookSilenceMs - quietFor);
     }
@@ -149,8 +154,11 @@ export class JobWatch {
   private async poll(job: JobRecord & { taskId: string }, left: number): Promise<number | undefined> {
     const { id: jobId, taskId, operation } = job;
     try {
-      if (this.deps.logger.isLevelEnabled('debug')) this.deps.logger.debug({ jobId }, 'job polled');
+      const startedAt = Date.now();
       const result = await this.deps.reader.read(operation, taskId);
+      // Logged once the read is back, with how long it took: tests check one poller per job at a time.
+      if (this.deps.logger.isLevelEnabled('debug'))
+        this.deps.logger.debug({ jobId, ms: Date.now() - startedAt }, 'job polled');
       this.deps.metrics?.polls.inc({ outcome: result.state });
       this.notFound.delete(jobId);
       const updated = await this.deps.lifecycle.applyResult(jobId, result, 'poll');
