@@ -180,7 +180,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     : undefined;
   const bull: (BullContext & { close(): Promise<void> }) | undefined =
     redisUrl && queues
-      ? await queues[0].openBull({ url: redisUrl, namespace, logger: logger.child({ component: 'queues' }) })
+      ? await queues[0].openBull({
+          url: redisUrl,
+          namespace,
+          logger: logger.child({ component: 'queues' }),
+          lockMs: config.jobs.queueLockMs,
+        })
       : undefined;
   const clusterPrefix = `${namespace}::cluster:`;
   const clusterLog = logger.child({ component: 'cluster' });

@@ -210,6 +210,10 @@ const schema = z.object({
   POLL_INITIAL_MS: withDefault(int(100, 600_000, 'first poll delay'), '5000'),
   POLL_MAX_MS: withDefault(int(100, 3_600_000, 'longest poll interval'), '60000'),
   WEBHOOK_SILENCE_MS: withDefault(int(100, 3_600_000, 'silence before a webhook job is polled'), '60000'),
+  QUEUE_LOCK_SECONDS: withDefault(
+    int(2, 600, "how long a queued job stays its worker's without a sign of life (Redis)"),
+    '5',
+  ),
   PHOTO_MAX_BYTES: withDefault(
     int(1024, 100 * 1024 * 1024, 'largest accepted image in bytes'),
     String(10 * 1024 * 1024),
@@ -267,7 +271,14 @@ export interface Config {
   /** `/metrics`: on the main port unless `port` is set; `token` set: `Authorization: Bearer <token>` required. */
   metrics: { port?: number; token?: string };
   store: { redisUrl?: string; dataDir: string; jobTtlMs: number; redisStartTimeoutMs: number };
-  jobs: { maxDurationMs: number; pollInitialMs: number; pollMaxMs: number; webhookSilenceMs: number };
+  jobs: {
+    maxDurationMs: number;
+    pollInitialMs: number;
+    pollMaxMs: number;
+    webhookSilenceMs: number;
+    /** BullMQ lock: longer than any event-loop stall (a stall past it runs a job twice). */
+    queueLockMs: number;
+  };
   photos: { maxBytes: number; sessionTtlMs: number };
   /** Per-guild settings' defaults (a server's own values, set with /settings, win) and credit costs. */
   community: {
@@ -346,6 +357,7 @@ function toConfig(e: Env): Config {
       pollInitialMs: e.POLL_INITIAL_MS,
       pollMaxMs: e.POLL_MAX_MS,
       webhookSilenceMs: e.WEBHOOK_SILENCE_MS,
+      queueLockMs: e.QUEUE_LOCK_SECONDS * 1000,
     },
     photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
     community: {

@@ -25,7 +25,10 @@ export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) =>
   app.get('/healthz', async () => ({ ok: true }));
 
   app.get('/readyz', async (_req, reply) => {
+    // Read together, before the store's await: a lease taken meanwhile must not pair "held" with
+    // the standby's readiness (a holder is ready only once its gateway connection is).
     const discord = deps.discordReady();
+    const gateway = deps.gateway?.();
     let store = true;
     try {
       await deps.pingStore();
@@ -36,7 +39,7 @@ export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) =>
       ok: discord && store,
       discord,
       store,
-      ...(deps.gateway ? { gateway: deps.gateway() } : {}),
+      ...(gateway !== undefined ? { gateway } : {}),
       ...(deps.instance !== undefined ? { instance: deps.instance } : {}),
     });
   });

@@ -1,6 +1,6 @@
 /** A private redis-server (own port, own directory) a test can stop and start under the code it tests. */
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,11 +19,11 @@ export interface PrivateRedis {
   up(): Promise<boolean>;
   /** SHUTDOWN SAVE: the data survives the next start. */
   stop(): Promise<void>;
-  /** SHUTDOWN NOSAVE, ignoring errors (cleanup). */
+  /** SHUTDOWN NOSAVE, ignoring errors, and its directory removed (cleanup). */
   kill(): Promise<void>;
 }
 
-export async function privateRedis(): Promise<PrivateRedis> {
+export async function privateRedis(opts: { maxmemoryPolicy?: string } = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'mediabot-redis-'));
   const cli = (...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]);
@@ -57,6 +57,7 @@ export async function privateRedis(): Promise<PrivateRedis> {
         join(dir, 'redis.pid'),
         '--logfile',
         join(dir, 'redis.log'),
+        ...(opts.maxmemoryPolicy ? ['--maxmemory-policy', opts.maxmemoryPolicy] : []),
       ]);
       await eventually(ping, 5000, `redis-server on port ${port}`);
     },
@@ -67,6 +68,9 @@ export async function privateRedis(): Promise<PrivateRedis> {
     },
     async kill() {
       await cli('shutdown', 'nosave').catch(() => undefined);
+      // Nothing left behind: the data directory goes with the server.
+      await eventually(async () => !(await ping()), 5000, 'redis-server to stop').catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }

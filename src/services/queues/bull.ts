@@ -15,10 +15,15 @@ import type { Logger } from 'pino';
  * - workers are closed on SIGTERM (their running jobs finish or are handed back).
  */
 
-/** Longer than any event-loop stall we expect (a full GC of a large heap is well under a second). */
-export const LOCK_MS = 60_000;
-/** How often each worker looks for jobs whose worker died (their lock expired). */
-export const STALLED_CHECK_MS = 15_000;
+/**
+ * Default lock (QUEUE_LOCK_SECONDS): renewed every half of it while a job runs, so it must
+ * outlast any event-loop stall (the bot's longest synchronous work is a few milliseconds,
+ * a GC pause tens of them; `npm run bench` prints the longest stall seen). Short, so that a
+ * dead instance's jobs are taken again within seconds. A worker stalled past it anyway
+ * (SIGSTOP, a frozen VM) is fenced: it checks the lock is still its own right before any
+ * effect another worker must not repeat (`stillOurs`), and every job is idempotent.
+ */
+export const LOCK_MS = 5_000;
 
 function connect(url: string, logger: Logger) {
   const client = createClient({
@@ -38,12 +43,15 @@ export interface BullContext {
   /** Key prefix, e.g. `mjb-bull` (the store namespace keeps test runs apart). */
   prefix: string;
   logger: Logger;
+  /** How long a running job stays its worker's without a renewal (QUEUE_LOCK_SECONDS). */
+  lockMs: number;
 }
 
 export async function openBull(opts: {
   url: string;
   namespace: string;
   logger: Logger;
+  lockMs?: number;
 }): Promise<BullContext & { close(): Promise<void> }> {
   const connection = connect(opts.url, opts.logger);
   await connection.connect();
@@ -51,6 +59,7 @@ export async function openBull(opts: {
     connection,
     prefix: `${opts.namespace}-bull`,
     logger: opts.logger,
+    lockMs: opts.lockMs ?? LOCK_MS,
     async close() {
       if (connection.isOpen) connection.destroy();
     },
@@ -79,15 +88,20 @@ export function queueWithWorker<D>(
   const worker = new Worker<D>(name, processor, {
     connection: ctx.connection,
     prefix: ctx.prefix,
-    lockDuration: LOCK_MS,
-    stalledInterval: STALLED_CHECK_MS,
+    lockDuration: ctx.lockMs,
+    // A dead worker's jobs are taken again within a lock and a fifth of one.
+    stalledInterval: Math.max(1000, Math.round(ctx.lockMs / 5)),
     // A job whose worker died is taken again (never failed for it): these jobs are idempotent.
     maxStalledCount: 1_000_000,
     ...workerOpts,
   });
   const log = ctx.logger.child({ queue: name });
-  queue.on('error', (err) => log.warn({ err }, 'queue error'));
-  worker.on('error', (err) => log.warn({ err }, 'worker error'));
+  // A dropped connection makes every worker loop and queue call say so: one line, then a count.
+  const warn = throttled((err: Error, n: number) =>
+    log.warn({ err, ...(n > 0 ? { alsoSince: n } : {}) }, 'queue connection trouble; BullMQ reconnects'),
+  );
+  queue.on('error', warn);
+  worker.on('error', warn);
   return {
     queue,
     worker,
@@ -96,6 +110,38 @@ export function queueWithWorker<D>(
       await queue.close().catch((err: unknown) => log.warn({ err }, 'queue close failed'));
     },
   };
+}
+
+/** Calls `report` at most once per `windowMs` with the errors swallowed since the last call. */
+function throttled(
+  report: (err: Error, suppressed: number) => void,
+  windowMs = 30_000,
+): (err: Error) => void {
+  let last = -Infinity;
+  let suppressed = 0;
+  return (err) => {
+    const now = Date.now();
+    if (now - last < windowMs) {
+      suppressed++;
+      return;
+    }
+    report(err, suppressed);
+    last = now;
+    suppressed = 0;
+  };
+}
+
+/**
+ * Still this worker's job (its lock renewed now)? Checked right before an effect another
+ * worker must not repeat (a Discord edit): a worker paused past its lock finds it gone.
+ */
+export async function stillOurs<D>(job: Job<D>, token: string | undefined, lockMs: number): Promise<boolean> {
+  if (token === undefined) return true;
+  try {
+    return (await job.extendLock(token, lockMs)) === 1;
+  } catch {
+    return false;
+  }
 }
 
 /** Puts the running job back to wait `ms` (it keeps its id and deduplication): throw what this returns. */

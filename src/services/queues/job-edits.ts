@@ -8,7 +8,7 @@ import { hasMessage, isFinalState, type JobRenderers } from '../discord/edits/jo
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
-import { delayJob, queueWithWorker, type BullContext, type QueueHandle } from './bull.js';
+import { delayJob, queueWithWorker, stillOurs, type BullContext, type QueueHandle } from './bull.js';
 
 /**
  * The Discord edits of job messages on BullMQ. A change merged on any instance
@@ -165,6 +165,11 @@ export class BullJobEdits implements MessageUpdates {
         const wait = await this.deps.budget.acquire(ref.channelId, final ? 'final' : 'progress', this.now());
         if (wait > 0) throw await delayJob(job, token, wait);
       }
+      // A worker paused past its lock must not repeat what the job's new worker sends.
+      if (!(await stillOurs(job, token, this.ctx.lockMs))) {
+        this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
+        return;
+      }
       const outcome = await this.send(route, ref, payload);
       this.deps.metrics?.editsSent.inc({
         route,
@@ -177,7 +182,7 @@ export class BullJobEdits implements MessageUpdates {
               .set(markKey, String(this.now()), { expiration: { type: 'PX', value: 10_000 } })
               .catch(() => undefined);
           }
-          if (final && target === 'message') await this.deps.lifecycle.mark(jobId, { finalShown: true });
+          if (final && target === 'message') await this.markShown(jobId, { finalShown: true });
           this.deps.onDelivered?.(jobId, final);
           return;
         case 'rate_limited':
@@ -189,7 +194,7 @@ export class BullJobEdits implements MessageUpdates {
           throw await delayJob(job, token, outcome.retryAfterMs);
         case 'gone':
           this.log.info({ jobId, target, reason: outcome.reason }, 'job message gone: edits stopped');
-          if (target === 'message') await this.deps.lifecycle.mark(jobId, { messageGone: true });
+          if (target === 'message') await this.markShown(jobId, { messageGone: true });
           return;
         case 'token_invalid': {
           // Discord refused the interaction token: the channel route, at once, if there is one.
@@ -217,6 +222,27 @@ export class BullJobEdits implements MessageUpdates {
         case 'transient':
           if (!final && job.attemptsMade + 1 >= PROGRESS_ATTEMPTS) return;
           throw new Error(outcome.message);
+      }
+    }
+  }
+
+  /**
+   * Records that the final landed (or the message is gone), retrying through a Redis blip
+   * (up to ~30 s): the edit went out, so this job must not fail and send it again, and the
+   * keeper must not ask for it again.
+   */
+  private async markShown(jobId: string, flags: { finalShown?: true; messageGone?: true }): Promise<void> {
+    let delay = 100;
+    for (const deadline = Date.now() + 30_000; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await this.deps.lifecycle.mark(jobId, flags);
+        return;
+      } catch (err) {
+        if (Date.now() + delay > deadline) {
+          this.log.warn({ err, jobId }, 'could not record the delivered final; it may be shown again');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, delay));
       }
     }
   }

@@ -32,8 +32,16 @@ export class BullChecks implements CheckScheduler {
         }
         if (next !== undefined) throw await delayJob(job, token, next);
       },
-      // Checks are short and mostly wait on the service (batched reads): many at once.
-      { concurrency: opts.concurrency ?? 100 },
+      {
+        // Checks are short and mostly wait on the service (batched reads): many at once.
+        concurrency: opts.concurrency ?? 100,
+        // A check is never given up: one that fails anyway (Redis dropped the connection as it
+        // rescheduled itself) is tried again, so no open job ever loses its keeper.
+        defaultJobOptions: {
+          attempts: Number.MAX_SAFE_INTEGER,
+          backoff: { type: 'fixed', delay: opts.retryMs },
+        },
+      },
     );
   }
 

@@ -92,7 +92,10 @@ export class Gateway {
       manager.on(WebSocketShardEvents.Error, (err) => log.warn({ err }, 'gateway error'));
     });
     manager.on(WebSocketShardEvents.Dispatch, (payload) => {
-      if (payload.t === GatewayDispatchEvents.InteractionCreate) this.deps.onInteraction(payload.d);
+      if (payload.t !== GatewayDispatchEvents.InteractionCreate) return;
+      if (log.isLevelEnabled('debug'))
+        log.debug({ interactionId: payload.d.id, seq: payload.s }, 'interaction received');
+      this.deps.onInteraction(payload.d);
     });
     await manager.connect();
     await connected;
