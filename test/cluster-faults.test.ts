@@ -106,7 +106,7 @@ describe.skipIf(!HAS_REDIS_SERVER)('several instances when Redis or an instance 
   };
 
   const sendJobs = async (n: number): Promise<ReturnType<FakeDiscord['sendCommand']>[]> => {
-    const handles = [];
+    const handles: ReturnType<FakeDiscord['sendCommand']>[] = [];
     for (let i = 0; i < n; i++) {
       handles.push(
         fake.sendCommand({
