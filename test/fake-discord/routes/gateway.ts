@@ -1,0 +1,58 @@
+import { err } from '../errors.js';
+import { GatewayIntent, type GatewayHooks } from '../gateway.js';
+import type { Router } from '../router.js';
+import type { FakeState } from '../state.js';
+import { applicationJson, guildCreatePayload } from '../wire.js';
+
+/** Gateway and identity family: what the fake gateway says on READY, and `/gateway[/bot]`, `/users`, `/applications/@me`. */
+
+export function gatewayHooks(s: FakeState): GatewayHooks {
+  return {
+    token: () => s.token,
+    heartbeatIntervalMs: s.options.heartbeatIntervalMs ?? 41_250,
+    compression: s.options.gatewayCompression ?? 'honor',
+    resumeUrl: () => s.gatewayUrl,
+    onChange: () => s.changed(),
+    readyPayload: () => ({
+      v: 10,
+      user: { ...s.botUser, verified: true, mfa_enabled: false, email: null },
+      user_settings: {},
+      guilds: [{ id: s.guildId, unavailable: true }],
+      private_channels: [],
+      relationships: [],
+      presences: [],
+      guild_join_requests: [],
+      geo_ordered_rtc_regions: ['us-east', 'us-central'],
+      application: { id: s.applicationId, flags: 0 },
+      auth: {},
+      _trace: ['["fake-discord-gateway",{"micros":0}]'],
+    }),
+    guildCreates: (session) =>
+      (session.intents & GatewayIntent.Guilds) !== 0 ? [guildCreatePayload(s)] : [],
+  };
+}
+
+export function registerGatewayRoutes(r: Router, s: FakeState): void {
+  r.add('GET', '/gateway', 'none', () => ({ status: 200, body: { url: s.gatewayUrl } }));
+  r.add('GET', '/gateway/bot', 'bot', () => ({
+    status: 200,
+    body: {
+      url: s.gatewayUrl,
+      shards: 1,
+      session_start_limit: {
+        total: 1000,
+        remaining: 1000 - s.gateway.identifies,
+        reset_after: 0,
+        max_concurrency: 1,
+      },
+    },
+  }));
+  r.add('GET', '/users/@me', 'bot', () => ({ status: 200, body: s.botUser }));
+  r.add('GET', '/users/{user_id}', 'bot', (ctx) => {
+    const u = s.users.get(ctx.params['user_id'] ?? '');
+    if (!u) throw err.unknownUser();
+    return { status: 200, body: u.user };
+  });
+  r.add('GET', '/applications/@me', 'bot', () => ({ status: 200, body: applicationJson(s) }));
+  r.add('GET', '/oauth2/applications/@me', 'bot', () => ({ status: 200, body: applicationJson(s) }));
+}
