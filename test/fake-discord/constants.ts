@@ -21,6 +21,9 @@ export const DEFAULT_MEMBER_PERMISSIONS = permissionBits(
   0 /* CREATE_INSTANT_INVITE */,
 );
 
+/** What an app may do in a DM with its bot user: ATTACH_FILES, EMBED_LINKS, MENTION_EVERYONE, USE_EXTERNAL_EMOJIS. */
+export const DM_APP_PERMISSIONS = permissionBits(15, 14, 17, 18);
+
 const ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
 /** Upload limit per file by guild boost level (Discord: 10 MiB, 50 MiB at tier 2, 100 MiB at tier 3). */
 export const uploadLimitForTier = (tier: number): number =>

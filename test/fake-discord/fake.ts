@@ -32,6 +32,7 @@ import type {
   ComponentInput,
   FakeAttachment,
   FakeDiscordOptions,
+  FakeGuildOptions,
   FakeUserOptions,
   FaultHandle,
   FaultSpec,
@@ -70,7 +71,6 @@ export class FakeDiscord {
   readonly botUser: JsonObject;
   readonly guildId: string;
   readonly guildName: string;
-  readonly guildLocale: string;
   readonly validation: ValidationMode;
   readonly spec: OpenApiSpec;
 
@@ -131,8 +131,7 @@ export class FakeDiscord {
     this.applicationId = s.applicationId;
     this.botUser = s.botUser;
     this.guildId = s.guildId;
-    this.guildName = s.guildName;
-    this.guildLocale = s.guildLocale;
+    this.guildName = s.guild(s.guildId).name;
     this.validation = s.validation;
     this.spec = s.spec;
     this.messages = s.messages;
@@ -381,12 +380,46 @@ export class FakeDiscord {
   // Guild, users, attachments, messages from users
 
   /** Guild boost level: the upload limit per file (Discord: 10 MiB, 50 MiB at tier 2, 100 MiB at tier 3). */
-  setGuildPremiumTier(tier: 0 | 1 | 2 | 3): void {
-    this.#state.premiumTier = tier;
+  setGuildPremiumTier(tier: 0 | 1 | 2 | 3, guildId: string = this.guildId): void {
+    this.#state.guild(guildId).premiumTier = tier;
   }
 
+  /** The first guild's preferred locale (its interactions' `guild_locale`). */
+  get guildLocale(): string {
+    return this.#state.guild(this.guildId).locale;
+  }
+
+  /** A guild's preferred locale: every interaction from it carries it as `guild_locale`. */
+  setGuildLocale(guildId: string, locale: string): void {
+    this.#state.guild(guildId).locale = locale;
+  }
+
+  /** Adds a user; they are a member of the first guild (with `permissions`/`roles` there). */
   addUser(u: FakeUserOptions): string {
     return this.#state.addUser(u);
+  }
+
+  /**
+   * Another guild the bot is in (its own channels, members and commands); a connected bot gets
+   * its GUILD_CREATE. Returns the guild id. Users join it with `addMember`.
+   */
+  addGuild(options: FakeGuildOptions = {}): string {
+    return this.#state.addGuild(options);
+  }
+
+  /** Makes a user a member of a guild, with permissions and roles of their own there. */
+  addMember(guildId: string, userId: string, options: { permissions?: string; roles?: string[] } = {}): void {
+    this.#state.addMember(guildId, userId, options);
+  }
+
+  /** The DM channel between the bot and a user (created on first use). */
+  dmChannelId(userId: string = this.defaultUserId): string {
+    return this.#state.dmChannel(userId).id;
+  }
+
+  /** The first text channel of a guild. */
+  defaultChannelOf(guildId: string): string {
+    return this.#state.defaultChannelOf(guildId);
   }
 
   /** Registers bytes on the fake CDN and returns the Discord attachment object (use its id in interactions). */

@@ -47,18 +47,25 @@ export function emitMessage(
   t: 'MESSAGE_CREATE' | 'MESSAGE_UPDATE' | 'MESSAGE_DELETE',
   msg: FakeMessage,
 ): void {
-  if (msg.ephemeral || !s.gateway.currentSession || !s.gateway.hasIntent(GatewayIntent.GuildMessages)) return;
+  const guildId = s.guildOf(msg.channelId);
+  // Guild messages need GUILD_MESSAGES, DMs DIRECT_MESSAGES (and no guild_id or member).
+  const intent = guildId === null ? GatewayIntent.DirectMessages : GatewayIntent.GuildMessages;
+  if (msg.ephemeral || !s.gateway.currentSession || !s.gateway.hasIntent(intent)) return;
   if (t === 'MESSAGE_DELETE') {
-    s.gateway.dispatch(t, { id: msg.id, channel_id: msg.channelId, guild_id: s.guildId });
+    const d: JsonObject = { id: msg.id, channel_id: msg.channelId };
+    if (guildId !== null) d['guild_id'] = guildId;
+    s.gateway.dispatch(t, d);
     return;
   }
   const authorId = msg.authorId;
-  const member = authorId ? s.users.get(authorId) : undefined;
-  const d: JsonObject = { ...msg.data, guild_id: s.guildId };
-  if (member) {
-    const m = memberJson(member, false);
-    delete m['user'];
-    d['member'] = m;
+  const d: JsonObject = { ...msg.data };
+  if (guildId !== null) {
+    d['guild_id'] = guildId;
+    if (authorId && s.member(guildId, authorId)) {
+      const m = memberJson(s, guildId, authorId, false);
+      delete m['user'];
+      d['member'] = m;
+    }
   }
   s.gateway.dispatch(t, d);
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ChangeFeed } from './changes.js';
 import { OffsetClock } from './clock.js';
 import { DEFAULT_BOT_PERMISSIONS, DEFAULT_MEMBER_PERMISSIONS } from './constants.js';
-import { FakeGateway } from './gateway.js';
+import { FakeGateway, GatewayIntent } from './gateway.js';
 import { InteractionSigner, type HttpDelivery } from './http-interactions.js';
 import type { Json, JsonObject } from './json.js';
 import type { FakeMessage } from './messages.js';
@@ -10,8 +10,10 @@ import type { OpenApiSpec } from './openapi.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimitConfig } from './ratelimit.js';
 import { gatewayHooks } from './routes/gateway.js';
 import { SnowflakeGenerator } from './snowflake.js';
+import { guildCreatePayload } from './wire.js';
 import type {
   FakeDiscordOptions,
+  FakeGuildOptions,
   FakeUserOptions,
   InteractionCallbackRecord,
   RateLimitHit,
@@ -32,13 +34,32 @@ export interface ChannelState {
   position: number;
   botCanView: boolean;
   botCanSend: boolean;
+  /** The guild the channel is in; null for a DM channel. */
+  guildId: string | null;
+  /** DM channels: the user the bot talks to. */
+  recipientId: string | null;
 }
 
 export interface UserState {
   user: JsonObject;
+}
+
+/** A user's membership of one guild. */
+export interface MemberState {
   permissions: string;
   roles: string[];
   joinedAt: string;
+}
+
+export interface GuildState {
+  id: string;
+  name: string;
+  /** Preferred locale (the interaction's `guild_locale`). */
+  locale: string;
+  ownerId: string;
+  /** Boost level: sets the upload limit per file. */
+  premiumTier: number;
+  members: Map<string, MemberState>;
 }
 
 export interface InteractionState {
@@ -77,11 +98,9 @@ export class FakeState {
   readonly applicationId: string;
   readonly token: string;
   readonly botUser: JsonObject;
+  /** The first guild (the one the options describe); more can be added with `addGuild`. */
   readonly guildId: string;
-  readonly guildName: string;
-  readonly guildLocale: string;
-  /** Guild boost level: sets the upload limit per file. */
-  premiumTier = 0;
+  readonly guilds = new Map<string, GuildState>();
   /** Secret of the CDN link signatures (`hm`). */
   readonly cdnSecret = randomBytes(16);
 
@@ -166,24 +185,9 @@ export class FakeState {
     this.initialRateLimits = rlConfig;
     this.rateLimiter = new RateLimiter(rl === true || typeof rl === 'object', rlConfig);
 
+    this.users.set(this.applicationId, { user: this.botUser });
     const guild = options.guild ?? {};
-    this.guildId = guild.id ?? this.snowflakes.next();
-    this.guildName = guild.name ?? 'Fake Guild';
-    this.guildLocale = guild.locale ?? 'en-US';
-    const channels = guild.channels ?? [{ name: 'general' }];
-    channels.forEach((c, position) => {
-      const id = c.id ?? this.snowflakes.next();
-      this.channels.set(id, {
-        id,
-        name: c.name,
-        type: c.type ?? 0,
-        topic: c.topic ?? null,
-        parentId: c.parentId ?? null,
-        position,
-        botCanView: c.botCanView ?? true,
-        botCanSend: c.botCanSend ?? true,
-      });
-    });
+    this.guildId = this.#createGuild(guild);
     const users = options.users ?? [{ username: 'tester' }];
     let first: string | undefined;
     for (const u of users) {
@@ -191,13 +195,59 @@ export class FakeState {
       first ??= id;
     }
     this.defaultUserId = first ?? this.addUser({ username: 'tester' });
-    this.users.set(this.applicationId, {
-      user: this.botUser,
-      permissions: DEFAULT_BOT_PERMISSIONS,
-      roles: [],
-      joinedAt: new Date(this.clock.now() - 86_400_000).toISOString(),
-    });
+    const main = this.guild(this.guildId);
+    main.ownerId = guild.ownerId ?? this.defaultUserId;
     this.gateway = new FakeGateway(gatewayHooks(this));
+  }
+
+  /** A guild the bot is in, with its channels and the bot as a member. */
+  #createGuild(options: FakeGuildOptions): string {
+    const id = options.id ?? this.snowflakes.next();
+    if (this.guilds.has(id)) throw new Error(`fake-discord: guild ${id} exists already`);
+    this.guilds.set(id, {
+      id,
+      name: options.name ?? 'Fake Guild',
+      locale: options.locale ?? 'en-US',
+      ownerId: options.ownerId ?? '',
+      premiumTier: 0,
+      members: new Map([
+        [
+          this.applicationId,
+          {
+            permissions: DEFAULT_BOT_PERMISSIONS,
+            roles: [],
+            joinedAt: new Date(this.clock.now() - 86_400_000).toISOString(),
+          },
+        ],
+      ]),
+    });
+    const channels = options.channels ?? [{ name: 'general' }];
+    channels.forEach((c, position) => {
+      const channelId = c.id ?? this.snowflakes.next();
+      this.channels.set(channelId, {
+        id: channelId,
+        name: c.name,
+        type: c.type ?? 0,
+        topic: c.topic ?? null,
+        parentId: c.parentId ?? null,
+        position,
+        botCanView: c.botCanView ?? true,
+        botCanSend: c.botCanSend ?? true,
+        guildId: id,
+        recipientId: null,
+      });
+    });
+    return id;
+  }
+
+  /** Adds a guild the bot is in (GUILD_CREATE is dispatched to a connected bot, as when it joins one). */
+  addGuild(options: FakeGuildOptions & { ownerId?: string }): string {
+    const id = this.#createGuild(options);
+    this.guild(id).ownerId = options.ownerId ?? this.defaultUserId;
+    if (this.gateway.currentSession && this.gateway.hasIntent(GatewayIntent.Guilds))
+      this.gateway.dispatch('GUILD_CREATE', guildCreatePayload(this, id));
+    this.changed();
+    return id;
   }
 
   /** Something changed: re-check waits, tell listeners. */
@@ -214,10 +264,63 @@ export class FakeState {
   }
 
   get defaultChannelId(): string {
-    for (const c of this.channels.values()) if (c.type === 0 || c.type === 5) return c.id;
-    throw new Error('fake-discord: the guild has no text channel');
+    return this.defaultChannelOf(this.guildId);
   }
 
+  /** The first text or announcement channel of a guild. */
+  defaultChannelOf(guildId: string): string {
+    for (const c of this.channels.values())
+      if (c.guildId === guildId && (c.type === 0 || c.type === 5)) return c.id;
+    throw new Error(`fake-discord: guild ${guildId} has no text channel`);
+  }
+
+  /** The guild a channel is in (null for a DM or an unknown channel). */
+  guildOf(channelId: string): string | null {
+    return this.channels.get(channelId)?.guildId ?? null;
+  }
+
+  guild(id: string): GuildState {
+    const g = this.guilds.get(id);
+    if (!g) throw new Error(`fake-discord: unknown guild ${id} (addGuild first)`);
+    return g;
+  }
+
+  /** A user's membership of a guild, if they are in it. */
+  member(guildId: string, userId: string): MemberState | undefined {
+    return this.guilds.get(guildId)?.members.get(userId);
+  }
+
+  /** Makes a known user a member of a guild (its own permissions and roles there). */
+  addMember(guildId: string, userId: string, options: { permissions?: string; roles?: string[] } = {}): void {
+    this.user(userId);
+    this.guild(guildId).members.set(userId, {
+      permissions: options.permissions ?? DEFAULT_MEMBER_PERMISSIONS,
+      roles: options.roles ?? [],
+      joinedAt: new Date(this.clock.now() - 3_600_000).toISOString(),
+    });
+  }
+
+  /** The DM channel between the bot and a user (created on first use, like `POST /users/@me/channels`). */
+  dmChannel(userId: string): ChannelState {
+    for (const c of this.channels.values()) if (c.type === 1 && c.recipientId === userId) return c;
+    this.user(userId);
+    const channel: ChannelState = {
+      id: this.snowflakes.next(),
+      name: '',
+      type: 1,
+      topic: null,
+      parentId: null,
+      position: 0,
+      botCanView: true,
+      botCanSend: true,
+      guildId: null,
+      recipientId: userId,
+    };
+    this.channels.set(channel.id, channel);
+    return channel;
+  }
+
+  /** Adds a user; they are a member of the first guild (`permissions`, `roles` there). */
   addUser(u: FakeUserOptions): string {
     const id = u.id ?? this.snowflakes.next();
     this.users.set(id, {
@@ -236,10 +339,11 @@ export class FakeState {
         display_name_styles: null,
         primary_guild: null,
       },
-      permissions: u.permissions ?? DEFAULT_MEMBER_PERMISSIONS,
-      roles: u.roles ?? [],
-      joinedAt: new Date(this.clock.now() - 3_600_000).toISOString(),
     });
+    const options: { permissions?: string; roles?: string[] } = {};
+    if (u.permissions !== undefined) options.permissions = u.permissions;
+    if (u.roles !== undefined) options.roles = u.roles;
+    this.addMember(this.guildId, id, options);
     return id;
   }
 

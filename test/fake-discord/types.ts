@@ -228,8 +228,13 @@ export type AttachmentRef = string | AttachmentInput;
 
 export interface InteractionCommonInput {
   userId?: string;
+  /** Default: the guild's first text channel (the DM channel with `dm`). */
   channelId?: string;
+  /** Another guild the bot is in (`addGuild`); the user must be a member there. Default: the first guild. */
   guildId?: string;
+  /** From the user's DM with the bot: no guild, `user` instead of `member`, `context: 1`. */
+  dm?: boolean;
+  /** The user's client locale (`locale`); default `en-US`. */
   locale?: string;
   /** Bot permissions in the channel (stringified bitfield). */
   appPermissions?: string;

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { resolveAttachment } from './attachments.js';
-import { DEFAULT_BOT_PERMISSIONS, InteractionType, uploadLimitForTier } from './constants.js';
+import { InteractionContext, offeredCommand } from './command-access.js';
+import {
+  DEFAULT_BOT_PERMISSIONS,
+  DM_APP_PERMISSIONS,
+  InteractionType,
+  uploadLimitForTier,
+} from './constants.js';
 import { deliverOverHttp } from './http-interactions.js';
 import { isObj, toJson, type Json, type JsonObject } from './json.js';
 import type { FakeMessage } from './messages.js';
-import { registeredCommand } from './routes/commands.js';
-import type { FakeState, InteractionState } from './state.js';
+import type { ChannelState, FakeState, InteractionState } from './state.js';
 import type {
   AttachmentRef,
   AutocompleteInput,
@@ -57,49 +62,94 @@ interface Resolved {
   roles: JsonObject;
 }
 
+/** Where an interaction happens: a guild channel (the user's membership there) or the user's DM with the bot. */
+interface Location {
+  guildId: string | null;
+  channel: ChannelState;
+  context: number;
+  userId: string;
+}
+
+function locate(s: FakeState, input: InteractionCommonInput, channelId?: string): Location {
+  const userId = input.userId ?? s.defaultUserId;
+  s.user(userId);
+  if (input.dm) {
+    if (input.guildId !== undefined)
+      throw new Error('fake-discord: an interaction is in a DM or a guild, not both');
+    return { guildId: null, channel: s.dmChannel(userId), context: InteractionContext.BotDm, userId };
+  }
+  const id = input.channelId ?? channelId ?? s.defaultChannelOf(input.guildId ?? s.guildId);
+  const channel = s.channels.get(id);
+  if (!channel) throw new Error(`fake-discord: unknown channel ${id}`);
+  if (channel.guildId === null) return { guildId: null, channel, context: InteractionContext.BotDm, userId };
+  if (input.guildId !== undefined && input.guildId !== channel.guildId)
+    throw new Error(`fake-discord: channel ${id} is not in guild ${input.guildId}`);
+  if (!s.member(channel.guildId, userId))
+    throw new Error(
+      `fake-discord: user ${userId} is not a member of guild ${channel.guildId} (addMember first)`,
+    );
+  return { guildId: channel.guildId, channel, context: InteractionContext.Guild, userId };
+}
+
 function interactionBase(
   s: FakeState,
   type: number,
   data: JsonObject,
+  where: Location,
   input: InteractionCommonInput,
 ): InteractionState {
-  const channelId = input.channelId ?? s.defaultChannelId;
-  const channel = s.channels.get(channelId);
-  if (!channel) throw new Error(`fake-discord: unknown channel ${channelId}`);
-  const userId = input.userId ?? s.defaultUserId;
-  const user = s.user(userId);
+  const { guildId, channel, userId } = where;
   const id = s.snowflakes.next();
   const token = `aW50ZXJhY3Rpb246${Buffer.from(`${id}:`).toString('base64url')}${randomBytes(96).toString('base64url')}`;
-  const appPermissions = input.appPermissions ?? DEFAULT_BOT_PERMISSIONS;
-  const guildId = input.guildId ?? s.guildId;
-  const payload: JsonObject = {
-    app_permissions: appPermissions,
+  const common: JsonObject = {
     application_id: s.applicationId,
-    attachment_size_limit: uploadLimitForTier(s.premiumTier),
-    authorizing_integration_owners: { '0': guildId },
-    channel: { ...channelJson(s, channel, true), permissions: appPermissions },
-    channel_id: channelId,
-    context: 0,
+    channel_id: channel.id,
     data,
     entitlement_sku_ids: [],
     entitlements: [],
-    guild: { id: guildId, locale: s.guildLocale, features: [] },
-    guild_id: guildId,
-    guild_locale: s.guildLocale,
     id,
     locale: input.locale ?? 'en-US',
-    member: memberJson(user, true),
     token,
     type,
     version: 1,
   };
+  let payload: JsonObject;
+  if (guildId === null) {
+    const appPermissions = input.appPermissions ?? DM_APP_PERMISSIONS;
+    payload = {
+      ...common,
+      app_permissions: appPermissions,
+      attachment_size_limit: uploadLimitForTier(0),
+      // GUILD_INSTALL used in the bot's DMs: "0" (Discord's docs).
+      authorizing_integration_owners: { '0': '0' },
+      channel: channelJson(s, channel, false),
+      context: InteractionContext.BotDm,
+      user: s.user(userId).user,
+    };
+  } else {
+    const guild = s.guild(guildId);
+    const appPermissions =
+      input.appPermissions ?? s.member(guildId, s.applicationId)?.permissions ?? DEFAULT_BOT_PERMISSIONS;
+    payload = {
+      ...common,
+      app_permissions: appPermissions,
+      attachment_size_limit: uploadLimitForTier(guild.premiumTier),
+      authorizing_integration_owners: { '0': guildId },
+      channel: { ...channelJson(s, channel, true), permissions: appPermissions },
+      context: InteractionContext.Guild,
+      guild: { id: guildId, locale: guild.locale, features: [] },
+      guild_id: guildId,
+      guild_locale: guild.locale,
+      member: memberJson(s, guildId, userId, true),
+    };
+  }
   return {
     id,
     token,
     type,
-    payload,
+    payload: Object.fromEntries(Object.entries(payload).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     createdAt: s.clock.now(),
-    channelId,
+    channelId: channel.id,
     userId,
     callbacks: [],
     sourceMessageId: null,
@@ -169,7 +219,7 @@ function buildOptions(
   attachments: Record<string, AttachmentRef> | undefined,
   focused: string | undefined,
   resolved: Resolved,
-  channelId: string,
+  where: Location,
 ): Json[] {
   if (Array.isArray(options)) return toJson(options) as Json[];
   const defList = Array.isArray(defs) ? defs.filter(isObj) : [];
@@ -185,9 +235,11 @@ function buildOptions(
       const u = s.users.get(value);
       if (u) {
         resolved.users[value] = u.user;
-        const m = memberJson(u, true);
-        delete m['user'];
-        resolved.members[value] = m;
+        if (where.guildId !== null && s.member(where.guildId, value)) {
+          const m = memberJson(s, where.guildId, value, true);
+          delete m['user'];
+          resolved.members[value] = m;
+        }
       }
     }
     if (type === 7 && typeof value === 'string') {
@@ -197,7 +249,7 @@ function buildOptions(
     out.push(opt);
   }
   for (const [name, ref] of Object.entries(attachments ?? {})) {
-    const a = resolveAttachment(s, ref, channelId);
+    const a = resolveAttachment(s, ref, where.channel.id);
     const id = String(a['id']);
     resolved.attachments[id] = a;
     out.push({ name, type: 11, value: id });
@@ -209,10 +261,10 @@ function commandData(
   s: FakeState,
   input: CommandInput | AutocompleteInput,
   focused: string | undefined,
-  channelId: string,
-  guildId: string,
+  where: Location,
 ): JsonObject {
-  const registered = registeredCommand(s, input.name, guildId);
+  const commandType = 'commandType' in input && input.commandType !== undefined ? input.commandType : 1;
+  const registered = offeredCommand(s, input.name, commandType, where);
   const resolved: Resolved = { attachments: {}, users: {}, members: {}, channels: {}, roles: {} };
   let defs: Json | undefined = registered?.['options'];
   const findSub = (list: Json | undefined, name: string): JsonObject | undefined =>
@@ -222,13 +274,13 @@ function commandData(
   const subDef = input.subcommand ? findSub(defs, input.subcommand) : undefined;
   if (input.subcommand) defs = subDef?.['options'];
   const attachments = 'attachments' in input ? input.attachments : undefined;
-  let options = buildOptions(s, defs, input.options, attachments, focused, resolved, channelId);
+  let options = buildOptions(s, defs, input.options, attachments, focused, resolved, where);
   if (input.subcommand) options = [{ type: 1, name: input.subcommand, options }];
   if (input.subcommandGroup) options = [{ type: 2, name: input.subcommandGroup, options }];
   const data: JsonObject = {
     id: typeof registered?.['id'] === 'string' ? registered['id'] : s.snowflakes.next(),
     name: input.name,
-    type: 'commandType' in input && input.commandType !== undefined ? input.commandType : 1,
+    type: commandType,
   };
   if (options.length > 0) data['options'] = options;
   const compact: JsonObject = {};
@@ -240,19 +292,19 @@ function commandData(
 
 /** Dispatches an APPLICATION_COMMAND interaction (type 2) to the bot. */
 export function sendCommand(s: FakeState, input: CommandInput): InteractionHandle {
-  const channelId = input.channelId ?? s.defaultChannelId;
-  const data = commandData(s, input, undefined, channelId, input.guildId ?? s.guildId);
-  return dispatchInteraction(s, interactionBase(s, InteractionType.ApplicationCommand, data, input));
+  const where = locate(s, input);
+  const data = commandData(s, input, undefined, where);
+  return dispatchInteraction(s, interactionBase(s, InteractionType.ApplicationCommand, data, where, input));
 }
 
 /** Dispatches an APPLICATION_COMMAND_AUTOCOMPLETE interaction (type 4); one option is `focused`. */
 export function sendAutocomplete(s: FakeState, input: AutocompleteInput): InteractionHandle {
-  const channelId = input.channelId ?? s.defaultChannelId;
+  const where = locate(s, input);
   const focused =
     input.focused ??
     (input.options && !Array.isArray(input.options) ? Object.keys(input.options)[0] : undefined);
-  const data = commandData(s, input, focused, channelId, input.guildId ?? s.guildId);
-  return dispatchInteraction(s, interactionBase(s, InteractionType.Autocomplete, data, input));
+  const data = commandData(s, input, focused, where);
+  return dispatchInteraction(s, interactionBase(s, InteractionType.Autocomplete, data, where, input));
 }
 
 /** Dispatches a MESSAGE_COMPONENT interaction (type 3) for a component on an existing message. */
@@ -261,10 +313,8 @@ export function sendComponent(s: FakeState, input: ComponentInput): InteractionH
   if (!msg) throw new Error(`fake-discord: unknown message ${input.messageId}`);
   const data: JsonObject = { custom_id: input.customId, component_type: input.componentType ?? 2 };
   if (input.values) data['values'] = input.values;
-  const state = interactionBase(s, InteractionType.MessageComponent, data, {
-    channelId: msg.channelId,
-    ...input,
-  });
+  const where = locate(s, input, msg.channelId);
+  const state = interactionBase(s, InteractionType.MessageComponent, data, where, input);
   state.payload['message'] = { ...msg.data };
   state.sourceMessageId = msg.id;
   return dispatchInteraction(s, state);
@@ -272,7 +322,9 @@ export function sendComponent(s: FakeState, input: ComponentInput): InteractionH
 
 /** Dispatches a MODAL_SUBMIT interaction (type 5). Fields are wrapped in Label (18) components like Discord does. */
 export function sendModalSubmit(s: FakeState, input: ModalSubmitInput): InteractionHandle {
-  const channelId = input.channelId ?? s.defaultChannelId;
+  const source = input.messageId !== undefined ? s.messages.get(input.messageId) : undefined;
+  const where = locate(s, input, source?.channelId);
+  const channelId = where.channel.id;
   const resolvedAttachments: JsonObject = {};
   let nextId = 1;
   const components: Json[] = input.components.map((field): Json => {
@@ -301,7 +353,7 @@ export function sendModalSubmit(s: FakeState, input: ModalSubmitInput): Interact
   });
   const data: JsonObject = { custom_id: input.customId, components };
   if (Object.keys(resolvedAttachments).length > 0) data['resolved'] = { attachments: resolvedAttachments };
-  const state = interactionBase(s, InteractionType.ModalSubmit, data, { ...input, channelId });
+  const state = interactionBase(s, InteractionType.ModalSubmit, data, where, input);
   if (input.messageId) {
     const msg = s.messages.get(input.messageId);
     if (!msg) throw new Error(`fake-discord: unknown message ${input.messageId}`);

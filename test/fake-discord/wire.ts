@@ -1,11 +1,15 @@
 import { createHmac } from 'node:crypto';
 import { DEFAULT_MEMBER_PERMISSIONS } from './constants.js';
 import type { JsonObject } from './json.js';
-import type { ChannelState, FakeState, UserState } from './state.js';
+import type { ChannelState, FakeState } from './state.js';
 
 /** Discord's wire objects (channel, member, guild, application, message) built from the fake's state. */
 
 export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean): JsonObject {
+  if (c.type === 1) {
+    const recipient = c.recipientId ? s.users.get(c.recipientId)?.user : undefined;
+    return { id: c.id, type: 1, last_message_id: null, flags: 0, recipients: recipient ? [recipient] : [] };
+  }
   const out: JsonObject = {
     id: c.id,
     type: c.type,
@@ -15,7 +19,7 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
     flags: 0,
     permission_overwrites: [],
   };
-  if (withGuildId) out['guild_id'] = s.guildId;
+  if (withGuildId && c.guildId !== null) out['guild_id'] = c.guildId;
   if (c.type === 0 || c.type === 5) {
     Object.assign(out, { topic: c.topic, nsfw: false, last_message_id: null, rate_limit_per_user: 0 });
   }
@@ -41,11 +45,20 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
   return out;
 }
 
-export function memberJson(u: UserState, withPermissions: boolean): JsonObject {
+/** A guild member object; throws for a user who is not in the guild (a test set-up mistake). */
+export function memberJson(
+  s: FakeState,
+  guildId: string,
+  userId: string,
+  withPermissions: boolean,
+): JsonObject {
+  const m = s.member(guildId, userId);
+  if (!m)
+    throw new Error(`fake-discord: user ${userId} is not a member of guild ${guildId} (addMember first)`);
   const out: JsonObject = {
-    user: u.user,
-    roles: u.roles,
-    joined_at: u.joinedAt,
+    user: s.user(userId).user,
+    roles: m.roles,
+    joined_at: m.joinedAt,
     deaf: false,
     mute: false,
     flags: 0,
@@ -57,21 +70,22 @@ export function memberJson(u: UserState, withPermissions: boolean): JsonObject {
     communication_disabled_until: null,
     unusual_dm_activity_until: null,
   };
-  if (withPermissions) out['permissions'] = u.permissions;
+  if (withPermissions) out['permissions'] = m.permissions;
   return out;
 }
 
-export function guildCreatePayload(s: FakeState): JsonObject {
-  const bot = s.user(s.applicationId);
+export function guildCreatePayload(s: FakeState, guildId: string): JsonObject {
+  const g = s.guild(guildId);
+  const bot = s.member(guildId, s.applicationId);
   return {
-    id: s.guildId,
-    name: s.guildName,
+    id: g.id,
+    name: g.name,
     icon: null,
     splash: null,
     discovery_splash: null,
     banner: null,
     description: null,
-    owner_id: s.options.guild?.ownerId ?? s.defaultUserId,
+    owner_id: g.ownerId,
     region: 'deprecated',
     afk_channel_id: null,
     afk_timeout: 300,
@@ -91,10 +105,10 @@ export function guildCreatePayload(s: FakeState): JsonObject {
     public_updates_channel_id: null,
     safety_alerts_channel_id: null,
     vanity_url_code: null,
-    premium_tier: s.premiumTier,
-    premium_subscription_count: s.premiumTier * 7,
+    premium_tier: g.premiumTier,
+    premium_subscription_count: g.premiumTier * 7,
     premium_progress_bar_enabled: false,
-    preferred_locale: s.guildLocale,
+    preferred_locale: g.locale,
     nsfw_level: 0,
     max_members: 500000,
     max_video_channel_users: 25,
@@ -108,11 +122,11 @@ export function guildCreatePayload(s: FakeState): JsonObject {
     lazy: true,
     large: false,
     unavailable: false,
-    member_count: s.users.size,
-    joined_at: bot.joinedAt,
+    member_count: g.members.size,
+    joined_at: bot?.joinedAt ?? null,
     roles: [
       {
-        id: s.guildId,
+        id: g.id,
         name: '@everyone',
         description: null,
         permissions: DEFAULT_MEMBER_PERMISSIONS,
@@ -129,9 +143,9 @@ export function guildCreatePayload(s: FakeState): JsonObject {
     ],
     emojis: [],
     stickers: [],
-    channels: [...s.channels.values()].map((c) => channelJson(s, c, false)),
+    channels: [...s.channels.values()].filter((c) => c.guildId === g.id).map((c) => channelJson(s, c, false)),
     threads: [],
-    members: [memberJson(bot, false)],
+    members: [memberJson(s, g.id, s.applicationId, false)],
     presences: [],
     voice_states: [],
     stage_instances: [],
@@ -164,7 +178,7 @@ export function applicationJson(s: FakeState): JsonObject {
     owner,
     team: null,
     bot: s.botUser,
-    approximate_guild_count: 1,
+    approximate_guild_count: s.guilds.size,
     approximate_user_install_count: 0,
     approximate_user_authorization_count: 0,
     redirect_uris: [],

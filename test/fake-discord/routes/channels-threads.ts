@@ -1,15 +1,21 @@
 import { DiscordHttpError, err } from '../errors.js';
-import { bodyObject, type Router } from '../router.js';
+import { bodyObject, type HandlerContext, type Router } from '../router.js';
 import type { ChannelState, FakeState } from '../state.js';
 import { channelJson, guildCreatePayload, memberJson } from '../wire.js';
 import { channelFor, channelMessage } from './messages.js';
 
 /** Channels and threads family: the guild, its channels and members, channel GET, typing, threads. */
 
+/** The guild of a `/guilds/{guild_id}` route: one the bot is in, else 10004. */
+function knownGuild(s: FakeState, ctx: HandlerContext): string {
+  const id = ctx.params['guild_id'] ?? '';
+  if (!s.guilds.has(id)) throw err.unknownGuild();
+  return id;
+}
+
 export function registerChannelRoutes(r: Router, s: FakeState): void {
   r.add('GET', '/guilds/{guild_id}', 'bot', (ctx) => {
-    if (ctx.params['guild_id'] !== s.guildId) throw err.unknownGuild();
-    const g = guildCreatePayload(s);
+    const g = guildCreatePayload(s, knownGuild(s, ctx));
     for (const k of [
       'channels',
       'threads',
@@ -32,14 +38,15 @@ export function registerChannelRoutes(r: Router, s: FakeState): void {
     return { status: 200, body: g };
   });
   r.add('GET', '/guilds/{guild_id}/channels', 'bot', (ctx) => {
-    if (ctx.params['guild_id'] !== s.guildId) throw err.unknownGuild();
-    return { status: 200, body: [...s.channels.values()].map((c) => channelJson(s, c, true)) };
+    const guildId = knownGuild(s, ctx);
+    const list = [...s.channels.values()].filter((c) => c.guildId === guildId);
+    return { status: 200, body: list.map((c) => channelJson(s, c, true)) };
   });
   r.add('GET', '/guilds/{guild_id}/members/{user_id}', 'bot', (ctx) => {
-    if (ctx.params['guild_id'] !== s.guildId) throw err.unknownGuild();
-    const u = s.users.get(ctx.params['user_id'] ?? '');
-    if (!u) throw err.unknownMember();
-    return { status: 200, body: memberJson(u, false) };
+    const guildId = knownGuild(s, ctx);
+    const userId = ctx.params['user_id'] ?? '';
+    if (!s.member(guildId, userId)) throw err.unknownMember();
+    return { status: 200, body: memberJson(s, guildId, userId, false) };
   });
   r.add('GET', '/channels/{channel_id}', 'bot', (ctx) => ({
     status: 200,
@@ -72,6 +79,8 @@ export function registerChannelRoutes(r: Router, s: FakeState): void {
       position: 0,
       botCanView: true,
       botCanSend: channel.botCanSend,
+      guildId: channel.guildId,
+      recipientId: null,
     };
     s.channels.set(thread.id, thread);
     const json = channelJson(s, thread, true);

@@ -18,7 +18,7 @@ function commandList(s: FakeState, ctx: HandlerContext): JsonObject[] {
   if (ctx.params['application_id'] !== s.applicationId) throw err.missingAccess();
   const guildId = ctx.params['guild_id'];
   if (guildId === undefined) return s.commands.global;
-  if (guildId !== s.guildId) throw err.missingAccess();
+  if (!s.guilds.has(guildId)) throw err.missingAccess(); // a guild the app is not in
   let list = s.commands.guilds.get(guildId);
   if (!list) {
     list = [];
@@ -183,12 +183,4 @@ export function registerCommandRoutes(r: Router, s: FakeState): void {
       return { status: 204 };
     });
   }
-}
-
-/** The command a name resolves to for an interaction: the guild's first, then the global one. */
-export function registeredCommand(s: FakeState, name: string, guildId: string): JsonObject | undefined {
-  return (
-    (s.commands.guilds.get(guildId) ?? []).find((c) => c['name'] === name) ??
-    s.commands.global.find((c) => c['name'] === name)
-  );
 }

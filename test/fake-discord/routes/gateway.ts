@@ -1,8 +1,8 @@
 import { err } from '../errors.js';
 import { GatewayIntent, type GatewayHooks } from '../gateway.js';
-import type { Router } from '../router.js';
+import { bodyObject, type Router } from '../router.js';
 import type { FakeState } from '../state.js';
-import { applicationJson, guildCreatePayload } from '../wire.js';
+import { applicationJson, channelJson, guildCreatePayload } from '../wire.js';
 
 /** Gateway and identity family: what the fake gateway says on READY, and `/gateway[/bot]`, `/users`, `/applications/@me`. */
 
@@ -17,7 +17,7 @@ export function gatewayHooks(s: FakeState): GatewayHooks {
       v: 10,
       user: { ...s.botUser, verified: true, mfa_enabled: false, email: null },
       user_settings: {},
-      guilds: [{ id: s.guildId, unavailable: true }],
+      guilds: [...s.guilds.keys()].map((id) => ({ id, unavailable: true })),
       private_channels: [],
       relationships: [],
       presences: [],
@@ -28,7 +28,9 @@ export function gatewayHooks(s: FakeState): GatewayHooks {
       _trace: ['["fake-discord-gateway",{"micros":0}]'],
     }),
     guildCreates: (session) =>
-      (session.intents & GatewayIntent.Guilds) !== 0 ? [guildCreatePayload(s)] : [],
+      (session.intents & GatewayIntent.Guilds) !== 0
+        ? [...s.guilds.keys()].map((id) => guildCreatePayload(s, id))
+        : [],
   };
 }
 
@@ -52,6 +54,13 @@ export function registerGatewayRoutes(r: Router, s: FakeState): void {
     const u = s.users.get(ctx.params['user_id'] ?? '');
     if (!u) throw err.unknownUser();
     return { status: 200, body: u.user };
+  });
+  // Open (or get) the DM channel with a user.
+  r.add('POST', '/users/@me/channels', 'bot', (ctx) => {
+    const body = bodyObject(ctx);
+    const userId = typeof body['recipient_id'] === 'string' ? body['recipient_id'] : '';
+    if (!s.users.has(userId)) throw err.unknownUser();
+    return { status: 200, body: channelJson(s, s.dmChannel(userId), false) };
   });
   r.add('GET', '/applications/@me', 'bot', () => ({ status: 200, body: applicationJson(s) }));
   r.add('GET', '/oauth2/applications/@me', 'bot', () => ({ status: 200, body: applicationJson(s) }));

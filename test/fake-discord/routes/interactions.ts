@@ -13,6 +13,7 @@ import { bodyObject, type HandlerContext, type HandlerResult, type Router } from
 import type { FakeState, InteractionState } from '../state.js';
 import type { InteractionCallbackRecord } from '../types.js';
 import { baseMessage } from '../wire.js';
+import { messageReference } from './messages.js';
 
 /**
  * Interactions family (bot -> Discord): the interaction callback, and the interaction
@@ -32,7 +33,7 @@ function interactionMetadata(
     id: state.id,
     type: state.type,
     user,
-    authorizing_integration_owners: { '0': s.guildId },
+    authorizing_integration_owners: { '0': s.guildOf(state.channelId) ?? '0' },
   };
   if (state.type === InteractionType.ApplicationCommand) {
     const d = state.payload['data'] as JsonObject;
@@ -107,12 +108,7 @@ function followUp(s: FakeState, ctx: HandlerContext): HandlerResult {
   base['application_id'] = s.applicationId;
   base['interaction_metadata'] = interactionMetadata(s, state, state.originalMessageId);
   if (state.originalMessageId) {
-    base['message_reference'] = {
-      type: 0,
-      channel_id: state.channelId,
-      message_id: state.originalMessageId,
-      guild_id: s.guildId,
-    };
+    base['message_reference'] = messageReference(s, state.channelId, state.originalMessageId);
   }
   const data = applyMessageBody(s, base, body, ctx.files, 'create', state.channelId, ephemeral);
   checkMessageRules(s, data, ctx, true);
@@ -197,12 +193,7 @@ export function interactionCallback(s: FakeState, ctx: HandlerContext): HandlerR
       };
     }
     if (state.sourceMessageId && msgType === 19) {
-      base['message_reference'] = {
-        type: 0,
-        channel_id: state.channelId,
-        message_id: state.sourceMessageId,
-        guild_id: s.guildId,
-      };
+      base['message_reference'] = messageReference(s, state.channelId, state.sourceMessageId);
     }
     let dataOut: JsonObject;
     if (type === CallbackType.DeferredChannelMessageWithSource) {

@@ -1,6 +1,6 @@
 import { NONCE_WINDOW_MS, uploadLimitForTier } from '../constants.js';
 import { DiscordHttpError, err } from '../errors.js';
-import { isRecord } from '../json.js';
+import { isRecord, type JsonObject } from '../json.js';
 import {
   applyMessageBody,
   checkMessageRules,
@@ -38,6 +38,14 @@ export function channelMessages(s: FakeState, channelId: string, includeDeleted:
   return [...s.messages.values()].filter((m) => m.channelId === channelId && (includeDeleted || !m.deleted));
 }
 
+/** A reply's `message_reference` (no guild_id in DMs). */
+export function messageReference(s: FakeState, channelId: string, messageId: string): JsonObject {
+  const out: JsonObject = { type: 0, channel_id: channelId, message_id: messageId };
+  const guildId = s.guildOf(channelId);
+  if (guildId !== null) out['guild_id'] = guildId;
+  return out;
+}
+
 export function registerMessageRoutes(r: Router, s: FakeState): void {
   r.add('GET', '/channels/{channel_id}/messages', 'bot', (ctx) => {
     const channel = channelFor(s, ctx, false);
@@ -61,7 +69,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
 
   r.add('POST', '/channels/{channel_id}/messages', 'bot', (ctx) => {
     const channel = channelFor(s, ctx, true);
-    const limit = uploadLimitForTier(s.premiumTier);
+    const limit = uploadLimitForTier(channel.guildId === null ? 0 : s.guild(channel.guildId).premiumTier);
     if (ctx.files.some((f) => f.bytes.length > limit)) {
       throw new DiscordHttpError(413, 40005, 'Request entity too large');
     }
@@ -87,12 +95,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
     const reference = body['message_reference'];
     if (isRecord(reference) && typeof reference['message_id'] === 'string') {
       base['type'] = 19;
-      base['message_reference'] = {
-        type: 0,
-        channel_id: channel.id,
-        message_id: reference['message_id'],
-        guild_id: s.guildId,
-      };
+      base['message_reference'] = messageReference(s, channel.id, reference['message_id']);
     }
     const data = applyMessageBody(s, base, body, ctx.files, 'create', channel.id, false);
     if (typeof body['nonce'] === 'string' || typeof body['nonce'] === 'number') data['nonce'] = body['nonce'];
