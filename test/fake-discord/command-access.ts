@@ -6,8 +6,13 @@ import type { FakeState } from './state.js';
  * decides before any interaction exists: a guild command only in its guild; a global one
  * where its `contexts` (or, without them, `dm_permission`) and `integration_types` allow.
  * The fake's application is installed to guilds (GUILD_INSTALL) only, so a command that is
- * user-installable only is never offered.
+ * user-installable only is never offered. In a guild, `default_member_permissions` hides a
+ * command from members lacking them (administrators and the owner always see it; "0" means
+ * administrators only) unless a server admin allowed or denied that member the command
+ * (Server Settings → Integrations: `setCommandPermission`).
  */
+
+const ADMINISTRATOR = 1n << 3n;
 
 export const InteractionContext = { Guild: 0, BotDm: 1, PrivateChannel: 2 } as const;
 
@@ -51,7 +56,10 @@ export function offeredCommand(
   const guildScoped = [...s.commands.guilds.keys()].filter((id) => inGuild(id) !== undefined);
   if (!global && guildScoped.length === 0) return undefined;
   const local = where.guildId !== null ? inGuild(where.guildId) : undefined;
-  if (local) return local;
+  if (local) {
+    checkMemberPermissions(s, local, name, where);
+    return local;
+  }
   if (!global) return refuse(name, where, `it is registered only in guild(s) ${guildScoped.join(', ')}`);
   const integrations = Array.isArray(global['integration_types']) ? global['integration_types'] : [0];
   if (!integrations.includes(0))
@@ -65,5 +73,37 @@ export function offeredCommand(
   } else if (where.context === InteractionContext.PrivateChannel) {
     return refuse(name, where, 'a guild-installed app is not offered in private channels');
   }
+  checkMemberPermissions(s, global, name, where);
   return global;
+}
+
+function checkMemberPermissions(s: FakeState, cmd: JsonObject, name: string, where: Where): void {
+  if (where.guildId === null) return; // DMs have no member permissions
+  const override = s.commandPermissions.get(`${where.guildId}:${String(cmd['id'])}`)?.get(where.userId);
+  if (override !== undefined) {
+    if (!override) refuse(name, where, 'a server admin denied this member the command');
+    return;
+  }
+  const required = cmd['default_member_permissions'];
+  if (typeof required !== 'string') return;
+  const guild = s.guild(where.guildId);
+  if (guild.ownerId === where.userId) return;
+  const have = BigInt(s.member(where.guildId, where.userId)?.permissions ?? '0');
+  if ((have & ADMINISTRATOR) !== 0n) return;
+  const need = BigInt(required);
+  if (need !== 0n && (have & need) === need) return;
+  refuse(name, where, `the member lacks default_member_permissions ${required}`);
+}
+
+/** The registered command (guild first, then global) a name and type stand for, for permission overrides. */
+export function findCommand(
+  s: FakeState,
+  guildId: string,
+  name: string,
+  type: number,
+): JsonObject | undefined {
+  return (
+    (s.commands.guilds.get(guildId) ?? []).find((c) => same(c, name, type)) ??
+    s.commands.global.find((c) => same(c, name, type))
+  );
 }

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { addAttachment } from './attachments.js';
 import type { OffsetClock } from './clock.js';
+import { findCommand } from './command-access.js';
 import { FaultBook } from './faults.js';
 import type { FakeGateway } from './gateway.js';
 import {
@@ -37,6 +38,7 @@ import type {
   FaultHandle,
   FaultSpec,
   InteractionCallbackRecord,
+  MessageCommandInput,
   ModalSubmitInput,
   RateLimitHit,
   RequestRecord,
@@ -51,6 +53,7 @@ import {
   sendAutocomplete,
   sendCommand,
   sendComponent,
+  sendMessageCommand,
   sendModalSubmit,
   type InteractionHandle,
 } from './user-interactions.js';
@@ -456,6 +459,30 @@ export class FakeDiscord {
   /** Dispatches an APPLICATION_COMMAND_AUTOCOMPLETE interaction (type 4); one option is `focused`. */
   sendAutocomplete(input: AutocompleteInput): InteractionHandle {
     return sendAutocomplete(this.#state, input);
+  }
+
+  /**
+   * A message context-menu command (Apps → `name` on a message): APPLICATION_COMMAND with
+   * `data.type` 3, `target_id` and `resolved.messages`. Throws where Discord would not offer it.
+   */
+  sendMessageCommand(input: MessageCommandInput): InteractionHandle {
+    return sendMessageCommand(this.#state, input);
+  }
+
+  /**
+   * A server admin's per-member override of a command (Server Settings → Integrations): `true`
+   * offers it to the member whatever its default_member_permissions, `false` hides it.
+   */
+  setCommandPermission(guildId: string, name: string, userId: string, allowed: boolean, type = 1): void {
+    const cmd = findCommand(this.#state, guildId, name, type);
+    if (!cmd) throw new Error(`fake-discord: no command "${name}" of type ${type} is registered`);
+    const key = `${guildId}:${String(cmd['id'])}`;
+    let perUser = this.#state.commandPermissions.get(key);
+    if (!perUser) {
+      perUser = new Map();
+      this.#state.commandPermissions.set(key, perUser);
+    }
+    perUser.set(userId, allowed);
   }
 
   /** Dispatches a MESSAGE_COMPONENT interaction (type 3) for a component on an existing message. */

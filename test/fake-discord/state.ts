@@ -117,6 +117,8 @@ export class FakeState {
     global: [],
     guilds: new Map(),
   };
+  /** Per-member command permission overrides a server admin set, by `guildId:commandId`. */
+  readonly commandPermissions = new Map<string, Map<string, boolean>>();
   /** Edits of messages older than 1 h, per channel (30046 past the limit). */
   readonly oldMessageEdits = new Map<string, number>();
 

@@ -265,6 +265,18 @@ export interface CommandInput extends InteractionCommonInput {
   commandType?: number;
 }
 
+/** A message context-menu command (type 3) on a message (Apps → name, on a right-click). */
+export interface MessageCommandInput {
+  name: string;
+  /** The message right-clicked; the interaction happens in its channel. */
+  targetMessageId: string;
+  userId?: string;
+  /** Must be the target message's guild (for an assertion; the message decides). */
+  guildId?: string;
+  locale?: string;
+  appPermissions?: string;
+}
+
 export interface AutocompleteInput extends InteractionCommonInput {
   name: string;
   subcommandGroup?: string;

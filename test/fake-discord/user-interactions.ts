@@ -19,6 +19,7 @@ import type {
   ComponentInput,
   InteractionCallbackRecord,
   InteractionCommonInput,
+  MessageCommandInput,
   ModalSubmitInput,
   RawCommandOption,
 } from './types.js';
@@ -305,6 +306,28 @@ export function sendAutocomplete(s: FakeState, input: AutocompleteInput): Intera
     (input.options && !Array.isArray(input.options) ? Object.keys(input.options)[0] : undefined);
   const data = commandData(s, input, focused, where);
   return dispatchInteraction(s, interactionBase(s, InteractionType.Autocomplete, data, where, input));
+}
+
+/** Dispatches a message context-menu command (APPLICATION_COMMAND, `data.type` 3) on a message. */
+export function sendMessageCommand(s: FakeState, input: MessageCommandInput): InteractionHandle {
+  const target = s.messages.get(input.targetMessageId);
+  if (!target || target.deleted) throw new Error(`fake-discord: unknown message ${input.targetMessageId}`);
+  const common: InteractionCommonInput = { channelId: target.channelId };
+  if (input.userId !== undefined) common.userId = input.userId;
+  if (input.guildId !== undefined) common.guildId = input.guildId;
+  if (input.locale !== undefined) common.locale = input.locale;
+  if (input.appPermissions !== undefined) common.appPermissions = input.appPermissions;
+  const where = locate(s, common);
+  const registered = offeredCommand(s, input.name, 3, where);
+  const data: JsonObject = {
+    id: typeof registered?.['id'] === 'string' ? registered['id'] : s.snowflakes.next(),
+    name: input.name,
+    type: 3,
+    target_id: target.id,
+    resolved: { messages: { [target.id]: target.data } },
+  };
+  if (registered && typeof registered['guild_id'] === 'string') data['guild_id'] = registered['guild_id'];
+  return dispatchInteraction(s, interactionBase(s, InteractionType.ApplicationCommand, data, where, common));
 }
 
 /** Dispatches a MESSAGE_COMPONENT interaction (type 3) for a component on an existing message. */

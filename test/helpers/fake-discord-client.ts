@@ -18,7 +18,12 @@ export async function fakeWithClient(
   options: FakeDiscordOptions = {},
   intents: GatewayIntentBits[] = [GatewayIntentBits.Guilds],
 ): Promise<FakeWithClient> {
-  const fake = await startFakeDiscord({ heartbeatIntervalMs: 1_000, selfCheckResponses: true, ...options });
+  const fake = await startFakeDiscord({
+    heartbeatIntervalMs: 1_000,
+    selfCheckResponses: true,
+    warmUpValidators: true, // compile the usual validators here, not inside the first test's wait
+    ...options,
+  });
   const client = new Client({ intents, rest: { api: fake.apiUrl } });
   const out: FakeWithClient = {
     fake,

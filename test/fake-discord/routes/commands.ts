@@ -67,6 +67,29 @@ function normalizeCommand(
       fieldError([...path, 'description'], 'BASE_TYPE_REQUIRED', 'This field is required'),
     );
   }
+  // USER (2) and MESSAGE (3) commands: any case and spaces in the name, no description, no options.
+  if (type === 2 || type === 3) {
+    if (name.length < 1 || name.length > 32)
+      throw err.invalidForm(
+        fieldError([...path, 'name'], 'BASE_TYPE_BAD_LENGTH', 'Must be between 1 and 32 in length.'),
+      );
+    if (description !== '')
+      throw err.invalidForm(
+        fieldError(
+          [...path, 'description'],
+          'APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION_INVALID',
+          'Context menu commands cannot have description',
+        ),
+      );
+    if (Array.isArray(input['options']) && input['options'].length > 0)
+      throw err.invalidForm(
+        fieldError(
+          [...path, 'options'],
+          'APPLICATION_COMMAND_CONTEXT_MENU_OPTIONS_INVALID',
+          'Context menu commands cannot have options',
+        ),
+      );
+  }
   const perms = input['default_member_permissions'];
   const definition: JsonObject = {
     type,
