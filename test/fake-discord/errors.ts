@@ -1,4 +1,6 @@
-import type { JsonObject } from './json.js';
+import { isRecord, toJson, type JsonObject } from './json.js';
+import type { HandlerContext } from './router.js';
+import type { FakeState } from './state.js';
 import type { FaultSpec } from './types.js';
 
 /** What Cloudflare, in front of Discord, answers for a 502. */
@@ -87,3 +89,21 @@ export const fieldError = (path: string[], code: string, message: string): JsonO
   for (const seg of [...path].reverse()) node = { [seg]: node };
   return node;
 };
+
+/** Records a Discord rule refusal as a semantic violation (tests see it in `violations`). */
+export function recordSemanticViolation(s: FakeState, ctx: HandlerContext, error: DiscordHttpError): void {
+  const errors = error.body['errors'];
+  s.violations.push({
+    source: 'semantic',
+    method: ctx.method,
+    path: ctx.path,
+    route: ctx.template,
+    operationId: s.spec.operationId(ctx.template, ctx.method),
+    errors: [
+      { path: '', keyword: 'discord', message: `${error.body['code']}: ${error.message}`, params: {} },
+    ],
+    discordErrors: isRecord(errors) ? (errors as JsonObject) : {},
+    body: toJson(ctx.body),
+    at: Date.now(),
+  });
+}

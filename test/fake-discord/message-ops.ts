@@ -1,18 +1,17 @@
 import { attachmentJson, guessContentType } from './attachments.js';
 import { HOUR } from './constants.js';
-import type { DiscordHttpError } from './errors.js';
-import { err, fieldError } from './errors.js';
+import { err } from './errors.js';
 import { GatewayIntent } from './gateway.js';
-import { isObj, isRecord, toJson, type JsonObject } from './json.js';
+import { isObj, type JsonObject } from './json.js';
 import {
   CREATE_SETTABLE_FLAGS,
   EDIT_SETTABLE_FLAGS,
   MessageFlag,
-  embedLength,
   normalizeComponents,
   normalizeEmbed,
   type FakeMessage,
 } from './messages.js';
+import { checkMessageRules } from './message-rules.js';
 import type { HandlerContext } from './router.js';
 import type { FakeState } from './state.js';
 import { memberJson } from './wire.js';
@@ -20,27 +19,9 @@ import type { MessageVia, StoredAttachment, UploadedFile } from './types.js';
 
 /**
  * What every route that creates or edits a message shares (channel messages, interaction
- * callbacks, webhooks): applying a body the way Discord does, the rules Discord enforces
- * that the spec cannot express, edit history, deletion and the gateway events.
+ * callbacks, webhooks): applying a body the way Discord does, edit history (after the rules
+ * of message-rules.ts), deletion and the gateway events.
  */
-
-/** Records a Discord rule refusal as a semantic violation (tests see it in `violations`). */
-export function recordSemanticViolation(s: FakeState, ctx: HandlerContext, error: DiscordHttpError): void {
-  const errors = error.body['errors'];
-  s.violations.push({
-    source: 'semantic',
-    method: ctx.method,
-    path: ctx.path,
-    route: ctx.template,
-    operationId: s.spec.operationId(ctx.template, ctx.method),
-    errors: [
-      { path: '', keyword: 'discord', message: `${error.body['code']}: ${error.message}`, params: {} },
-    ],
-    discordErrors: isRecord(errors) ? (errors as JsonObject) : {},
-    body: toJson(ctx.body),
-    at: Date.now(),
-  });
-}
 
 export function emitMessage(
   s: FakeState,
@@ -181,52 +162,6 @@ export function applyMessageBody(
   return next;
 }
 
-/** Rules Discord enforces that the spec cannot express. Throws a Discord error (recorded as a semantic violation). */
-export function checkMessageRules(
-  s: FakeState,
-  msg: JsonObject,
-  ctx: HandlerContext | null,
-  hasBodyFields: boolean,
-): void {
-  const content = typeof msg['content'] === 'string' ? msg['content'] : '';
-  const embeds = Array.isArray(msg['embeds']) ? msg['embeds'].filter(isObj) : [];
-  const components = Array.isArray(msg['components']) ? msg['components'] : [];
-  const attachments = Array.isArray(msg['attachments']) ? msg['attachments'] : [];
-  const flags = typeof msg['flags'] === 'number' ? msg['flags'] : 0;
-  let error: DiscordHttpError | null = null;
-  if (content.length > 2000) {
-    error = err.invalidForm(
-      fieldError(['content'], 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.'),
-    );
-  } else if (embeds.reduce((n, e) => n + embedLength(e), 0) > 6000) {
-    error = err.invalidForm(
-      fieldError(['embeds'], 'MAX_EMBED_SIZE_EXCEEDED', 'Embed size exceeds maximum size of 6000'),
-    );
-  } else if ((flags & MessageFlag.IsComponentsV2) !== 0 && (content !== '' || embeds.length > 0)) {
-    error = err.invalidForm(
-      fieldError(
-        [content !== '' ? 'content' : 'embeds'],
-        'MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2',
-        `The '${content !== '' ? 'content' : 'embeds'}' field cannot be used when using MessageFlags.IS_COMPONENTS_V2`,
-      ),
-    );
-  } else if (
-    hasBodyFields &&
-    content === '' &&
-    embeds.length === 0 &&
-    components.length === 0 &&
-    attachments.length === 0 &&
-    msg['poll'] === undefined &&
-    (flags & MessageFlag.Loading) === 0
-  ) {
-    error = err.emptyMessage();
-  }
-  if (error) {
-    if (ctx) recordSemanticViolation(s, ctx, error);
-    throw error;
-  }
-}
-
 function recordEdit(
   s: FakeState,
   msg: FakeMessage,
@@ -256,12 +191,14 @@ export function checkOldMessageEdit(s: FakeState, msg: FakeMessage): void {
   s.oldMessageEdits.set(msg.channelId, used + 1);
 }
 
+/** Edits a message as Discord does; `prefix` is where the message sits in the request body (`data` in a callback). */
 export function editMessage(
   s: FakeState,
   msg: FakeMessage,
   ctx: HandlerContext,
   body: JsonObject,
   via: MessageVia,
+  prefix: string[] = [],
 ): JsonObject {
   const wasLoading = msg.loading;
   const after = applyMessageBody(s, msg.data, body, ctx.files, 'edit', msg.channelId, msg.ephemeral);
@@ -269,7 +206,7 @@ export function editMessage(
     after['flags'] = (typeof after['flags'] === 'number' ? after['flags'] : 0) & ~MessageFlag.Loading;
   // Discord does not mark the first edit of a deferred ("thinking…") response as an edit.
   after['edited_timestamp'] = wasLoading ? null : new Date(s.clock.now()).toISOString();
-  checkMessageRules(s, after, ctx, true);
+  checkMessageRules(s, after, ctx, { body, before: msg.data, prefix });
   recordEdit(s, msg, ctx, via, body, after);
   emitMessage(s, 'MESSAGE_UPDATE', msg);
   return after;

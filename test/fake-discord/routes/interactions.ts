@@ -1,13 +1,8 @@
 import { CallbackType, InteractionType } from '../constants.js';
 import { err, fieldError } from '../errors.js';
 import { isRecord, type JsonObject } from '../json.js';
-import {
-  applyMessageBody,
-  checkMessageRules,
-  deleteMessage,
-  editMessage,
-  emitMessage,
-} from '../message-ops.js';
+import { applyMessageBody, deleteMessage, editMessage, emitMessage } from '../message-ops.js';
+import { checkMessageRules } from '../message-rules.js';
 import { FakeMessage, MessageFlag, fileSummary } from '../messages.js';
 import { bodyObject, type HandlerContext, type HandlerResult, type Router } from '../router.js';
 import type { FakeState, InteractionState } from '../state.js';
@@ -111,7 +106,7 @@ function followUp(s: FakeState, ctx: HandlerContext): HandlerResult {
     base['message_reference'] = messageReference(s, state.channelId, state.originalMessageId);
   }
   const data = applyMessageBody(s, base, body, ctx.files, 'create', state.channelId, ephemeral);
-  checkMessageRules(s, data, ctx, true);
+  checkMessageRules(s, data, ctx, { body });
   const msg = new FakeMessage({
     id,
     channelId: state.channelId,
@@ -200,7 +195,7 @@ export function interactionCallback(s: FakeState, ctx: HandlerContext): HandlerR
       dataOut = { ...base, flags: MessageFlag.Loading | (ephemeral ? MessageFlag.Ephemeral : 0) };
     } else {
       dataOut = applyMessageBody(s, base, data, ctx.files, 'create', state.channelId, ephemeral);
-      checkMessageRules(s, dataOut, ctx, true);
+      checkMessageRules(s, dataOut, ctx, { body: data, prefix: ['data'] });
     }
     message = new FakeMessage({
       id,
@@ -219,7 +214,8 @@ export function interactionCallback(s: FakeState, ctx: HandlerContext): HandlerR
     if (!source) throw err.unknownMessage();
     state.originalMessageId = source.id;
     message = source;
-    if (type === CallbackType.UpdateMessage) editMessage(s, source, ctx, data, 'interaction-callback');
+    if (type === CallbackType.UpdateMessage)
+      editMessage(s, source, ctx, data, 'interaction-callback', ['data']);
   } else if (type === CallbackType.Modal) {
     state.modal = data;
   } else if (type === CallbackType.ApplicationCommandAutocompleteResult) {

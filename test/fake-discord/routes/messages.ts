@@ -3,12 +3,12 @@ import { DiscordHttpError, err } from '../errors.js';
 import { isRecord, type JsonObject } from '../json.js';
 import {
   applyMessageBody,
-  checkMessageRules,
   checkOldMessageEdit,
   deleteMessage,
   editMessage,
   emitMessage,
 } from '../message-ops.js';
+import { checkMessageRules } from '../message-rules.js';
 import { FakeMessage, MessageFlag } from '../messages.js';
 import { bodyObject, type HandlerContext, type Router } from '../router.js';
 import type { ChannelState, FakeState } from '../state.js';
@@ -99,7 +99,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
     }
     const data = applyMessageBody(s, base, body, ctx.files, 'create', channel.id, false);
     if (typeof body['nonce'] === 'string' || typeof body['nonce'] === 'number') data['nonce'] = body['nonce'];
-    checkMessageRules(s, data, ctx, true);
+    checkMessageRules(s, data, ctx, { body });
     const msg = new FakeMessage({
       id,
       channelId: channel.id,
