@@ -94,6 +94,9 @@ export function applyMessageBody(
   }
   if (mode === 'create' && typeof body['tts'] === 'boolean') next['tts'] = body['tts'];
   if (mode === 'create' && isObj(body['poll'])) next['poll'] = pollJson(s, body['poll']);
+  const stickers = body['sticker_ids'];
+  if (mode === 'create' && Array.isArray(stickers) && stickers.length > 0)
+    next['sticker_items'] = stickers.map((id) => ({ id: String(id), name: 'sticker', format_type: 1 }));
 
   // attachments: `attachments` lists the ones to keep (existing ids) + metadata for new uploads (id = file index)
   const existing = Array.isArray(next['attachments']) ? next['attachments'].filter(isObj) : [];

@@ -56,6 +56,30 @@ function duplicateCustomId(components: Json[]): string[] | undefined {
   return dup;
 }
 
+/** Components V2 limits: components in all (nested ones count), characters of all Text Displays. */
+const MAX_V2_COMPONENTS = 40;
+const MAX_V2_TEXT = 4000;
+
+/** The path of a File component (type 13) in the request that does not name one of the message's files. */
+function unattachedFile(body: JsonObject, msg: JsonObject): string[] | undefined {
+  const components = body['components'];
+  if (!Array.isArray(components)) return undefined;
+  const names = new Set(
+    (Array.isArray(msg['attachments']) ? msg['attachments'] : [])
+      .filter(isObj)
+      .map((a) => String(a['filename'])),
+  );
+  let missing: string[] | undefined;
+  walkComponents(components, (c, path) => {
+    if (missing || c['type'] !== 13) return;
+    const file = c['file'];
+    const url = isObj(file) && typeof file['url'] === 'string' ? file['url'] : '';
+    if (!url.startsWith('attachment://') || !names.has(url.slice('attachment://'.length)))
+      missing = [...path, 'file', 'url'];
+  });
+  return missing;
+}
+
 function firstViolation(msg: JsonObject, opts: RuleOptions): DiscordHttpError | null {
   const at = (path: string[], code: string, message: string): DiscordHttpError =>
     err.invalidForm(fieldError([...(opts.prefix ?? []), ...path], code, message));
@@ -68,14 +92,65 @@ function firstViolation(msg: JsonObject, opts: RuleOptions): DiscordHttpError | 
     return at(['content'], 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.');
   if (embeds.reduce((n, e) => n + embedLength(e), 0) > 6000)
     return at(['embeds'], 'MAX_EMBED_SIZE_EXCEEDED', 'Embed size exceeds maximum size of 6000');
-  if ((flags & MessageFlag.IsComponentsV2) !== 0 && (content !== '' || embeds.length > 0)) {
-    const field = content !== '' ? 'content' : 'embeds';
+  const v2 = (flags & MessageFlag.IsComponentsV2) !== 0;
+  const beforeFlags = typeof opts.before?.['flags'] === 'number' ? opts.before['flags'] : 0;
+  if (!v2 && (beforeFlags & MessageFlag.IsComponentsV2) !== 0)
     return at(
-      [field],
-      'MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2',
-      `The '${field}' field cannot be used when using MessageFlags.IS_COMPONENTS_V2`,
+      ['flags'],
+      'MESSAGE_CANNOT_REMOVE_COMPONENTS_V2_FLAG',
+      'A message cannot stop using IS_COMPONENTS_V2',
     );
+  if (v2) {
+    const legacy = [
+      ['content', content !== ''],
+      ['embeds', embeds.length > 0],
+      ['poll', msg['poll'] !== undefined],
+      ['sticker_ids', Array.isArray(msg['sticker_items']) && msg['sticker_items'].length > 0],
+    ] as const;
+    const field = legacy.find(([, used]) => used)?.[0];
+    if (field)
+      return at(
+        [field],
+        'MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2',
+        `The '${field}' field cannot be used when using MessageFlags.IS_COMPONENTS_V2`,
+      );
+    let count = 0;
+    let text = 0;
+    walkComponents(components, (c) => {
+      count += 1;
+      if (c['type'] === 10 && typeof c['content'] === 'string') text += c['content'].length;
+    });
+    if (count > MAX_V2_COMPONENTS)
+      return at(
+        ['components'],
+        'MESSAGE_COMPONENTS_TOO_MANY',
+        `Must be ${MAX_V2_COMPONENTS} or fewer components in total.`,
+      );
+    if (text > MAX_V2_TEXT)
+      return at(
+        ['components'],
+        'MESSAGE_TEXT_DISPLAY_TOO_LONG',
+        `The text of all Text Display components must be ${MAX_V2_TEXT} or fewer in length.`,
+      );
+  } else {
+    // Without the flag only action rows (at most 5) are allowed at the top, as before components v2.
+    const bad = components.findIndex((c) => !isObj(c) || c['type'] !== 1);
+    if (bad >= 0)
+      return at(
+        ['components', String(bad), 'type'],
+        'UNION_TYPE_CHOICES',
+        'Value of field "type" must be one of (1,).',
+      );
+    if (components.length > 5)
+      return at(['components'], 'BASE_TYPE_MAX_LENGTH', 'Must be 5 or fewer in length.');
   }
+  const missingFile = unattachedFile(opts.body, msg);
+  if (missingFile)
+    return at(
+      missingFile,
+      'COMPONENT_FILE_ATTACHMENT_NOT_FOUND',
+      'A File component must reference a file attached to the message (attachment://name).',
+    );
   const dup = duplicateCustomId(components);
   if (dup) return at(dup, 'COMPONENT_CUSTOM_ID_DUPLICATED', 'Component custom id was already specified');
   if (
