@@ -22,10 +22,11 @@ import { registerCdnRoutes, serveCdn } from './routes/cdn.js';
 import { registerChannelRoutes } from './routes/channels-threads.js';
 import { registerCommandRoutes } from './routes/commands.js';
 import { registerGatewayRoutes } from './routes/gateway.js';
+import { forumPosts, registerThreadRoutes, type ForumPost } from './routes/threads.js';
 import { editedMessageId, registerInteractionRoutes } from './routes/interactions.js';
 import { channelMessages, postUserMessage, registerMessageRoutes } from './routes/messages.js';
 import { onRequest, type ServerDeps } from './server.js';
-import { FakeState, type InteractionState } from './state.js';
+import { FakeState, type ForumTag, type InteractionState } from './state.js';
 import type {
   AttachmentInput,
   AutocompleteInput,
@@ -35,6 +36,7 @@ import type {
   FakeDiscordOptions,
   FakeGuildOptions,
   FakeUserOptions,
+  ForumChannelOptions,
   FaultHandle,
   FaultSpec,
   InteractionCallbackRecord,
@@ -61,7 +63,8 @@ import {
 export { DiscordErrors } from './errors.js';
 export { CallbackType, InteractionType, NONCE_WINDOW_MS } from './constants.js';
 export type { InteractionHandle } from './user-interactions.js';
-export type { InteractionState } from './state.js';
+export type { InteractionState, ForumTag } from './state.js';
+export type { ForumPost } from './routes/threads.js';
 
 /**
  * The fake Discord: REST v10, gateway, CDN and HTTP interactions on 127.0.0.1. This class is
@@ -161,6 +164,7 @@ export class FakeDiscord {
     const router = new Router();
     registerGatewayRoutes(router, s);
     registerChannelRoutes(router, s);
+    registerThreadRoutes(router, s);
     registerMessageRoutes(router, s);
     registerCdnRoutes(router, s);
     registerInteractionRoutes(router, s);
@@ -418,6 +422,30 @@ export class FakeDiscord {
   /** The DM channel between the bot and a user (created on first use). */
   dmChannelId(userId: string = this.defaultUserId): string {
     return this.#state.dmChannel(userId).id;
+  }
+
+  /**
+   * A forum channel (type 15), or with `media` a media channel (type 16), with its tags (`id`,
+   * `name`, `moderated`, `emoji_id`, `emoji_name`); `requireTag` sets REQUIRE_TAG (1 << 4).
+   * The bot posts in it with `POST /channels/{id}/threads`; `forumPosts(id)` lists the posts.
+   */
+  addForumChannel(options: ForumChannelOptions): {
+    id: string;
+    tags: ForumTag[];
+    tagIds: Record<string, string>;
+  } {
+    const { id, tags } = this.#state.addForumChannel(options);
+    return { id, tags, tagIds: Object.fromEntries(tags.map((t) => [t.name, t.id])) };
+  }
+
+  /** A forum's posts (oldest first, deleted ones too): thread state and starter message. */
+  forumPosts(channelId: string): ForumPost[] {
+    return forumPosts(this.#state, channelId);
+  }
+
+  /** Turns the reproduction of discord-api-docs #8611 (listing messages next to a Container answers 500) on or off. */
+  setContainerListBug(on: boolean): void {
+    this.#state.containerListBug = on;
   }
 
   /** The first text channel of a guild. */

@@ -10,10 +10,11 @@ import type { OpenApiSpec } from './openapi.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimitConfig } from './ratelimit.js';
 import { gatewayHooks } from './routes/gateway.js';
 import { SnowflakeGenerator } from './snowflake.js';
-import { guildCreatePayload } from './wire.js';
+import { channelJson, guildCreatePayload } from './wire.js';
 import type {
   FakeDiscordOptions,
   FakeGuildOptions,
+  ForumChannelOptions,
   FakeUserOptions,
   InteractionCallbackRecord,
   RateLimitHit,
@@ -38,6 +39,52 @@ export interface ChannelState {
   guildId: string | null;
   /** DM channels: the user the bot talks to. */
   recipientId: string | null;
+  /** Channel flags: PINNED (1 << 1) on a forum post, REQUIRE_TAG (1 << 4) on a forum or media channel. */
+  flags: number;
+  /** Forum and media channels: the tags a post may carry. */
+  availableTags: ForumTag[];
+  /** Threads: who started it, its tags (forum posts) and its state. */
+  ownerId: string | null;
+  appliedTags: string[];
+  archived: boolean;
+  locked: boolean;
+  /** Fake-clock time the thread was archived or unarchived (created). */
+  archiveTimestamp: number;
+  autoArchiveDuration: number;
+  /** Fake-clock time the channel was deleted; deleted channels live in `deletedChannels`. */
+  deletedAt: number | null;
+}
+
+export const ChannelFlag = { Pinned: 1 << 1, RequireTag: 1 << 4 } as const;
+
+export interface ForumTag {
+  id: string;
+  name: string;
+  moderated: boolean;
+  emoji_id: string | null;
+  emoji_name: string | null;
+}
+
+/** The fields every new channel starts with (a text channel in no guild, until said otherwise). */
+export function channelDefaults(s: { clock: { now(): number } }): Omit<ChannelState, 'id' | 'name' | 'type'> {
+  return {
+    topic: null,
+    parentId: null,
+    position: 0,
+    botCanView: true,
+    botCanSend: true,
+    guildId: null,
+    recipientId: null,
+    flags: 0,
+    availableTags: [],
+    ownerId: null,
+    appliedTags: [],
+    archived: false,
+    locked: false,
+    archiveTimestamp: s.clock.now(),
+    autoArchiveDuration: 1440,
+    deletedAt: null,
+  };
 }
 
 export interface UserState {
@@ -106,6 +153,8 @@ export class FakeState {
 
   // --- Discord's data
   readonly channels = new Map<string, ChannelState>();
+  /** Deleted channels (threads, forum posts), for tests to look at. */
+  readonly deletedChannels = new Map<string, ChannelState>();
   readonly users = new Map<string, UserState>();
   readonly defaultUserId: string;
   readonly messages = new Map<string, FakeMessage>();
@@ -149,6 +198,8 @@ export class FakeState {
   readonly signer = new InteractionSigner();
   readonly httpDeliveries: HttpDelivery[] = [];
   interactionsMode: 'gateway' | 'http';
+  /** discord-api-docs #8611: GET /channels/{id}/messages answers 500 when a message there has a Container. */
+  containerListBug: boolean;
   interactionsUrl: string | undefined;
 
   constructor(options: FakeDiscordOptions, spec: OpenApiSpec) {
@@ -156,6 +207,7 @@ export class FakeState {
     this.host = options.host ?? '127.0.0.1';
     this.interactionsMode = options.interactions ?? 'gateway';
     this.interactionsUrl = options.interactionsUrl;
+    this.containerListBug = options.containerListBug ?? true;
     this.clock = new OffsetClock(options.clock, options.startTime);
     this.snowflakes = new SnowflakeGenerator(() => this.clock.now());
     this.spec = spec;
@@ -227,6 +279,7 @@ export class FakeState {
     channels.forEach((c, position) => {
       const channelId = c.id ?? this.snowflakes.next();
       this.channels.set(channelId, {
+        ...channelDefaults(this),
         id: channelId,
         name: c.name,
         type: c.type ?? 0,
@@ -236,7 +289,6 @@ export class FakeState {
         botCanView: c.botCanView ?? true,
         botCanSend: c.botCanSend ?? true,
         guildId: id,
-        recipientId: null,
       });
     });
     return id;
@@ -302,20 +354,48 @@ export class FakeState {
     });
   }
 
+  /** A forum or media channel with its tags (CHANNEL_CREATE is dispatched to a connected bot). */
+  addForumChannel(options: ForumChannelOptions): { id: string; tags: ForumTag[] } {
+    const guildId = options.guildId ?? this.guildId;
+    this.guild(guildId);
+    const tags: ForumTag[] = (options.tags ?? []).map((t) => {
+      const input = typeof t === 'string' ? { name: t } : t;
+      return {
+        id: this.snowflakes.next(),
+        name: input.name,
+        moderated: input.moderated ?? false,
+        emoji_id: input.emojiId ?? null,
+        emoji_name: input.emojiName ?? null,
+      };
+    });
+    const channel: ChannelState = {
+      ...channelDefaults(this),
+      id: this.snowflakes.next(),
+      name: options.name,
+      type: options.media ? 16 : 15,
+      topic: options.topic ?? null,
+      position: [...this.channels.values()].filter((c) => c.guildId === guildId).length,
+      botCanSend: options.botCanSend ?? true,
+      guildId,
+      flags: options.requireTag ? ChannelFlag.RequireTag : 0,
+      availableTags: tags,
+    };
+    this.channels.set(channel.id, channel);
+    if (this.gateway.currentSession && this.gateway.hasIntent(GatewayIntent.Guilds))
+      this.gateway.dispatch('CHANNEL_CREATE', channelJson(this, channel, true));
+    this.changed();
+    return { id: channel.id, tags };
+  }
+
   /** The DM channel between the bot and a user (created on first use, like `POST /users/@me/channels`). */
   dmChannel(userId: string): ChannelState {
     for (const c of this.channels.values()) if (c.type === 1 && c.recipientId === userId) return c;
     this.user(userId);
     const channel: ChannelState = {
+      ...channelDefaults(this),
       id: this.snowflakes.next(),
       name: '',
       type: 1,
-      topic: null,
-      parentId: null,
-      position: 0,
-      botCanView: true,
-      botCanSend: true,
-      guildId: null,
       recipientId: userId,
     };
     this.channels.set(channel.id, channel);

@@ -15,6 +15,27 @@ export interface FakeChannelOptions {
   botCanSend?: boolean;
 }
 
+export interface ForumTagInput {
+  name: string;
+  /** Only members with Manage Threads may apply it. */
+  moderated?: boolean;
+  emojiName?: string;
+  emojiId?: string;
+}
+
+/** A forum (type 15) or, with `media`, a media channel (type 16): only posts (threads) live in it. */
+export interface ForumChannelOptions {
+  name: string;
+  tags?: Array<string | ForumTagInput>;
+  /** Channel flag REQUIRE_TAG (1 << 4): a post needs at least one tag (40067). */
+  requireTag?: boolean;
+  media?: boolean;
+  /** Default: the first guild. */
+  guildId?: string;
+  topic?: string;
+  botCanSend?: boolean;
+}
+
 export interface FakeGuildOptions {
   id?: string;
   name?: string;
@@ -66,6 +87,11 @@ export interface FakeDiscordOptions {
    */
   interactions?: 'gateway' | 'http';
   interactionsUrl?: string;
+  /**
+   * Reproduce discord-api-docs #8611 (default on): GET /channels/{id}/messages answers 500 when
+   * any message in the channel has a Container (type 17) component; GET of one message works.
+   */
+  containerListBug?: boolean;
   /** Initial interaction response must arrive within this time (Discord: 3 s), else 404 10062. */
   interactionAckDeadlineMs?: number;
   /** Interaction token lifetime (Discord: 15 min), else 401 50027. */

@@ -24,28 +24,56 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
     Object.assign(out, { topic: c.topic, nsfw: false, last_message_id: null, rate_limit_per_user: 0 });
   }
   if (c.type === 2) Object.assign(out, { bitrate: 64000, user_limit: 0, rtc_region: null, nsfw: false });
+  out['flags'] = c.flags;
+  if (c.type === 15 || c.type === 16) {
+    Object.assign(out, {
+      topic: c.topic,
+      nsfw: false,
+      last_message_id: lastThreadId(s, c.id),
+      rate_limit_per_user: 0,
+      available_tags: c.availableTags.map((t) => ({ ...t })),
+      default_reaction_emoji: null,
+      default_sort_order: null,
+      default_auto_archive_duration: 4320,
+      default_thread_rate_limit_per_user: 0,
+    });
+    if (c.type === 15) out['default_forum_layout'] = 0;
+  }
   if (c.type === 10 || c.type === 11 || c.type === 12) {
     delete out['permission_overwrites'];
     delete out['position'];
+    const messages = [...s.messages.values()].filter((m) => m.channelId === c.id && !m.deleted).length;
+    const parentType = c.parentId ? s.channels.get(c.parentId)?.type : undefined;
+    // A forum post's starter message does not count in message_count.
+    const starter = parentType === 15 || parentType === 16 ? 1 : 0;
     Object.assign(out, {
-      owner_id: s.applicationId,
+      owner_id: c.ownerId ?? s.applicationId,
       last_message_id: null,
       rate_limit_per_user: 0,
-      message_count: 0,
+      message_count: Math.max(0, messages - starter),
       member_count: 1,
-      total_message_sent: 0,
+      total_message_sent: Math.max(0, messages - starter),
       thread_metadata: {
-        archived: false,
-        auto_archive_duration: 1440,
-        archive_timestamp: new Date(s.clock.now()).toISOString(),
-        locked: false,
+        archived: c.archived,
+        auto_archive_duration: c.autoArchiveDuration,
+        archive_timestamp: new Date(c.archiveTimestamp).toISOString(),
+        locked: c.locked,
       },
     });
+    if (parentType === 15 || parentType === 16) out['applied_tags'] = [...c.appliedTags];
   }
   return out;
 }
 
 /** A guild member object; throws for a user who is not in the guild (a test set-up mistake). */
+/** A forum's newest post id (Discord: `last_message_id` of a forum names its last thread). */
+function lastThreadId(s: FakeState, forumId: string): string | null {
+  let last: string | null = null;
+  for (const c of s.channels.values())
+    if (c.parentId === forumId && (last === null || BigInt(c.id) > BigInt(last))) last = c.id;
+  return last;
+}
+
 export function memberJson(
   s: FakeState,
   guildId: string,

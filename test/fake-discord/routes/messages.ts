@@ -51,6 +51,10 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
     const channel = channelFor(s, ctx, false);
     const limit = Math.min(100, Math.max(1, Number(ctx.query.get('limit') ?? 50) || 50));
     let list = channelMessages(s, channel.id, false).filter((m) => !m.ephemeral);
+    // discord-api-docs #8611: listing a channel holding a message with a Container (type 17)
+    // answers 500, whatever the page; fetching one message works.
+    if (s.containerListBug && list.some((m) => m.components.some((c) => c['type'] === 17)))
+      throw new DiscordHttpError(500, 0, '500: Internal Server Error');
     const before = ctx.query.get('before');
     const after = ctx.query.get('after');
     const around = ctx.query.get('around');
@@ -69,6 +73,8 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
 
   r.add('POST', '/channels/{channel_id}/messages', 'bot', (ctx) => {
     const channel = channelFor(s, ctx, true);
+    if (channel.type === 4 || channel.type === 15 || channel.type === 16)
+      throw new DiscordHttpError(400, 50008, 'Cannot send messages in a non-text channel');
     const limit = uploadLimitForTier(channel.guildId === null ? 0 : s.guild(channel.guildId).premiumTier);
     if (ctx.files.some((f) => f.bytes.length > limit)) {
       throw new DiscordHttpError(413, 40005, 'Request entity too large');

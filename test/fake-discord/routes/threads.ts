@@ -1,0 +1,166 @@
+import { DiscordHttpError, err, fieldError, recordSemanticViolation } from '../errors.js';
+import { isObj, type JsonObject } from '../json.js';
+import { applyMessageBody, emitMessage } from '../message-ops.js';
+import { checkMessageRules } from '../message-rules.js';
+import { FakeMessage, MessageFlag } from '../messages.js';
+import { bodyObject, type HandlerContext, type HandlerResult, type Router } from '../router.js';
+import { ChannelFlag, channelDefaults, type ChannelState, type FakeState } from '../state.js';
+import { baseMessage, channelJson } from '../wire.js';
+import { channelFor, channelMessage } from './messages.js';
+
+/**
+ * Threads (the channels-and-threads family): a thread started from a message, a thread
+ * without a message, and a post in a forum (type 15) or media (type 16) channel: a public
+ * thread whose id is its starter message's id, with the post's tags.
+ */
+
+const isForum = (c: ChannelState): boolean => c.type === 15 || c.type === 16;
+
+/** Refuses with a Discord error, recorded as a semantic violation like the message rules. */
+function refuse(s: FakeState, ctx: HandlerContext, error: DiscordHttpError): never {
+  recordSemanticViolation(s, ctx, error);
+  throw error;
+}
+
+function newThread(s: FakeState, parent: ChannelState, id: string, name: string, type: number): ChannelState {
+  return {
+    ...channelDefaults(s),
+    id,
+    name,
+    type,
+    parentId: parent.id,
+    botCanSend: parent.botCanSend,
+    guildId: parent.guildId,
+    ownerId: s.applicationId,
+  };
+}
+
+function announce(s: FakeState, thread: ChannelState): JsonObject {
+  s.channels.set(thread.id, thread);
+  const json = channelJson(s, thread, true);
+  if (s.gateway.currentSession) s.gateway.dispatch('THREAD_CREATE', { ...json, newly_created: true });
+  return json;
+}
+
+/** POST /channels/{forum}/threads: the post (thread) and its starter message, in one request. */
+function createForumPost(
+  s: FakeState,
+  ctx: HandlerContext,
+  forum: ChannelState,
+  body: JsonObject,
+): HandlerResult {
+  const message = body['message'];
+  if (!isObj(message))
+    refuse(s, ctx, err.invalidForm(fieldError(['message'], 'BASE_TYPE_REQUIRED', 'This field is required')));
+  const name = typeof body['name'] === 'string' ? body['name'] : '';
+  const tags = Array.isArray(body['applied_tags']) ? body['applied_tags'].map(String) : [];
+  const unknown = tags.findIndex((id) => !forum.availableTags.some((t) => t.id === id));
+  if (unknown >= 0)
+    refuse(
+      s,
+      ctx,
+      err.invalidForm(
+        fieldError(
+          ['applied_tags', String(unknown)],
+          'FORUM_TAG_UNKNOWN',
+          'The tag is not one of this channel.',
+        ),
+      ),
+    );
+  if ((forum.flags & ChannelFlag.RequireTag) !== 0 && tags.length === 0)
+    refuse(
+      s,
+      ctx,
+      new DiscordHttpError(400, 40067, 'A tag is required to create a forum post in this channel'),
+    );
+
+  const id = s.snowflakes.next();
+  const thread = newThread(s, forum, id, name, 11);
+  thread.appliedTags = [...new Set(tags)];
+  if (typeof body['auto_archive_duration'] === 'number')
+    thread.autoArchiveDuration = body['auto_archive_duration'];
+  if (typeof message['flags'] === 'number') message['flags'] = message['flags'] & ~MessageFlag.Ephemeral;
+  const data = applyMessageBody(
+    s,
+    baseMessage(s, id, id, s.botUser, 0, 0),
+    message,
+    ctx.files,
+    'create',
+    id,
+    false,
+  );
+  checkMessageRules(s, data, ctx, { body: message, prefix: ['message'] });
+  const json = announce(s, thread);
+  const msg = new FakeMessage({
+    id,
+    channelId: id,
+    data,
+    ephemeral: false,
+    createdAt: s.clock.now(),
+    interactionId: null,
+    source: 'channel',
+  });
+  s.messages.set(id, msg);
+  emitMessage(s, 'MESSAGE_CREATE', msg);
+  return { status: 201, body: { ...json, message: data } };
+}
+
+export function registerThreadRoutes(r: Router, s: FakeState): void {
+  // Start a public thread from a message (Discord: the thread's id is the message's id; one thread per
+  // message, 160004; text or announcement channels only, 50024; Create Public Threads, else 50013).
+  r.add('POST', '/channels/{channel_id}/messages/{message_id}/threads', 'bot', (ctx) => {
+    const channel = channelFor(s, ctx, true);
+    if (channel.type !== 0 && channel.type !== 5) {
+      throw new DiscordHttpError(400, 50024, 'Cannot execute action on this channel type');
+    }
+    const msg = channelMessage(s, ctx);
+    if (s.channels.has(msg.id)) {
+      throw new DiscordHttpError(400, 160004, 'A thread has already been created for this message');
+    }
+    const body = bodyObject(ctx);
+    const name = typeof body['name'] === 'string' ? body['name'] : '';
+    const json = announce(s, newThread(s, channel, msg.id, name, channel.type === 5 ? 10 : 11));
+    msg.data['thread'] = json;
+    return { status: 201, body: json };
+  });
+
+  // A forum/media post, or a thread without a message in a text channel (private by default, like Discord).
+  r.add('POST', '/channels/{channel_id}/threads', 'bot', (ctx) => {
+    const channel = channelFor(s, ctx, true);
+    const body = bodyObject(ctx);
+    if (isForum(channel)) return createForumPost(s, ctx, channel, body);
+    if (channel.type !== 0 && channel.type !== 5)
+      throw new DiscordHttpError(400, 50024, 'Cannot execute action on this channel type');
+    const name = typeof body['name'] === 'string' ? body['name'] : '';
+    const type = typeof body['type'] === 'number' ? body['type'] : 12;
+    return { status: 201, body: announce(s, newThread(s, channel, s.snowflakes.next(), name, type)) };
+  });
+}
+
+/** A forum's posts (threads) with their starter messages, oldest first, deleted ones included. */
+export function forumPosts(s: FakeState, forumId: string): ForumPost[] {
+  return [...s.channels.values(), ...s.deletedChannels.values()]
+    .filter((c) => c.parentId === forumId)
+    .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
+    .map((c) => ({
+      id: c.id,
+      name: c.name,
+      appliedTags: [...c.appliedTags],
+      archived: c.archived,
+      locked: c.locked,
+      deleted: c.deletedAt !== null,
+      message: s.messages.get(c.id),
+    }));
+}
+
+export interface ForumPost {
+  /** The thread's id, which is also its starter message's id. */
+  id: string;
+  name: string;
+  appliedTags: string[];
+  archived: boolean;
+  locked: boolean;
+  deleted: boolean;
+  /** The starter message. */
+  message: FakeMessage | undefined;
+}
