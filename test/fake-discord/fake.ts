@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { addAttachment } from './attachments.js';
+import type { AutoModBlock } from './automod.js';
 import type { OffsetClock } from './clock.js';
 import { findCommand } from './command-access.js';
 import { FaultBook } from './faults.js';
@@ -65,6 +66,7 @@ export { CallbackType, InteractionType, NONCE_WINDOW_MS } from './constants.js';
 export type { InteractionHandle } from './user-interactions.js';
 export type { InteractionState, ForumTag } from './state.js';
 export type { ForumPost } from './routes/threads.js';
+export type { AutoModBlock } from './automod.js';
 
 /**
  * The fake Discord: REST v10, gateway, CDN and HTTP interactions on 127.0.0.1. This class is
@@ -441,6 +443,21 @@ export class FakeDiscord {
   /** A forum's posts (oldest first, deleted ones too): thread state and starter message. */
   forumPosts(channelId: string): ForumPost[] {
     return forumPosts(this.#state, channelId);
+  }
+
+  /**
+   * AutoMod's keyword filter (block message) in a guild: a message whose text (content, embeds,
+   * Text Displays) has one of `words` is refused with 400 200000, a thread name or forum post
+   * title with 200001. Whole words, case-insensitive; `*` at an end matches the rest of a word.
+   * `[]` turns it off. What was blocked is in `autoModBlocks`.
+   */
+  setAutoModKeywords(guildId: string, words: string[]): void {
+    this.#state.guild(guildId).autoModKeywords = [...words];
+  }
+
+  /** Messages and titles AutoMod blocked, in order. */
+  get autoModBlocks(): readonly AutoModBlock[] {
+    return this.#state.autoModBlocks;
   }
 
   /** Turns the reproduction of discord-api-docs #8611 (listing messages next to a Container answers 500) on or off. */

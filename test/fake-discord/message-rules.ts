@@ -1,3 +1,4 @@
+import { checkAutoModMessage } from './automod.js';
 import { err, fieldError, recordSemanticViolation, type DiscordHttpError } from './errors.js';
 import { isObj, type Json, type JsonObject } from './json.js';
 import { embedLength, MessageFlag } from './messages.js';
@@ -17,6 +18,8 @@ export interface RuleOptions {
   before?: JsonObject;
   /** Where the message sits in the request body: `['data']` in an interaction callback. */
   prefix?: string[];
+  /** The message's guild when its channel does not exist yet (a forum post's starter message). */
+  guildId?: string | null;
 }
 
 const CHILD_KEYS = ['components', 'component', 'accessory'] as const;
@@ -174,7 +177,10 @@ export function checkMessageRules(
   opts: RuleOptions,
 ): void {
   const error = firstViolation(msg, opts);
-  if (!error) return;
-  if (ctx) recordSemanticViolation(s, ctx, error);
-  throw error;
+  if (error) {
+    if (ctx) recordSemanticViolation(s, ctx, error);
+    throw error;
+  }
+  // A valid message may still be blocked by the guild's AutoMod (not the bot's mistake: not a violation).
+  checkAutoModMessage(s, msg, opts.guildId);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { AutoModBlock } from './automod.js';
 import { ChangeFeed } from './changes.js';
 import { OffsetClock } from './clock.js';
 import { DEFAULT_BOT_PERMISSIONS, DEFAULT_MEMBER_PERMISSIONS } from './constants.js';
@@ -107,6 +108,8 @@ export interface GuildState {
   /** Boost level: sets the upload limit per file. */
   premiumTier: number;
   members: Map<string, MemberState>;
+  /** AutoMod keyword filter that blocks messages (`setAutoModKeywords`). */
+  autoModKeywords: string[];
 }
 
 export interface InteractionState {
@@ -188,6 +191,8 @@ export class FakeState {
   readonly concurrentEdits: Array<{ messageId: string; path: string; at: number }> = [];
   readonly editsInFlight = new Map<string, number>();
   readonly commandCalls: Record<string, number> = {};
+  /** Messages and titles AutoMod blocked (200000 / 200001). */
+  readonly autoModBlocks: AutoModBlock[] = [];
   readonly cdnRequests: Array<{ path: string; status: number; at: number }> = [];
   requestSeq = 0;
 
@@ -264,6 +269,7 @@ export class FakeState {
       locale: options.locale ?? 'en-US',
       ownerId: options.ownerId ?? '',
       premiumTier: 0,
+      autoModKeywords: [],
       members: new Map([
         [
           this.applicationId,

@@ -1,3 +1,4 @@
+import { checkAutoModTitle } from '../automod.js';
 import { DiscordHttpError, err, fieldError, recordSemanticViolation } from '../errors.js';
 import { isObj, type JsonObject } from '../json.js';
 import { applyMessageBody, emitMessage } from '../message-ops.js';
@@ -73,6 +74,7 @@ function createForumPost(
       ctx,
       new DiscordHttpError(400, 40067, 'A tag is required to create a forum post in this channel'),
     );
+  checkAutoModTitle(s, forum.guildId, forum.id, name);
 
   const id = s.snowflakes.next();
   const thread = newThread(s, forum, id, name, 11);
@@ -89,7 +91,7 @@ function createForumPost(
     id,
     false,
   );
-  checkMessageRules(s, data, ctx, { body: message, prefix: ['message'] });
+  checkMessageRules(s, data, ctx, { body: message, prefix: ['message'], guildId: forum.guildId });
   const json = announce(s, thread);
   const msg = new FakeMessage({
     id,
@@ -119,6 +121,7 @@ export function registerThreadRoutes(r: Router, s: FakeState): void {
     }
     const body = bodyObject(ctx);
     const name = typeof body['name'] === 'string' ? body['name'] : '';
+    checkAutoModTitle(s, channel.guildId, channel.id, name);
     const json = announce(s, newThread(s, channel, msg.id, name, channel.type === 5 ? 10 : 11));
     msg.data['thread'] = json;
     return { status: 201, body: json };
@@ -132,6 +135,7 @@ export function registerThreadRoutes(r: Router, s: FakeState): void {
     if (channel.type !== 0 && channel.type !== 5)
       throw new DiscordHttpError(400, 50024, 'Cannot execute action on this channel type');
     const name = typeof body['name'] === 'string' ? body['name'] : '';
+    checkAutoModTitle(s, channel.guildId, channel.id, name);
     const type = typeof body['type'] === 'number' ? body['type'] : 12;
     return { status: 201, body: announce(s, newThread(s, channel, s.snowflakes.next(), name, type)) };
   });
