@@ -14,8 +14,9 @@ import {
   type ForumChannel,
   type MediaChannel,
   type TextChannel,
+  type ThreadChannel,
 } from 'discord.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fakeWithClient, type FakeWithClient } from './helpers/fake-discord-client.js';
 import type { FakeDiscord, JsonObject } from './fake-discord/index.js';
 
@@ -202,6 +203,105 @@ describe('fake Discord: forum and media channels', () => {
     fake.setContainerListBug(false);
     expect(((await t.client.rest.get(Routes.channelMessages(thread?.id ?? ''))) as unknown[]).length).toBe(1);
     fake.setContainerListBug(true);
+  });
+
+  describe('thread state: archive, lock, tags, delete', () => {
+    const MANAGE_THREADS = 1n << 34n;
+    let DEFAULT_BOT = 0n;
+    let post: ThreadChannel;
+
+    beforeAll(async () => {
+      DEFAULT_BOT = BigInt(fake.botPermissions());
+      expect(DEFAULT_BOT & MANAGE_THREADS).toBe(0n);
+      const c = t.client.channels.cache.get(forum.id) as ForumChannel;
+      post = await c.threads.create({
+        name: 'To be managed',
+        message: { content: 'starter' },
+        appliedTags: [forum.tagIds['song'] ?? ''],
+      });
+    });
+
+    afterEach(() => {
+      fake.setBotPermissions(String(DEFAULT_BOT));
+    });
+
+    it('the bot archives its own post without Manage Threads, but cannot lock it', async () => {
+      expect(await refusal(post.setLocked(true))).toMatchObject({ status: 403, code: 50013 });
+      expect(fake.thread(post.id)?.locked).toBe(false);
+      await post.setArchived(true);
+      expect(fake.thread(post.id)).toMatchObject({ archived: true, locked: false });
+      // a message in an archived (unlocked) thread unarchives it; editing one there is refused
+      const archivedEdit = await refusal(
+        t.client.rest.patch(Routes.channelMessage(post.id, post.id), { body: { content: 'edited' } }),
+      );
+      expect(archivedEdit).toMatchObject({ status: 400, code: 50083 });
+      expect(archivedEdit.message).toBe('Operation cannot be performed on an archived thread');
+      await post.send('bump');
+      expect(fake.thread(post.id)?.archived).toBe(false);
+    });
+
+    it('with Manage Threads the bot locks and archives; a locked archived thread refuses messages without it', async () => {
+      fake.setBotPermissions(String(DEFAULT_BOT | MANAGE_THREADS));
+      await post.edit({ locked: true, archived: true });
+      const info = fake.thread(post.id);
+      expect(info).toMatchObject({ locked: true, archived: true, parentId: forum.id, type: 11 });
+      expect(info?.updates.at(-1)?.changes).toEqual({ locked: true, archived: true });
+      fake.setBotPermissions(String(DEFAULT_BOT));
+      const e = await refusal(post.send('let me in'));
+      expect(e.code).toBe(50083);
+      expect(await refusal(post.setArchived(false))).toMatchObject({ code: 50013 });
+      fake.setBotPermissions(String(DEFAULT_BOT | MANAGE_THREADS));
+      await post.edit({ archived: false, locked: false });
+      expect(fake.thread(post.id)).toMatchObject({ locked: false, archived: false });
+    });
+
+    it('tags of a post change with PATCH (moderated ones need Manage Threads, unknown ones are refused)', async () => {
+      await post.setAppliedTags([forum.tagIds['upscale'] ?? '', forum.tagIds['song'] ?? '']);
+      expect(fake.thread(post.id)?.appliedTags).toEqual([forum.tagIds['upscale'], forum.tagIds['song']]);
+      expect(await refusal(post.setAppliedTags([forum.tagIds['staff pick'] ?? '']))).toMatchObject({
+        code: 50013,
+      });
+      expect(await refusal(post.setAppliedTags([media.tagIds['video'] ?? '']))).toMatchObject({
+        code: 50035,
+      });
+      expect(await refusal(post.setAppliedTags([]))).toMatchObject({ code: 40067 }); // REQUIRE_TAG
+      fake.setBotPermissions(String(DEFAULT_BOT | MANAGE_THREADS));
+      await post.setAppliedTags([forum.tagIds['staff pick'] ?? '']);
+      expect(fake.thread(post.id)?.appliedTags).toEqual([forum.tagIds['staff pick']]);
+      fake.takeViolations();
+    });
+
+    it('deleting a post takes Manage Threads; the thread and its messages are gone, THREAD_DELETE is sent', async () => {
+      expect(await refusal(post.delete())).toMatchObject({ status: 403, code: 50013 });
+      fake.setBotPermissions(String(DEFAULT_BOT | MANAGE_THREADS));
+      const deleted = new Promise<string>((resolve) =>
+        t.client.once(Events.ThreadDelete, (th) => resolve(th.id)),
+      );
+      await post.delete();
+      expect(await deleted).toBe(post.id);
+      const info = fake.thread(post.id);
+      expect(info?.deleted).toBe(true);
+      expect(info?.message?.deleted).toBe(true);
+      expect(fake.forumPosts(forum.id).find((p) => p.id === post.id)?.deleted).toBe(true);
+      expect(await refusal(t.client.rest.get(Routes.channel(post.id)))).toMatchObject({
+        status: 404,
+        code: 10003,
+      });
+    });
+
+    it('threads started from a message are visible too (thread(id), threads(parent))', async () => {
+      const general = t.client.channels.cache.get(fake.defaultChannelId) as TextChannel;
+      const starter = await general.send('job');
+      const thread = await starter.startThread({ name: 'job thread' });
+      expect(fake.thread(thread.id)).toMatchObject({
+        id: starter.id,
+        type: 11,
+        parentId: fake.defaultChannelId,
+        ownerId: fake.applicationId,
+        archived: false,
+      });
+      expect(fake.threads(fake.defaultChannelId).map((th) => th.id)).toEqual([thread.id]);
+    });
   });
 
   it('leaves no unexpected violations and answers consistently with the spec', () => {

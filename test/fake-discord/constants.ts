@@ -24,6 +24,12 @@ export const DEFAULT_MEMBER_PERMISSIONS = permissionBits(
 /** What an app may do in a DM with its bot user: ATTACH_FILES, EMBED_LINKS, MENTION_EVERYONE, USE_EXTERNAL_EMOJIS. */
 export const DM_APP_PERMISSIONS = permissionBits(15, 14, 17, 18);
 
+export const Permission = {
+  Administrator: 1n << 3n,
+  ManageChannels: 1n << 4n,
+  ManageThreads: 1n << 34n,
+} as const;
+
 const ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
 /** Upload limit per file by guild boost level (Discord: 10 MiB, 50 MiB at tier 2, 100 MiB at tier 3). */
 export const uploadLimitForTier = (tier: number): number =>

@@ -23,7 +23,8 @@ import { registerCdnRoutes, serveCdn } from './routes/cdn.js';
 import { registerChannelRoutes } from './routes/channels-threads.js';
 import { registerCommandRoutes } from './routes/commands.js';
 import { registerGatewayRoutes } from './routes/gateway.js';
-import { forumPosts, registerThreadRoutes, type ForumPost } from './routes/threads.js';
+import { registerThreadEditRoutes, registerThreadRoutes } from './routes/threads.js';
+import { threads, type ThreadInfo } from './thread-state.js';
 import { editedMessageId, registerInteractionRoutes } from './routes/interactions.js';
 import { channelMessages, postUserMessage, registerMessageRoutes } from './routes/messages.js';
 import { onRequest, type ServerDeps } from './server.js';
@@ -65,7 +66,9 @@ export { DiscordErrors } from './errors.js';
 export { CallbackType, InteractionType, NONCE_WINDOW_MS } from './constants.js';
 export type { InteractionHandle } from './user-interactions.js';
 export type { InteractionState, ForumTag } from './state.js';
-export type { ForumPost } from './routes/threads.js';
+export type { ThreadInfo } from './thread-state.js';
+/** A forum post as `forumPosts` lists it. */
+export type ForumPost = ThreadInfo;
 export type { AutoModBlock } from './automod.js';
 
 /**
@@ -167,6 +170,7 @@ export class FakeDiscord {
     registerGatewayRoutes(router, s);
     registerChannelRoutes(router, s);
     registerThreadRoutes(router, s);
+    registerThreadEditRoutes(router, s);
     registerMessageRoutes(router, s);
     registerCdnRoutes(router, s);
     registerInteractionRoutes(router, s);
@@ -441,8 +445,36 @@ export class FakeDiscord {
   }
 
   /** A forum's posts (oldest first, deleted ones too): thread state and starter message. */
-  forumPosts(channelId: string): ForumPost[] {
-    return forumPosts(this.#state, channelId);
+  forumPosts(channelId: string): ThreadInfo[] {
+    return threads(this.#state, channelId);
+  }
+
+  /** A thread (forum post or thread in a text channel, deleted ones too), or undefined. */
+  thread(id: string): ThreadInfo | undefined {
+    return threads(this.#state).find((t) => t.id === id);
+  }
+
+  /** Every thread (deleted ones too), oldest first; those of one parent channel when given. */
+  threads(parentId?: string): ThreadInfo[] {
+    return threads(this.#state, parentId);
+  }
+
+  /**
+   * The bot's permissions in a guild (its member's; default VIEW_CHANNEL, SEND_MESSAGES, …).
+   * E.g. add Manage Threads (1 << 34) to let it lock or delete threads.
+   */
+  botPermissions(guildId: string = this.guildId): string {
+    return this.#state.botPermissions(guildId).toString();
+  }
+
+  setBotPermissions(permissions: string, guildId: string = this.guildId): void {
+    this.#state.guild(guildId).members.set(this.applicationId, {
+      ...(this.#state.member(guildId, this.applicationId) ?? {
+        roles: [],
+        joinedAt: new Date(this.now()).toISOString(),
+      }),
+      permissions,
+    });
   }
 
   /**

@@ -54,6 +54,8 @@ export interface ChannelState {
   autoArchiveDuration: number;
   /** Fake-clock time the channel was deleted; deleted channels live in `deletedChannels`. */
   deletedAt: number | null;
+  /** Changes made with PATCH /channels/{id}, in order. */
+  updates: Array<{ at: number; changes: JsonObject }>;
 }
 
 export const ChannelFlag = { Pinned: 1 << 1, RequireTag: 1 << 4 } as const;
@@ -85,6 +87,7 @@ export function channelDefaults(s: { clock: { now(): number } }): Omit<ChannelSt
     archiveTimestamp: s.clock.now(),
     autoArchiveDuration: 1440,
     deletedAt: null,
+    updates: [],
   };
 }
 
@@ -343,6 +346,11 @@ export class FakeState {
     const g = this.guilds.get(id);
     if (!g) throw new Error(`fake-discord: unknown guild ${id} (addGuild first)`);
     return g;
+  }
+
+  /** The bot's permissions in a guild (its member's), as a bigint. */
+  botPermissions(guildId: string): bigint {
+    return BigInt(this.member(guildId, this.applicationId)?.permissions ?? '0');
   }
 
   /** A user's membership of a guild, if they are in it. */

@@ -10,6 +10,7 @@ import {
 } from '../message-ops.js';
 import { checkMessageRules } from '../message-rules.js';
 import { FakeMessage, MessageFlag } from '../messages.js';
+import { checkThreadWritable } from '../thread-state.js';
 import { bodyObject, type HandlerContext, type Router } from '../router.js';
 import type { ChannelState, FakeState } from '../state.js';
 import { baseMessage } from '../wire.js';
@@ -75,6 +76,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
     const channel = channelFor(s, ctx, true);
     if (channel.type === 4 || channel.type === 15 || channel.type === 16)
       throw new DiscordHttpError(400, 50008, 'Cannot send messages in a non-text channel');
+    checkThreadWritable(s, channel, 'send');
     const limit = uploadLimitForTier(channel.guildId === null ? 0 : s.guild(channel.guildId).premiumTier);
     if (ctx.files.some((f) => f.bytes.length > limit)) {
       throw new DiscordHttpError(413, 40005, 'Request entity too large');
@@ -127,7 +129,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
   });
 
   r.add('PATCH', '/channels/{channel_id}/messages/{message_id}', 'bot', (ctx) => {
-    channelFor(s, ctx, false);
+    checkThreadWritable(s, channelFor(s, ctx, false), 'edit');
     const msg = channelMessage(s, ctx);
     if (msg.authorId !== s.applicationId) throw err.cannotEditOthers();
     const body = bodyObject(ctx);
@@ -136,7 +138,7 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
   });
 
   r.add('DELETE', '/channels/{channel_id}/messages/{message_id}', 'bot', (ctx) => {
-    channelFor(s, ctx, false);
+    checkThreadWritable(s, channelFor(s, ctx, false), 'edit');
     deleteMessage(s, channelMessage(s, ctx));
     return { status: 204 };
   });

@@ -5,7 +5,9 @@ import { applyMessageBody, emitMessage } from '../message-ops.js';
 import { checkMessageRules } from '../message-rules.js';
 import { FakeMessage, MessageFlag } from '../messages.js';
 import { bodyObject, type HandlerContext, type HandlerResult, type Router } from '../router.js';
+import { Permission } from '../constants.js';
 import { ChannelFlag, channelDefaults, type ChannelState, type FakeState } from '../state.js';
+import { botMay, isForum, isThread } from '../thread-state.js';
 import { baseMessage, channelJson } from '../wire.js';
 import { channelFor, channelMessage } from './messages.js';
 
@@ -14,8 +16,6 @@ import { channelFor, channelMessage } from './messages.js';
  * without a message, and a post in a forum (type 15) or media (type 16) channel: a public
  * thread whose id is its starter message's id, with the post's tags.
  */
-
-const isForum = (c: ChannelState): boolean => c.type === 15 || c.type === 16;
 
 /** Refuses with a Discord error, recorded as a semantic violation like the message rules. */
 function refuse(s: FakeState, ctx: HandlerContext, error: DiscordHttpError): never {
@@ -141,30 +141,98 @@ export function registerThreadRoutes(r: Router, s: FakeState): void {
   });
 }
 
-/** A forum's posts (threads) with their starter messages, oldest first, deleted ones included. */
-export function forumPosts(s: FakeState, forumId: string): ForumPost[] {
-  return [...s.channels.values(), ...s.deletedChannels.values()]
-    .filter((c) => c.parentId === forumId)
-    .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
-    .map((c) => ({
-      id: c.id,
-      name: c.name,
-      appliedTags: [...c.appliedTags],
-      archived: c.archived,
-      locked: c.locked,
-      deleted: c.deletedAt !== null,
-      message: s.messages.get(c.id),
-    }));
+/** PATCH /channels/{thread}: name, archived, locked, applied_tags, auto_archive_duration, with Discord's permission rules. */
+function patchThread(s: FakeState, ctx: HandlerContext, thread: ChannelState, body: JsonObject): JsonObject {
+  const manage = botMay(s, thread, Permission.ManageThreads);
+  const owner = thread.ownerId === s.applicationId;
+  const keys = Object.keys(body).filter((k) => body[k] !== null && body[k] !== undefined);
+  // An archived thread only accepts being unarchived (and locked/unlocked) until then.
+  if (thread.archived && body['archived'] !== false && keys.some((k) => k !== 'archived' && k !== 'locked'))
+    throw new DiscordHttpError(400, 50083, 'Operation cannot be performed on an archived thread');
+  if ('locked' in body && body['locked'] !== null && !manage) throw err.missingPermissions();
+  // Unarchiving a locked thread, or changing someone else's, takes Manage Threads.
+  if (!manage && (thread.locked || !owner) && keys.length > 0) throw err.missingPermissions();
+  if (typeof body['name'] === 'string') {
+    checkAutoModTitle(s, thread.guildId, thread.id, body['name']);
+    thread.name = body['name'];
+  }
+  if (Array.isArray(body['applied_tags'])) {
+    const parent = thread.parentId ? s.channels.get(thread.parentId) : undefined;
+    const tags = body['applied_tags'].map(String);
+    const unknown = tags.findIndex((id) => !parent?.availableTags.some((t) => t.id === id));
+    if (!parent || !isForum(parent) || unknown >= 0)
+      refuse(
+        s,
+        ctx,
+        err.invalidForm(
+          fieldError(
+            ['applied_tags', String(Math.max(0, unknown))],
+            'FORUM_TAG_UNKNOWN',
+            'The tag is not one of this channel.',
+          ),
+        ),
+      );
+    if ((parent.flags & ChannelFlag.RequireTag) !== 0 && tags.length === 0)
+      throw new DiscordHttpError(400, 40067, 'A tag is required to create a forum post in this channel');
+    if (!manage && tags.some((id) => parent.availableTags.find((t) => t.id === id)?.moderated))
+      throw err.missingPermissions();
+    thread.appliedTags = [...new Set(tags)];
+  }
+  if (typeof body['auto_archive_duration'] === 'number')
+    thread.autoArchiveDuration = body['auto_archive_duration'];
+  if (typeof body['locked'] === 'boolean') thread.locked = body['locked'];
+  if (typeof body['archived'] === 'boolean' && body['archived'] !== thread.archived) {
+    thread.archived = body['archived'];
+    thread.archiveTimestamp = s.clock.now();
+  }
+  thread.updates.push({ at: s.clock.now(), changes: body });
+  const json = channelJson(s, thread, true);
+  if (s.gateway.currentSession) s.gateway.dispatch('THREAD_UPDATE', json);
+  return json;
 }
 
-export interface ForumPost {
-  /** The thread's id, which is also its starter message's id. */
-  id: string;
-  name: string;
-  appliedTags: string[];
-  archived: boolean;
-  locked: boolean;
-  deleted: boolean;
-  /** The starter message. */
-  message: FakeMessage | undefined;
+/** DELETE /channels/{id}: a thread (a forum post and its messages) needs Manage Threads, another channel Manage Channels. */
+function deleteChannel(s: FakeState, channel: ChannelState): JsonObject {
+  const thread = isThread(channel);
+  if (!botMay(s, channel, thread ? Permission.ManageThreads : Permission.ManageChannels))
+    throw err.missingPermissions();
+  const json = channelJson(s, channel, true);
+  channel.deletedAt = s.clock.now();
+  s.channels.delete(channel.id);
+  s.deletedChannels.set(channel.id, channel);
+  for (const m of s.messages.values())
+    if (m.channelId === channel.id && !m.deleted) {
+      m.deleted = true;
+      m.deletedAt = s.clock.now();
+    }
+  if (s.gateway.currentSession) {
+    if (thread)
+      s.gateway.dispatch('THREAD_DELETE', {
+        id: channel.id,
+        guild_id: channel.guildId,
+        parent_id: channel.parentId,
+        type: channel.type,
+      });
+    else s.gateway.dispatch('CHANNEL_DELETE', json);
+  }
+  return json;
+}
+
+export function registerThreadEditRoutes(r: Router, s: FakeState): void {
+  r.add('PATCH', '/channels/{channel_id}', 'bot', (ctx) => {
+    const channel = channelFor(s, ctx, false);
+    const body = bodyObject(ctx);
+    if (isThread(channel)) return { status: 200, body: patchThread(s, ctx, channel, body) };
+    if (!botMay(s, channel, Permission.ManageChannels)) throw err.missingPermissions();
+    if (typeof body['name'] === 'string') channel.name = body['name'];
+    if (typeof body['topic'] === 'string' || body['topic'] === null) channel.topic = body['topic'];
+    channel.updates.push({ at: s.clock.now(), changes: body });
+    const json = channelJson(s, channel, true);
+    if (s.gateway.currentSession) s.gateway.dispatch('CHANNEL_UPDATE', json);
+    return { status: 200, body: json };
+  });
+  r.add('DELETE', '/channels/{channel_id}', 'bot', (ctx) => ({
+    status: 200,
+    body: deleteChannel(s, channelFor(s, ctx, false)),
+  }));
 }
