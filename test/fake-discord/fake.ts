@@ -347,6 +347,26 @@ export class FakeDiscord {
     this.gateway.requestReconnect();
   }
 
+  /** Gateway IDENTIFYs accepted so far (a new session each). */
+  get identifyCount(): number {
+    return this.gateway.identifies;
+  }
+
+  /** Successful gateway RESUMEs so far (from the same client or another process). */
+  get resumeCount(): number {
+    return this.gateway.resumes;
+  }
+
+  /** RESUMEs refused with op 9 `d: false` (expired, ended or unknown session, or a sequence never sent). */
+  get resumeRefusalCount(): number {
+    return this.gateway.resumeRefusals;
+  }
+
+  /** Ends every gateway session that has no socket, as if the resume window had passed. */
+  expireGatewaySessions(): void {
+    this.gateway.expireDisconnectedSessions();
+  }
+
   /** Sends op 9 INVALID_SESSION. */
   invalidateGatewaySession(resumable = false): void {
     this.gateway.invalidateSession(resumable);

@@ -73,6 +73,8 @@ export interface FakeDiscordOptions {
   clock?: FakeClock;
   /** Start "now" at this epoch ms instead of the base clock's time. */
   startTime?: number;
+  /** How long (fake clock) after its socket closed a gateway session can be resumed. Default 90 s. */
+  gatewayResumeWindowMs?: number;
   /** Gateway HELLO heartbeat interval. Discord: 41250 ms. */
   heartbeatIntervalMs?: number;
   /**

@@ -6,6 +6,12 @@ import { applicationJson, channelJson, guildCreatePayload } from '../wire.js';
 
 /** Gateway and identity family: what the fake gateway says on READY, and `/gateway[/bot]`, `/users`, `/applications/@me`. */
 
+/**
+ * Discord documents no resume window; sessions were seen to answer op 9 about 90 s after the
+ * disconnect (discord-api-docs #1619).
+ */
+export const GATEWAY_RESUME_WINDOW_MS = 90_000;
+
 export function gatewayHooks(s: FakeState): GatewayHooks {
   return {
     token: () => s.token,
@@ -13,6 +19,8 @@ export function gatewayHooks(s: FakeState): GatewayHooks {
     compression: s.options.gatewayCompression ?? 'honor',
     resumeUrl: () => s.gatewayUrl,
     onChange: () => s.changed(),
+    now: () => s.clock.now(),
+    resumeWindowMs: s.options.gatewayResumeWindowMs ?? GATEWAY_RESUME_WINDOW_MS,
     readyPayload: () => ({
       v: 10,
       user: { ...s.botUser, verified: true, mfa_enabled: false, email: null },
