@@ -95,6 +95,23 @@ function checkMemberPermissions(s: FakeState, cmd: JsonObject, name: string, whe
   refuse(name, where, `the member lacks default_member_permissions ${required}`);
 }
 
+/** A server admin's per-member override of a command in a guild (true: offered, false: hidden). */
+export function setCommandPermission(
+  s: FakeState,
+  guildId: string,
+  name: string,
+  userId: string,
+  allowed: boolean,
+  type: number,
+): void {
+  const cmd = findCommand(s, guildId, name, type);
+  if (!cmd) throw new Error(`fake-discord: no command "${name}" of type ${type} is registered`);
+  const key = `${guildId}:${String(cmd['id'])}`;
+  const perUser = s.commandPermissions.get(key) ?? new Map<string, boolean>();
+  s.commandPermissions.set(key, perUser);
+  perUser.set(userId, allowed);
+}
+
 /** The registered command (guild first, then global) a name and type stand for, for permission overrides. */
 export function findCommand(
   s: FakeState,

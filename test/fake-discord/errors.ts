@@ -1,7 +1,7 @@
 import { isRecord, toJson, type JsonObject } from './json.js';
 import type { HandlerContext } from './router.js';
 import type { FakeState } from './state.js';
-import type { FaultSpec } from './types.js';
+import type { FaultSpec, Violation } from './types.js';
 
 /** What Cloudflare, in front of Discord, answers for a 502. */
 export const BAD_GATEWAY_PAGE =
@@ -106,4 +106,13 @@ export function recordSemanticViolation(s: FakeState, ctx: HandlerContext, error
     body: toJson(ctx.body),
     at: Date.now(),
   });
+}
+
+/** A readable list of violations, for `assertNoViolations`. */
+export function violationReport(violations: Violation[]): string {
+  const lines = violations.map((v) => {
+    const errs = v.errors.map((e) => `      ${e.path || '(body)'}: ${e.message}`).join('\n');
+    return `  [${v.source}] ${v.method} ${v.path}${v.operationId ? ` (${v.operationId})` : ''}\n${errs}`;
+  });
+  return `fake-discord: ${violations.length} request(s) violated the Discord API:\n${lines.join('\n')}`;
 }

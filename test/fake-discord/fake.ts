@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { addAttachment } from './attachments.js';
 import type { AutoModBlock } from './automod.js';
 import type { OffsetClock } from './clock.js';
-import { findCommand } from './command-access.js';
+import { setCommandPermission } from './command-access.js';
 import { FaultBook } from './faults.js';
 import type { FakeGateway } from './gateway.js';
 import {
@@ -18,16 +18,9 @@ import type { JsonObject } from './json.js';
 import type { FakeMessage } from './messages.js';
 import { OpenApiSpec } from './openapi.js';
 import type { RateLimitConfig, RateLimiter } from './ratelimit.js';
-import { Router } from './router.js';
-import { registerCdnRoutes, serveCdn } from './routes/cdn.js';
-import { registerChannelRoutes } from './routes/channels-threads.js';
-import { registerCommandRoutes } from './routes/commands.js';
-import { registerGatewayRoutes } from './routes/gateway.js';
-import { registerThreadEditRoutes, registerThreadRoutes } from './routes/threads.js';
 import { threads, type ThreadInfo } from './thread-state.js';
-import { editedMessageId, registerInteractionRoutes } from './routes/interactions.js';
-import { channelMessages, postUserMessage, registerMessageRoutes } from './routes/messages.js';
-import { onRequest, type ServerDeps } from './server.js';
+import { channelMessages, postUserMessage } from './routes/messages.js';
+import { USUAL_BOT_ROUTES, createFakeServer } from './server.js';
 import { FakeState, type ForumTag, type InteractionState } from './state.js';
 import type {
   AttachmentInput,
@@ -63,6 +56,7 @@ import {
 } from './user-interactions.js';
 
 export { DiscordErrors } from './errors.js';
+import { violationReport } from './errors.js';
 export { CallbackType, InteractionType, NONCE_WINDOW_MS } from './constants.js';
 export type { InteractionHandle } from './user-interactions.js';
 export type { InteractionState, ForumTag } from './state.js';
@@ -166,26 +160,7 @@ export class FakeDiscord {
     this.rateLimiter = s.rateLimiter;
     this.clock = s.clock;
 
-    const router = new Router();
-    registerGatewayRoutes(router, s);
-    registerChannelRoutes(router, s);
-    registerThreadRoutes(router, s);
-    registerThreadEditRoutes(router, s);
-    registerMessageRoutes(router, s);
-    registerCdnRoutes(router, s);
-    registerInteractionRoutes(router, s);
-    registerCommandRoutes(router, s);
-    const deps: ServerDeps = {
-      state: s,
-      router,
-      faults: this.#faults,
-      serveCdn: (url, req, res) => serveCdn(s, url, req, res),
-      editedMessageId: (template, params) => editedMessageId(s, template, params),
-    };
-    this.#server = createServer((req, res) => {
-      void onRequest(deps, req, res);
-    });
-    this.#server.on('upgrade', (req, socket, head: Buffer) => this.gateway.handleUpgrade(req, socket, head));
+    this.#server = createFakeServer(s, this.#faults);
   }
 
   // ===========================================================================================
@@ -198,16 +173,7 @@ export class FakeDiscord {
       this.#server.listen(s.options.port ?? 0, s.host, () => resolve());
     });
     s.port = (this.#server.address() as AddressInfo).port;
-    if (s.options.warmUpValidators) {
-      this.spec.warmUp([
-        { template: '/channels/{channel_id}/messages', method: 'POST' },
-        { template: '/channels/{channel_id}/messages/{message_id}', method: 'PATCH' },
-        { template: '/interactions/{interaction_id}/{interaction_token}/callback', method: 'POST' },
-        { template: '/webhooks/{webhook_id}/{webhook_token}/messages/@original', method: 'PATCH' },
-        { template: '/webhooks/{webhook_id}/{webhook_token}', method: 'POST' },
-        { template: '/applications/{application_id}/commands', method: 'PUT' },
-      ]);
-    }
+    if (s.options.warmUpValidators) this.spec.warmUp(USUAL_BOT_ROUTES);
   }
 
   /** Closes sockets, the HTTP server and rejects pending waits, so the test process can exit. */
@@ -399,14 +365,7 @@ export class FakeDiscord {
 
   /** Throws with a readable list if any request violated the spec (or a Discord rule). */
   assertNoViolations(): void {
-    if (this.violations.length === 0) return;
-    const lines = this.violations.map((v) => {
-      const errs = v.errors.map((e) => `      ${e.path || '(body)'}: ${e.message}`).join('\n');
-      return `  [${v.source}] ${v.method} ${v.path}${v.operationId ? ` (${v.operationId})` : ''}\n${errs}`;
-    });
-    throw new Error(
-      `fake-discord: ${this.violations.length} request(s) violated the Discord API:\n${lines.join('\n')}`,
-    );
+    if (this.violations.length > 0) throw new Error(violationReport(this.violations));
   }
 
   // ===========================================================================================
@@ -488,13 +447,7 @@ export class FakeDiscord {
   }
 
   setBotPermissions(permissions: string, guildId: string = this.guildId): void {
-    this.#state.guild(guildId).members.set(this.applicationId, {
-      ...(this.#state.member(guildId, this.applicationId) ?? {
-        roles: [],
-        joinedAt: new Date(this.now()).toISOString(),
-      }),
-      permissions,
-    });
+    this.#state.setMemberPermissions(guildId, this.applicationId, permissions);
   }
 
   /**
@@ -571,15 +524,7 @@ export class FakeDiscord {
    * offers it to the member whatever its default_member_permissions, `false` hides it.
    */
   setCommandPermission(guildId: string, name: string, userId: string, allowed: boolean, type = 1): void {
-    const cmd = findCommand(this.#state, guildId, name, type);
-    if (!cmd) throw new Error(`fake-discord: no command "${name}" of type ${type} is registered`);
-    const key = `${guildId}:${String(cmd['id'])}`;
-    let perUser = this.#state.commandPermissions.get(key);
-    if (!perUser) {
-      perUser = new Map();
-      this.#state.commandPermissions.set(key, perUser);
-    }
-    perUser.set(userId, allowed);
+    setCommandPermission(this.#state, guildId, name, userId, allowed, type);
   }
 
   /** Dispatches a MESSAGE_COMPONENT interaction (type 3) for a component on an existing message. */

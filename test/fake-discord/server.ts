@@ -1,11 +1,18 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_PREFIX } from './constants.js';
 import { DiscordHttpError, err } from './errors.js';
 import type { FaultBook } from './faults.js';
 import { isObj, isRecord, toJson, type Json } from './json.js';
 import { fileSummary } from './messages.js';
-import type { HandlerContext, HandlerResult, Router } from './router.js';
+import { Router, type HandlerContext, type HandlerResult } from './router.js';
+import { registerCdnRoutes, serveCdn } from './routes/cdn.js';
+import { registerChannelRoutes } from './routes/channels-threads.js';
+import { registerCommandRoutes } from './routes/commands.js';
+import { registerGatewayRoutes } from './routes/gateway.js';
+import { editedMessageId, registerInteractionRoutes } from './routes/interactions.js';
+import { registerMessageRoutes } from './routes/messages.js';
+import { registerThreadEditRoutes, registerThreadRoutes } from './routes/threads.js';
 import type { FakeState } from './state.js';
 import type { AuthKind, RequestRecord, UploadedFile } from './types.js';
 
@@ -21,6 +28,34 @@ export interface ServerDeps {
   serveCdn: (url: URL, req: IncomingMessage, res: ServerResponse) => void;
   /** The message a PATCH route edits (for the concurrent-edit record and the edit latency). */
   editedMessageId: (template: string, params: Record<string, string>) => string | undefined;
+}
+
+/** The fake's HTTP server: every route family on one router, the CDN, and the gateway's upgrades. */
+export function createFakeServer(s: FakeState, faults: FaultBook): Server {
+  const router = new Router();
+  for (const register of [
+    registerGatewayRoutes,
+    registerChannelRoutes,
+    registerThreadRoutes,
+    registerThreadEditRoutes,
+    registerMessageRoutes,
+    registerCdnRoutes,
+    registerInteractionRoutes,
+    registerCommandRoutes,
+  ])
+    register(router, s);
+  const deps: ServerDeps = {
+    state: s,
+    router,
+    faults,
+    serveCdn: (url, req, res) => serveCdn(s, url, req, res),
+    editedMessageId: (template, params) => editedMessageId(s, template, params),
+  };
+  const server = createServer((req, res) => {
+    void onRequest(deps, req, res);
+  });
+  server.on('upgrade', (req, socket, head: Buffer) => s.gateway.handleUpgrade(req, socket, head));
+  return server;
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -96,6 +131,16 @@ async function parseBody(
     return { body: undefined, files: [], error: err.invalidJson() };
   }
 }
+
+/** The request validators `warmUpValidators` compiles at start: the routes a bot uses most. */
+export const USUAL_BOT_ROUTES = [
+  { template: '/channels/{channel_id}/messages', method: 'POST' },
+  { template: '/channels/{channel_id}/messages/{message_id}', method: 'PATCH' },
+  { template: '/interactions/{interaction_id}/{interaction_token}/callback', method: 'POST' },
+  { template: '/webhooks/{webhook_id}/{webhook_token}/messages/@original', method: 'PATCH' },
+  { template: '/webhooks/{webhook_id}/{webhook_token}', method: 'POST' },
+  { template: '/applications/{application_id}/commands', method: 'PUT' },
+];
 
 /** Answers the published spec cannot describe, exempt from the self-check (see the README's quirks table). */
 function specGap(body: Json): boolean {

@@ -401,6 +401,13 @@ export class FakeState {
     return { id: channel.id, tags };
   }
 
+  /** Sets a member's permissions in a guild (the bot's too), keeping their roles. */
+  setMemberPermissions(guildId: string, userId: string, permissions: string): void {
+    const m = this.member(guildId, userId);
+    if (!m) throw new Error(`fake-discord: user ${userId} is not a member of guild ${guildId}`);
+    m.permissions = permissions;
+  }
+
   /** The DM channel between the bot and a user (created on first use, like `POST /users/@me/channels`). */
   dmChannel(userId: string): ChannelState {
     for (const c of this.channels.values()) if (c.type === 1 && c.recipientId === userId) return c;
