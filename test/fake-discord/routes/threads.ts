@@ -1,11 +1,11 @@
 import { checkAutoModTitle } from '../automod.js';
+import { Permission } from '../constants.js';
 import { DiscordHttpError, err, fieldError, recordSemanticViolation } from '../errors.js';
 import { isObj, type JsonObject } from '../json.js';
 import { applyMessageBody, emitMessage } from '../message-ops.js';
 import { checkMessageRules } from '../message-rules.js';
 import { FakeMessage, MessageFlag } from '../messages.js';
 import { bodyObject, type HandlerContext, type HandlerResult, type Router } from '../router.js';
-import { Permission } from '../constants.js';
 import { ChannelFlag, channelDefaults, type ChannelState, type FakeState } from '../state.js';
 import { botMay, isForum, isThread } from '../thread-state.js';
 import { baseMessage, channelJson } from '../wire.js';
@@ -14,7 +14,8 @@ import { channelFor, channelMessage } from './messages.js';
 /**
  * Threads (the channels-and-threads family): a thread started from a message, a thread
  * without a message, and a post in a forum (type 15) or media (type 16) channel: a public
- * thread whose id is its starter message's id, with the post's tags.
+ * thread whose id is its starter message's id, with the post's tags. Then PATCH (archive,
+ * lock, rename, retag) and DELETE of a channel, with Discord's permission rules.
  */
 
 /** Refuses with a Discord error, recorded as a semantic violation like the message rules. */
