@@ -280,6 +280,7 @@ describe('community e2e', () => {
   });
 
   it('/settings refuses a member without Manage Server, ephemerally, and changes nothing', async () => {
+    h.fake.setCommandPermission(h.fake.guildId, 'settings', member, true); // Discord hides /settings (Manage Server) unless an admin allows the member
     const cmd = h.fake.sendCommand({
       name: 'settings',
       subcommand: 'set',

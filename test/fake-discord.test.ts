@@ -692,7 +692,11 @@ describe('fake Discord driven by a real discord.js client', () => {
     });
     await base.edit({ content: 'edited', embeds: [], attachments: [] });
     await ch.sendTyping();
+    // the channel holds a Container: listing it answers 500 like Discord (discord-api-docs #8611)
+    await expect(ch.messages.fetch({ limit: 5 })).rejects.toMatchObject({ status: 500 });
+    fake.setContainerListBug(false);
     await ch.messages.fetch({ limit: 5 });
+    fake.setContainerListBug(true);
     await (await ch.send('bye')).delete();
     // guild commands built with the builders, context menu, create/edit/delete
     await client.application!.commands.set(

@@ -43,6 +43,10 @@ export interface GatewaySession {
   readonly events: GatewayPayload[];
   connection: GatewayConnection | null;
   resumes: number;
+  /** Fake-clock time its last socket closed (null while one is open); RESUME works within the window after it. */
+  disconnectedAt: number | null;
+  /** Why it can no longer be resumed ('closed 1000', 'expired', 'invalidated'), once it cannot. */
+  ended: string | null;
 }
 
 export interface GatewayConnection {
@@ -72,6 +76,10 @@ export interface GatewayHooks {
   /** 'honor' (default) answers `?compress=zlib-stream` / IDENTIFY `compress: true`; 'ignore' always sends text frames. */
   compression?: 'honor' | 'ignore';
   onChange: () => void;
+  /** The fake clock, for the resume window. */
+  now: () => number;
+  /** How long after its socket closed a session can still be resumed. */
+  resumeWindowMs: number;
 }
 
 interface LiveConnection {
@@ -81,13 +89,20 @@ interface LiveConnection {
   sendChain: Promise<void>;
 }
 
-/** Server side of the Discord gateway (v10, JSON encoding) sufficient for @discordjs/ws 1.x. */
+/**
+ * Server side of the Discord gateway (v10, JSON encoding), enough for @discordjs/ws 1.x and
+ * 2.x. A session can be resumed by any connection (another process too) with its id, the
+ * token and a sequence it sent, within `resumeWindowMs` after its socket closed, unless the
+ * client closed with 1000/1001; otherwise op 9 `d: false`.
+ */
 export class FakeGateway {
   readonly wss: WebSocketServer;
   readonly connections: GatewayConnection[] = [];
   readonly sessions = new Map<string, GatewaySession>();
   identifies = 0;
   resumes = 0;
+  /** RESUMEs answered with op 9 `d: false` (unknown, ended or expired session, or a sequence it never sent). */
+  resumeRefusals = 0;
   /** The most recently identified session: dispatches go there. */
   currentSession: GatewaySession | null = null;
   readonly #live = new Map<number, LiveConnection>();
@@ -146,7 +161,13 @@ export class FakeGateway {
       info.closeCode = code;
       live.deflate?.close();
       this.#live.delete(info.id);
-      if (info.session && info.session.connection === info) info.session.connection = null;
+      const session = info.session;
+      if (session && session.connection === info) {
+        session.connection = null;
+        session.disconnectedAt = this.#hooks.now();
+        // Discord: a client closing with 1000 or 1001 ends its session (the bot goes offline).
+        if (code === 1000 || code === 1001) session.ended ??= `closed ${code}`;
+      }
       this.#hooks.onChange();
     });
     ws.on('error', () => undefined);
@@ -276,6 +297,8 @@ export class FakeGateway {
       events: [],
       connection: live.info,
       resumes: 0,
+      disconnectedAt: null,
+      ended: null,
     };
     this.sessions.set(session.id, session);
     live.info.session = session;
@@ -302,7 +325,17 @@ export class FakeGateway {
     }
     const session = this.sessions.get(d['session_id']);
     const seq = d['seq'];
-    if (!session || (typeof seq === 'number' && seq > session.seq)) {
+    if (
+      session &&
+      !session.ended &&
+      session.connection === null &&
+      session.disconnectedAt !== null &&
+      this.#hooks.now() - session.disconnectedAt > this.#hooks.resumeWindowMs
+    )
+      session.ended = 'expired';
+    // Any process holding the session id and token may resume it (another bot instance too).
+    if (!session || session.ended || (typeof seq === 'number' && seq > session.seq)) {
+      this.resumeRefusals += 1;
       this.#send(live, { op: Op.InvalidSession, d: false, s: null, t: null });
       return;
     }
@@ -312,6 +345,7 @@ export class FakeGateway {
       if (old) this.#close(old, 4000, 'Session resumed elsewhere');
     }
     session.connection = live.info;
+    session.disconnectedAt = null;
     session.resumes += 1;
     live.info.session = session;
     this.resumes += 1;
@@ -374,11 +408,18 @@ export class FakeGateway {
     const live = session?.connection ? this.#live.get(session.connection.id) : undefined;
     if (!session || !live) throw new Error('fake-discord: no open gateway connection');
     if (!resumable) {
+      session.ended = 'invalidated';
       this.sessions.delete(session.id);
       live.info.session = null;
       this.currentSession = null;
     }
     this.#send(live, { op: Op.InvalidSession, d: resumable, s: null, t: null });
+  }
+
+  /** Ends every session that has no socket, as if Discord's resume window had passed. */
+  expireDisconnectedSessions(): void {
+    for (const session of this.sessions.values())
+      if (session.connection === null) session.ended ??= 'expired';
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,10 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import type { Json } from './json.js';
+import { DiscordHttpError } from './errors.js';
+import { isObj, type Json, type JsonObject } from './json.js';
+import type { HandlerContext } from './router.js';
+import { interactionCallback } from './routes/interactions.js';
+import type { FakeState, InteractionState } from './state.js';
+import type { RequestRecord } from './types.js';
 
 /**
  * Discord's side of HTTP interactions (an application's Interactions Endpoint
@@ -98,4 +103,119 @@ export class InteractionSigner {
       };
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery: an interaction POSTed to the bot's Interactions Endpoint URL, and what its answer means.
+
+/** The bot's interactions URL (set with `setInteractionsMode('http', url)`). */
+function requireUrl(s: FakeState): string {
+  if (!s.interactionsUrl) throw new Error('fake-discord: no interactions URL (setInteractionsMode)');
+  return s.interactionsUrl;
+}
+
+/**
+ * Delivers an interaction as Discord does to an Interactions Endpoint URL: signed
+ * POST; a 200 body is the initial response (checked like a callback: spec, type,
+ * 3 s deadline, double acknowledgement); a 202 means the bot answered through the
+ * callback endpoint, which must then already have happened.
+ */
+export async function deliverOverHttp(
+  s: FakeState,
+  state: InteractionState,
+  opts: PostOptions = {},
+): Promise<HttpDelivery> {
+  const delivery = await s.signer.post(requireUrl(s), JSON.stringify(state.payload), state.id, opts);
+  s.httpDeliveries.push(delivery);
+  if (delivery.status === 200 && isObj(delivery.body)) {
+    const problem = applyInlineResponse(s, state, delivery.body);
+    if (problem !== undefined) delivery.problem = problem;
+  } else if (delivery.status === 202) {
+    if (state.callbacks.length === 0) delivery.problem = '202 without a callback: the interaction failed';
+  } else {
+    delivery.problem = `interaction failed: HTTP ${delivery.status || delivery.error}`;
+  }
+  s.changed();
+  return delivery;
+}
+
+/** The bot's HTTP response body as the interaction's initial response; returns what went wrong, if anything. */
+function applyInlineResponse(s: FakeState, state: InteractionState, body: JsonObject): string | undefined {
+  const template = '/interactions/{interaction_id}/{interaction_token}/callback';
+  const path = `/interactions/${state.id}/${state.token}/callback`;
+  const record: RequestRecord = {
+    seq: ++s.requestSeq,
+    method: 'POST',
+    path,
+    route: template,
+    query: {},
+    auth: 'none',
+    status: 0,
+    at: Date.now(),
+    clockAt: s.clock.now(),
+    body,
+    files: [],
+    inSpec: true,
+    rateLimited: false,
+    fault: false,
+    response: undefined,
+    responseHeaders: {},
+  };
+  const result = s.validation === 'off' ? undefined : s.spec.validateRequestBody(template, 'POST', body);
+  if (result && result.ok === false) {
+    s.violations.push({
+      source: 'openapi',
+      method: 'POST',
+      path: `${path} (HTTP response)`,
+      route: template,
+      operationId: s.spec.operationId(template, 'POST'),
+      errors: result.errors,
+      discordErrors: result.discordErrors,
+      body,
+      at: Date.now(),
+    });
+    return 'HTTP response body is not a valid interaction response';
+  }
+  const ctx: HandlerContext = {
+    method: 'POST',
+    path,
+    template,
+    params: { interaction_id: state.id, interaction_token: state.token },
+    query: new URLSearchParams(),
+    auth: 'none',
+    body,
+    files: [],
+    record,
+  };
+  try {
+    const out = interactionCallback(s, ctx);
+    record.status = out.status;
+    return undefined;
+  } catch (e) {
+    if (e instanceof DiscordHttpError) return `HTTP response refused: ${e.status} ${JSON.stringify(e.body)}`;
+    throw e;
+  }
+}
+
+/** A PING, as Discord sends when the Interactions Endpoint URL is saved (and with bad signatures to test it). */
+export function sendPing(s: FakeState, opts: PostOptions = {}): Promise<HttpDelivery> {
+  const id = s.snowflakes.next();
+  const body = JSON.stringify({
+    id,
+    application_id: s.applicationId,
+    type: 1,
+    token: `ping-${id}`,
+    version: 1,
+    user: s.botUser,
+  });
+  return s.signer.post(requireUrl(s), body, id, opts);
+}
+
+/** POSTs any body (signed as `opts` says) to the interactions URL: for malformed-input tests. */
+export function postRawInteraction(
+  s: FakeState,
+  body: string,
+  opts: PostOptions = {},
+): Promise<HttpDelivery> {
+  return s.signer.post(requireUrl(s), body, null, opts);
 }

@@ -17,7 +17,14 @@ export {
   CallbackType,
   NONCE_WINDOW_MS,
 } from './fake.js';
-export type { InteractionHandle, InteractionState } from './fake.js';
+export type {
+  InteractionHandle,
+  InteractionState,
+  ForumTag,
+  ForumPost,
+  ThreadInfo,
+  AutoModBlock,
+} from './fake.js';
 export { FakeMessage, MessageFlag } from './messages.js';
 export { OpenApiSpec, SPEC_QUIRKS, DEFAULT_SPEC_PATH } from './openapi.js';
 export type { SpecError, SpecQuirk, BodyValidation } from './openapi.js';

@@ -15,6 +15,27 @@ export interface FakeChannelOptions {
   botCanSend?: boolean;
 }
 
+export interface ForumTagInput {
+  name: string;
+  /** Only members with Manage Threads may apply it. */
+  moderated?: boolean;
+  emojiName?: string;
+  emojiId?: string;
+}
+
+/** A forum (type 15) or, with `media`, a media channel (type 16): only posts (threads) live in it. */
+export interface ForumChannelOptions {
+  name: string;
+  tags?: Array<string | ForumTagInput>;
+  /** Channel flag REQUIRE_TAG (1 << 4): a post needs at least one tag (40067). */
+  requireTag?: boolean;
+  media?: boolean;
+  /** Default: the first guild. */
+  guildId?: string;
+  topic?: string;
+  botCanSend?: boolean;
+}
+
 export interface FakeGuildOptions {
   id?: string;
   name?: string;
@@ -52,6 +73,8 @@ export interface FakeDiscordOptions {
   clock?: FakeClock;
   /** Start "now" at this epoch ms instead of the base clock's time. */
   startTime?: number;
+  /** How long (fake clock) after its socket closed a gateway session can be resumed. Default 90 s. */
+  gatewayResumeWindowMs?: number;
   /** Gateway HELLO heartbeat interval. Discord: 41250 ms. */
   heartbeatIntervalMs?: number;
   /**
@@ -66,6 +89,11 @@ export interface FakeDiscordOptions {
    */
   interactions?: 'gateway' | 'http';
   interactionsUrl?: string;
+  /**
+   * Reproduce discord-api-docs #8611 (default on): GET /channels/{id}/messages answers 500 when
+   * any message in the channel has a Container (type 17) component; GET of one message works.
+   */
+  containerListBug?: boolean;
   /** Initial interaction response must arrive within this time (Discord: 3 s), else 404 10062. */
   interactionAckDeadlineMs?: number;
   /** Interaction token lifetime (Discord: 15 min), else 401 50027. */
@@ -228,8 +256,13 @@ export type AttachmentRef = string | AttachmentInput;
 
 export interface InteractionCommonInput {
   userId?: string;
+  /** Default: the guild's first text channel (the DM channel with `dm`). */
   channelId?: string;
+  /** Another guild the bot is in (`addGuild`); the user must be a member there. Default: the first guild. */
   guildId?: string;
+  /** From the user's DM with the bot: no guild, `user` instead of `member`, `context: 1`. */
+  dm?: boolean;
+  /** The user's client locale (`locale`); default `en-US`. */
   locale?: string;
   /** Bot permissions in the channel (stringified bitfield). */
   appPermissions?: string;
@@ -258,6 +291,18 @@ export interface CommandInput extends InteractionCommonInput {
   attachments?: Record<string, AttachmentRef>;
   /** Command type: 1 CHAT_INPUT (default). */
   commandType?: number;
+}
+
+/** A message context-menu command (type 3) on a message (Apps → name, on a right-click). */
+export interface MessageCommandInput {
+  name: string;
+  /** The message right-clicked; the interaction happens in its channel. */
+  targetMessageId: string;
+  userId?: string;
+  /** Must be the target message's guild (for an assertion; the message decides). */
+  guildId?: string;
+  locale?: string;
+  appPermissions?: string;
 }
 
 export interface AutocompleteInput extends InteractionCommonInput {
