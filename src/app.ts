@@ -14,7 +14,7 @@ import { JobService } from './services/jobs/job-service.js';
 import { MediaClient } from './services/media/client.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
-import { TrainingSessions } from './services/training/sessions.js';
+import { createTrainingServices } from './services/training/index.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import { CommunityService } from './services/community/community.js';
@@ -213,6 +213,16 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     new RateLimiterMemory({ points: TAKEOVER_READS_PER_SECOND, duration: 1 }),
     { maxQueueSize: 100_000 },
   );
+  const trainingServices = createTrainingServices({
+    config,
+    kv: stores.kv,
+    jobState: async (jobId) => (await stores.jobs.get(jobId))?.state,
+    refreshUrls: async (urls) =>
+      (await client.rest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
+    logger: logger.child({ component: 'training' }),
+    now,
+  });
+  const training = trainingServices.sessions;
   const jobs = new JobService({
     store: stores.jobs,
     // An instance died after Discord took a final edit but before recording it: look first.
@@ -224,7 +234,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       return JSON.stringify(msg).includes(JSON.stringify(marker).slice(1, -1));
     },
     ...(ownership ? { ownership } : {}),
-    onFinal: (job) => community.jobEnded(job),
+    onFinal: async (job) => {
+      // A training upload's session closes (finished) or is opened again for Retry (failed).
+      await Promise.all([community.jobEnded(job), trainingServices.jobEnded(job)]);
+    },
     jobKeys,
     media,
     edits,
@@ -242,22 +255,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
   });
 
-  const training = new TrainingSessions({
-    kv: stores.kv,
-    logger: logger.child({ component: 'training' }),
-    maxBytes: config.photos.maxBytes,
-    ttlMs: config.photos.sessionTtlMs,
-    refreshUrls: async (urls) =>
-      (await client.rest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
-    now,
-  });
-
   const context: BotContext = {
     logger: logger.child({ component: 'commands' }),
     jobs,
     records: stores.jobs,
     media,
     training,
+    photoUpload: trainingServices.uploader,
+    consent: trainingServices.consent,
     edits,
     community,
     settings: guildSettings,
@@ -358,6 +363,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       config.metrics.port !== undefined
         ? false
         : { ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) },
+    // Only the bot's cleaned copies are linked to the service (config requires PUBLIC_URL).
+    ...(config.media.photoFormat === 'url' ? { photos: { spool: trainingServices.spool } } : {}),
     ...(http && interactionMode.mode === 'http'
       ? {
           interactions: {
@@ -393,6 +400,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     store: stores.jobs,
     kv: stores.kv,
     async start() {
+      await inPhase('store', () => trainingServices.start());
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
       );
@@ -471,6 +479,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         http?.close();
         await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));
         jobs.stop();
+        trainingServices.stop();
         await gatewayLease
           ?.stop()
           .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));

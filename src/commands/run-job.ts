@@ -31,7 +31,8 @@ export interface JobRequest {
   params: JobRecord['params'];
   /** The job this one continues (a next step or a retry): shown as "Extended from" with a jump link. */
   parent?: JobRecord;
-  submit: (webhook: WebhookTarget | undefined) => Promise<Submitted | TaskResult>;
+  /** The one service call; `job` is the stored job (training photos record it with their consent). */
+  submit: (webhook: WebhookTarget | undefined, job: JobRecord) => Promise<Submitted | TaskResult>;
 }
 
 /**
@@ -166,7 +167,8 @@ export async function runJob(interaction: JobInteraction, ctx: BotContext, req: 
       if (threads) job = await moveIntoThread(interaction, ctx, job, messageId);
     }
   }
-  await ctx.jobs.submit(job, req.submit);
+  const stored = job;
+  await ctx.jobs.submit(job, (webhook) => req.submit(webhook, stored));
 }
 
 /**

@@ -144,6 +144,9 @@ function discard(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
+/** A photo downloaded again is not the one that was added. */
+export const CHANGED_MESSAGE = 'its content changed since it was added (different SHA-256)';
+
 export function tooLargeMessage(size: number | undefined, maxBytes: number): string {
   return size === undefined
     ? `it is over the ${formatBytes(maxBytes)} limit`
@@ -255,6 +258,6 @@ export async function* verifiedImageStream(
     throw toDownloadError(err, signal);
   }
   if (hash.digest('hex') !== expectedSha256) {
-    throw new DownloadError('mismatch', 'its content changed since it was added (different SHA-256)');
+    throw new DownloadError('mismatch', CHANGED_MESSAGE);
   }
 }
