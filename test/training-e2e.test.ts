@@ -259,6 +259,13 @@ describe('/training-photos end to end', () => {
       .message();
     expect(foreignConfirm.ephemeral).toBe(true);
     expect(foreignConfirm.content).toContain(`Only <@${userId}>`);
+    // Nor with the prompt's id under their own name (a forged custom id).
+    const forged = confirm.replace(`:${userId}:`, `:${other}:`);
+    const forgedConfirm = await fake
+      .sendButton({ customId: forged, messageId: prompt.id, userId: other })
+      .message();
+    expect(forgedConfirm.ephemeral).toBe(true);
+    expect(forgedConfirm.content).toContain('nothing was sent');
     expect(uploadRequests()).toHaveLength(0);
     expect(await consentRecords(other)).toEqual([]);
 

@@ -438,7 +438,7 @@ async function askConsent(
  */
 async function confirm(i: ButtonInteraction, ctx: BotContext, promptId: string): Promise<void> {
   const prompt = await ctx.consent.prompts.get(promptId);
-  if (!prompt) {
+  if (!prompt || prompt.ownerId !== i.user.id) {
     throw new UserError(
       'training_consent_expired',
       'This confirmation has expired; nothing was sent. Use `/training-photos submit` to be asked again.',

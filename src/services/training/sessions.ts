@@ -616,6 +616,8 @@ export class TrainingSessions {
     const ttl = s.expiresAt - this.now();
     if (ttl <= 0) throw noSession();
     await this.kv.set(s.key, s, ttl);
+    // A failed job's Retry finds the session for as long as the session lives (adds renew it).
+    if (s.failedJobId !== undefined) await this.kv.set(jobLinkKey(s.failedJobId), s.key, ttl);
   }
 
   /** A read-modify-write of session `key`, atomic across every instance sharing the store. */
