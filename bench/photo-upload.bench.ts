@@ -15,7 +15,10 @@
  * receiver got is a JPEG without EXIF, and its SHA-256 is the one the consent
  * record names. The event-loop delays are printed beside the same measure
  * taken while the process idles for as long (`idle…`): on a shared machine
- * the scheduler's own delays show in both, so they are figures, not a gate.
+ * the scheduler's own delays show in both, so they are figures, not a gate;
+ * `sendLoopUtilization` (performance.eventLoopUtilization) is the share of the
+ * send the main thread was busy at all, and `sendMainThreadCpuS` its CPU time
+ * beside the whole process's (`sendCpuS`: libvips works on the thread pool).
  *
  * A small warm-up send runs first: the very first one in a process also pays
  * one-time costs (JIT, libvips start-up, undici's llhttp WASM, pools,
@@ -26,6 +29,7 @@
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -238,6 +242,22 @@ interface Measured<T> {
   peakGrowth: number;
   loopMaxMs: number;
   loopP99Ms: number;
+  /** Share of the time the event loop was busy (not waiting for I/O): the main thread's own load. */
+  loopUtilization: number;
+  /** CPU seconds of the whole process, and of its main (event-loop) thread alone (Linux; else NaN). */
+  cpuS: number;
+  mainThreadCpuS: number;
+}
+
+/** CPU seconds the main thread has used (Linux /proc, clock ticks of 10 ms), NaN elsewhere. */
+function mainThreadCpu(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** Peak RSS above the level at start (sampled every 10 ms) and the event loop's delays while `fn` runs. */
@@ -252,6 +272,9 @@ async function measured<T>(fn: () => Promise<T>): Promise<Measured<T>> {
   }, 10);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  const elu = performance.eventLoopUtilization();
+  const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpu();
   const t0 = performance.now();
   try {
     const value = await fn();
@@ -263,6 +286,9 @@ async function measured<T>(fn: () => Promise<T>): Promise<Measured<T>> {
       peakGrowth: peak - baseline,
       loopMaxMs: loop.max / 1e6,
       loopP99Ms: loop.percentile(99) / 1e6,
+      loopUtilization: performance.eventLoopUtilization(elu).utilization,
+      cpuS: ((u) => (u.user + u.system) / 1e6)(process.cpuUsage(cpu0)),
+      mainThreadCpuS: mainThreadCpu() - main0,
     };
   } finally {
     loop.disable();
@@ -460,6 +486,9 @@ export async function runPhotoUploadBench(): Promise<Record<string, number | str
         sendPeakRssGrowthMiB: mib(main.peakGrowth),
         sendLoopDelayMaxMs: ms1(main.loopMaxMs),
         sendLoopDelayP99Ms: ms1(main.loopP99Ms),
+        sendLoopUtilization: Math.round(main.loopUtilization * 1000) / 1000,
+        sendCpuS: ms1(main.cpuS),
+        sendMainThreadCpuS: ms1(main.mainThreadCpuS),
         idleLoopDelayMaxMs: ms1(idle.loopMaxMs),
         idleLoopDelayP99Ms: ms1(idle.loopP99Ms),
         addMs: Math.round(added.ms),

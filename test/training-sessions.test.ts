@@ -16,7 +16,7 @@ import {
   cappedBody,
   createHttpDownloader,
   inspectImage,
-  verifiedImageStream,
+  downloadVerified,
 } from '../src/services/training/download.js';
 import { formatOfContentType, sniffImage } from '../src/services/training/image-sniff.js';
 import { discordUrlExpiry, refreshExpiring } from '../src/services/training/refresh-urls.js';
@@ -269,16 +269,19 @@ describe('streaming download', () => {
     ).rejects.toMatchObject({ kind: 'timeout' });
   });
 
-  it('verifies the SHA-256 of a re-download', async () => {
+  it('verifies the size and SHA-256 of a re-download', async () => {
     const p = newImage('png', 30_000);
-    const chunks: Buffer[] = [];
-    for await (const c of verifiedImageStream(download, p.url, limits(MiB), sha(p.body)))
-      chunks.push(Buffer.from(c));
-    expect(Buffer.concat(chunks).equals(p.body)).toBe(true);
-    const wrong = (async () => {
-      for await (const _ of verifiedImageStream(download, p.url, limits(MiB), 'f'.repeat(64))) void _;
-    })();
-    await expect(wrong).rejects.toMatchObject({ kind: 'mismatch' });
+    const got = await downloadVerified(download, p.url, limits(MiB), sha(p.body), p.body.length);
+    expect(got.equals(p.body)).toBe(true);
+    await expect(
+      downloadVerified(download, p.url, limits(MiB), 'f'.repeat(64), p.body.length),
+    ).rejects.toMatchObject({ kind: 'mismatch' });
+    // A different length is a different photo, whatever it hashes to; a longer one is not read past its size.
+    for (const size of [p.body.length - 1, p.body.length + 1]) {
+      await expect(downloadVerified(download, p.url, limits(MiB), sha(p.body), size)).rejects.toMatchObject({
+        kind: 'mismatch',
+      });
+    }
   });
 });
 

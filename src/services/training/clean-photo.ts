@@ -32,10 +32,11 @@
  * operation cache is off, so memory stays at about `slots` × (one original +
  * its working set) whatever the number of photos, and the thread pool keeps
  * threads free for file and DNS work. A pixel limit refuses decompression
- * bombs before they are decoded.
+ * bombs before they are decoded. What stays on the event loop (hashing the
+ * output) yields every MiB.
  */
-import { webcrypto } from 'node:crypto';
 import sharp from 'sharp';
+import { sha256Hex } from '../shared/hash.js';
 import type { ImageFormat } from './image-sniff.js';
 
 export const MAX_LONG_EDGE = 2048;
@@ -166,15 +167,14 @@ export class PhotoCleaner {
     } catch (err) {
       throw new PhotoCleanError(`it could not be read as an image (${errorText(err)})`, { cause: err });
     }
-    // WebCrypto's digest runs off the event loop, unlike createHash on a multi-MiB buffer.
-    const digest = await webcrypto.subtle.digest('SHA-256', out.data);
+    const sha256 = await sha256Hex(out.data);
     return {
       bytes: out.data,
       format,
       contentType: CONTENT_TYPE[format],
       width: out.info.width,
       height: out.info.height,
-      sha256: Buffer.from(digest).toString('hex'),
+      sha256,
     };
   }
 

@@ -40,14 +40,13 @@ import { createHash } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../media/types.js';
 import type { JobState, LockingKeyValueStore } from '../store/types.js';
 import {
-  CHANGED_MESSAGE,
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
   createHttpDownloader,
   inspectImage,
   parseHttpUrl,
   tooLargeMessage,
-  verifiedImageStream,
+  downloadVerified,
   type DownloadLimits,
   type Downloader,
   type InspectedImage,
@@ -525,21 +524,10 @@ export class TrainingSessions {
 
   // ------------------------------------------------------------ internals
 
-  /**
-   * The original bytes of a photo, verified against its stored SHA-256; errors
-   * name the photo. Read into one buffer of the size recorded at add time (the
-   * hash check refuses anything else), so a photo is held once, not twice.
-   */
+  /** The original bytes of a photo, verified against its stored size and SHA-256; errors name the photo. */
   private async readOriginal(p: TrainingPhoto, url: string): Promise<Buffer> {
-    const out = Buffer.allocUnsafe(p.size);
-    let at = 0;
     try {
-      for await (const chunk of verifiedImageStream(this.download, url, this.limits, p.sha256)) {
-        if (at + chunk.byteLength > out.length) throw new DownloadError('mismatch', CHANGED_MESSAGE);
-        out.set(chunk, at);
-        at += chunk.byteLength;
-      }
-      if (at !== out.length) throw new DownloadError('mismatch', CHANGED_MESSAGE);
+      return await downloadVerified(this.download, url, this.limits, p.sha256, p.size);
     } catch (err) {
       const reason =
         err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
@@ -549,7 +537,6 @@ export class TrainingSessions {
         { cause: err },
       );
     }
-    return out;
   }
 
   /** Can the submission be settled from its job (or is its claim stale)? */
