@@ -537,6 +537,29 @@ describe('TrainingSessions', () => {
     expect((await s.get(key))?.photos).toHaveLength(10);
   });
 
+  it('lists and deletes a member’s sessions in every channel, no one else’s', async () => {
+    const states = new Map<string, JobState>();
+    const { s, kv } = sessions({ jobState: (id) => Promise.resolve(states.get(id)) });
+    const a = await opened(s, '500', '1');
+    const b = await opened(s, '500', '2');
+    const other = await opened(s, '501', '1');
+    await s.add(
+      b,
+      Array.from({ length: 10 }, () => newImage()),
+    );
+    await s.claim(b, 'c');
+    await s.attachJob(b, 'c', 'job-b');
+    states.set('job-b', 'failed');
+    await s.endClaim(b, 'c', 'failed');
+    expect((await s.listByMember('500')).map((x) => x.key).sort()).toEqual([a, b].sort());
+    expect(await s.deleteForMember('500')).toBe(2);
+    expect(await s.listByMember('500')).toEqual([]);
+    expect(await s.get(a)).toBeUndefined();
+    expect(await s.forRetry('job-b')).toBeUndefined();
+    expect([...kv.data.keys()].filter((k) => k.includes('500'))).toEqual([]);
+    expect((await s.listByMember('501')).map((x) => x.key)).toEqual([other]);
+  });
+
   it('status lists names and counts', async () => {
     const { s } = sessions();
     const key = await opened(s);
@@ -682,6 +705,18 @@ describe.each([
     const names = (await a.get(key))?.photos.map((p) => p.name);
     expect(new Set(names)).toEqual(new Set(batches.flat().map((p) => p.name)));
     expect(names).toHaveLength(24);
+  });
+
+  it.skipIf(!available)('sessions opened on both in several channels are all listed by member', async () => {
+    const [a, b] = await twoInstances();
+    await Promise.all(
+      ['1', '2', '3', '4'].map((channelId, i) =>
+        (i % 2 === 0 ? a : b).start({ userId: '91', channelId, ethnicity: 'black', gender: 'male' }),
+      ),
+    );
+    expect((await a.listByMember('91')).map((x) => x.channelId).sort()).toEqual(['1', '2', '3', '4']);
+    expect(await b.deleteForMember('91')).toBe(4);
+    expect(await a.listByMember('91')).toEqual([]);
   });
 
   it.skipIf(!available)('claims from both at once: exactly one wins', async () => {

@@ -293,8 +293,39 @@ export class TrainingSessions {
         expiresAt: now + this.ttlMs,
       };
       await this.kv.set(key, session, this.ttlMs);
+      await this.indexFor(input.userId, key, session.expiresAt);
       return { created: true, session };
     });
+  }
+
+  /** The member's open sessions, in every channel and server (for /privacy). */
+  async listByMember(userId: string): Promise<TrainingSession[]> {
+    const keys = await this.memberKeys(userId);
+    const sessions = await Promise.all(keys.map((k) => this.current(k)));
+    return sessions.filter((s): s is TrainingSession => s !== undefined && s.userId === userId);
+  }
+
+  /**
+   * Deletes every session of the member (their photo references and the
+   * subject's details), wherever they are; returns how many there were. A
+   * submission running meanwhile finishes with what it had already read.
+   */
+  async deleteForMember(userId: string): Promise<number> {
+    const keys = await this.memberKeys(userId);
+    let n = 0;
+    for (const key of keys) {
+      const deleted = await this.locked(key, async () => {
+        const s = await this.get(key);
+        if (!s || s.userId !== userId) return false;
+        await this.kv.delete(key);
+        if (s.failedJobId !== undefined) await this.kv.delete(jobLinkKey(s.failedJobId));
+        if (s.submission?.jobId !== undefined) await this.kv.delete(jobLinkKey(s.submission.jobId));
+        return true;
+      });
+      if (deleted) n++;
+    }
+    await this.kv.delete(memberKey(userId));
+    return n;
   }
 
   /** Records the public message that shows the session (undefined: it no longer does). */
@@ -364,6 +395,7 @@ export class TrainingSessions {
       if (added.length > 0) {
         next = { ...session, photos, updatedAt: now, expiresAt: now + this.ttlMs };
         await this.save(next);
+        await this.indexFor(session.userId, key, next.expiresAt);
       }
       this.logger.info(
         { key, added: added.length, refused: refused.length, total: next.photos.length },
@@ -607,11 +639,38 @@ export class TrainingSessions {
     if (s.failedJobId !== undefined) await this.kv.set(jobLinkKey(s.failedJobId), s.key, ttl);
   }
 
+  /** The keys of the member's sessions (some may be gone: readers check). */
+  private async memberKeys(userId: string): Promise<string[]> {
+    const raw = await this.kv.get<unknown>(memberKey(userId));
+    const parsed = z.array(z.string()).safeParse(raw);
+    return parsed.success ? parsed.data : [];
+  }
+
+  /**
+   * Keeps `key` in the member's index, which outlives their last session by a
+   * day; keys whose session is gone are dropped on the way (under the index's
+   * own lock: two instances opening sessions at once both land).
+   */
+  private async indexFor(userId: string, key: string, expiresAt: number): Promise<void> {
+    await this.kv.withLock(memberKey(userId), async () => {
+      const keys = await this.memberKeys(userId);
+      const live: string[] = [];
+      for (const k of keys) if (k !== key && (await this.kv.get<unknown>(k)) !== undefined) live.push(k);
+      live.push(key);
+      await this.kv.set(memberKey(userId), live, Math.max(1000, expiresAt - this.now()) + DAY_MS);
+    });
+  }
+
   /** A read-modify-write of session `key`, atomic across every instance sharing the store. */
   private locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
     return this.kv.withLock(`lock:${key}`, fn);
   }
 }
+
+const DAY_MS = 86_400_000;
+
+/** The keys of a member's sessions (for /privacy: sessions are keyed by user and channel). */
+const memberKey = (userId: string): string => `training-user:${userId}`;
 
 /**
  * Where a submitted job's session is (jobEnded, Retry); kept as long as the
