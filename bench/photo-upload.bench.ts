@@ -265,10 +265,10 @@ async function measured<T>(fn: () => Promise<T>): Promise<Measured<T>> {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   await new Promise((r) => setTimeout(r, 50));
-  const baseline = process.memoryUsage().rss;
+  const baseline = process.memoryUsage.rss();
   let peak = baseline;
   const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, process.memoryUsage.rss());
   }, 10);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -278,7 +278,7 @@ async function measured<T>(fn: () => Promise<T>): Promise<Measured<T>> {
   const t0 = performance.now();
   try {
     const value = await fn();
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, process.memoryUsage.rss());
     return {
       value,
       ms: performance.now() - t0,
