@@ -35,7 +35,8 @@
  * bombs before they are decoded. What stays on the event loop (hashing the
  * output) yields every MiB.
  */
-import sharp from 'sharp';
+import type SharpFn from 'sharp';
+import type { Metadata, OutputInfo, Sharp } from 'sharp';
 import { sha256Hex } from '../shared/hash.js';
 import type { ImageFormat } from './image-sniff.js';
 
@@ -82,21 +83,34 @@ const CONTENT_TYPE: Record<ImageFormat, string> = {
 };
 
 /** Cleans photos one slot at a time; create one per process and share it. */
+type SharpModule = typeof SharpFn;
+
 export class PhotoCleaner {
   private readonly slots: number;
+  private readonly threads: number;
   private readonly maxPixels: number;
   private readonly maxLongEdge: number;
   private running = 0;
   private readonly waiting: (() => void)[] = [];
+  private loaded: Promise<SharpModule> | undefined;
 
   constructor(opts: PhotoCleanerOptions = {}) {
     this.slots = Math.max(1, opts.slots ?? 1);
+    this.threads = Math.max(1, opts.threads ?? 1);
     this.maxPixels = opts.maxPixels ?? DEFAULT_MAX_PIXELS;
     this.maxLongEdge = opts.maxLongEdge ?? MAX_LONG_EDGE;
-    // Process-wide libvips settings: no cache of decoded images between calls (each photo is
-    // seen once), and few threads per image (the slots bound how many run).
-    sharp.cache(false);
-    sharp.concurrency(Math.max(1, opts.threads ?? 1));
+  }
+
+  /** sharp and libvips, loaded at the first photo (a bot that never cleans one never pays for them). */
+  private sharp(): Promise<SharpModule> {
+    this.loaded ??= import('sharp').then(({ default: sharp }) => {
+      // Process-wide libvips settings: no cache of decoded images between calls (each photo is
+      // seen once), and few threads per image (the slots bound how many run).
+      sharp.cache(false);
+      sharp.concurrency(this.threads);
+      return sharp;
+    });
+    return this.loaded;
   }
 
   /** Photos being cleaned now, and waiting for a slot (metrics, tests). */
@@ -123,7 +137,8 @@ export class PhotoCleaner {
   }
 
   private async cleanNow(input: Buffer): Promise<CleanedPhoto> {
-    let meta: sharp.Metadata;
+    const sharp = await this.sharp();
+    let meta: Metadata;
     try {
       // The header only: the size is checked below, with a clear reason, before anything is decoded.
       meta = await sharp(input, { limitInputPixels: false }).metadata();
@@ -138,7 +153,7 @@ export class PhotoCleaner {
       );
     }
     // `failOn: 'error'`: a harmless decoder warning (common in phone JPEGs) does not refuse a photo.
-    let img = sharp(input, { limitInputPixels: this.maxPixels, failOn: 'error', pages: 1 })
+    let img: Sharp = sharp(input, { limitInputPixels: this.maxPixels, failOn: 'error', pages: 1 })
       .autoOrient()
       .resize({
         width: this.maxLongEdge,
@@ -161,7 +176,7 @@ export class PhotoCleaner {
         img = img.gif({ reuse: true });
         break;
     }
-    let out: { data: Buffer; info: sharp.OutputInfo };
+    let out: { data: Buffer; info: OutputInfo };
     try {
       out = await img.toBuffer({ resolveWithObject: true });
     } catch (err) {
@@ -198,7 +213,7 @@ function formatOf(f: string | undefined): ImageFormat | undefined {
   return f === 'png' || f === 'jpeg' || f === 'gif' || f === 'webp' ? f : undefined;
 }
 
-function isGrey(meta: sharp.Metadata): boolean {
+function isGrey(meta: Metadata): boolean {
   return meta.space === 'b-w' || meta.space === 'grey16';
 }
 

@@ -419,11 +419,6 @@ export class TrainingSessions {
     });
   }
 
-  /** Removes the session (its upload finished). */
-  async delete(key: string): Promise<void> {
-    await this.locked(key, () => this.kv.delete(key));
-  }
-
   /**
    * Claims the submission of `key` once, in the store: a second claim (a double
    * click, on this instance or another) is refused until this one ends. The
