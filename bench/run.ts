@@ -26,7 +26,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<unknown> }> = 
     },
   },
   photo: {
-    title: 'Training photo upload: 30 × 10 MiB streamed as base64',
+    title: 'Training photos: 30 × 10 MiB phone JPEGs cleaned (sharp) and streamed as base64',
     run: async () => console.table(await runPhotoUploadBench()),
   },
   recovery: {

@@ -29,7 +29,7 @@ import type { BullContext } from './services/queues/bull.js';
 import type { BullJobEdits } from './services/queues/job-edits.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
-import { TrainingSessions } from './services/training/sessions.js';
+import { createTrainingServices } from './services/training/index.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import { CommunityService } from './services/community/community.js';
@@ -233,10 +233,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const renderers: JobRenderers = { render: renderJob, renderReply: renderThreadLine };
   // Built in a cycle (the lifecycle queues work whose runners call the lifecycle back): the
   // runners reach `lifecycle` and `watch` through closures, called only once both exist.
+  const trainingServices = createTrainingServices({
+    config,
+    kv: stores.kv,
+    jobState: async (jobId) => (await stores.jobs.get(jobId))?.state,
+    refreshUrls: async (urls) =>
+      (await botRest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
+    logger: logger.child({ component: 'training' }),
+    now,
+  });
+  const training = trainingServices.sessions;
   const afterFinalWork = new AfterFinalWork({
     store: stores.jobs,
     lifecycle: { mark: (id, flags) => lifecycle.mark(id, flags) },
-    run: (job) => community.jobEnded(job),
+    // A training upload's session closes (finished) or is opened again for Retry (failed).
+    run: async (job) => {
+      await Promise.all([community.jobEnded(job), trainingServices.jobEnded(job)]);
+    },
   });
   const check = (jobId: string) => watch.check(jobId);
   // Session messages (training photos) always go through the in-process queue; job messages
@@ -337,16 +350,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
   });
 
-  const training = new TrainingSessions({
-    kv: stores.kv,
-    logger: logger.child({ component: 'training' }),
-    maxBytes: config.photos.maxBytes,
-    ttlMs: config.photos.sessionTtlMs,
-    refreshUrls: async (urls) =>
-      (await botRest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
-    now,
-  });
-
   const context: BotContext = {
     logger: logger.child({ component: 'commands' }),
     jobs: lifecycle,
@@ -356,6 +359,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     account,
     showAccountBalance: config.media.showAccountBalance,
     training,
+    photoUpload: trainingServices.uploader,
+    consent: trainingServices.consent,
     edits: sessionEdits,
     community,
     settings: guildSettings,
@@ -455,6 +460,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       config.metrics.port !== undefined
         ? false
         : { ...(config.metrics.token !== undefined ? { token: config.metrics.token } : {}) },
+    // Only the bot's cleaned copies are linked to the service (config requires PUBLIC_URL).
+    ...(config.media.photoFormat === 'url' ? { photos: { spool: trainingServices.spool } } : {}),
     ...(endpoint && interactionMode.mode === 'http'
       ? {
           interactions: {
@@ -500,6 +507,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     rest: botRest,
     discordReady,
     async start() {
+      await inPhase('store', () => trainingServices.start());
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
       );
@@ -577,6 +585,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
           ?.stop()
           .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));
         lifecycle.stop();
+        trainingServices.stop();
         await checks.close();
         await afterFinal.close();
         await bullEdits?.close();

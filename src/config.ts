@@ -219,6 +219,11 @@ const schema = z.object({
     String(10 * 1024 * 1024),
   ),
   TRAINING_SESSION_TTL_HOURS: withDefault(int(1, 24 * 7, 'hours a photo session is kept'), '24'),
+  RETENTION_DAYS: withDefault(int(1, 3650, 'days job records are kept after the job ended'), '30'),
+  CONSENT_RETENTION_DAYS: withDefault(
+    int(1, 3650, 'days a training-photo consent record is kept as proof'),
+    '365',
+  ),
   DEFAULT_THREADS: withDefault(bool('a thread per job by default'), 'false'),
   DEFAULT_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished jobs per member per server'), '3'),
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
@@ -280,6 +285,8 @@ export interface Config {
     queueLockMs: number;
   };
   photos: { maxBytes: number; sessionTtlMs: number };
+  /** How long what the bot keeps about members is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS). */
+  privacy: { retentionDays: number; consentRetentionDays: number };
   /** Per-guild settings' defaults (a server's own values, set with /settings, win) and credit costs. */
   community: {
     defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
@@ -360,6 +367,7 @@ function toConfig(e: Env): Config {
       queueLockMs: e.QUEUE_LOCK_SECONDS * 1000,
     },
     photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
+    privacy: { retentionDays: e.RETENTION_DAYS, consentRetentionDays: e.CONSENT_RETENTION_DAYS },
     community: {
       defaults: {
         threads: e.DEFAULT_THREADS,
@@ -392,6 +400,13 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
       : [];
   if (!parsed.success) throw new ConfigError([...problemsOf(parsed.error), ...publicKeyMissing]);
   if (publicKeyMissing.length > 0) throw new ConfigError(publicKeyMissing);
+  // The service would fetch url-mode photos itself: only the bot's cleaned copies (served under
+  // PUBLIC_URL) may be given, never the Discord originals with their metadata.
+  if (parsed.data.MEDIA_PHOTO_FORMAT === 'url' && parsed.data.PUBLIC_URL === undefined) {
+    throw new ConfigError([
+      'MEDIA_PHOTO_FORMAT: url needs PUBLIC_URL (the service fetches the cleaned photos from {PUBLIC_URL}/photos/…); set PUBLIC_URL or use base64',
+    ]);
+  }
   if (parsed.data.METRICS_PORT !== undefined && parsed.data.METRICS_PORT === parsed.data.PORT) {
     throw new ConfigError(['METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT)']);
   }

@@ -144,6 +144,7 @@ describe('parseConfig', () => {
       store: { dataDir: './data', jobTtlMs: c.store.jobTtlMs, redisStartTimeoutMs: 30_000 },
       jobs: c.jobs,
       photos: c.photos,
+      privacy: { retentionDays: 30, consentRetentionDays: 365 },
       community: {
         defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
@@ -157,6 +158,30 @@ describe('parseConfig', () => {
     expect('guildId' in c.discord).toBe(false);
     expect('publicUrl' in c).toBe(false);
     expect('redisUrl' in c.store).toBe(false);
+  });
+
+  it('RETENTION_DAYS and CONSENT_RETENTION_DAYS: whole days, defaults 30 and 365', () => {
+    expect(parseConfig({ ...REQUIRED, RETENTION_DAYS: '7', CONSENT_RETENTION_DAYS: '730' }).privacy).toEqual({
+      retentionDays: 7,
+      consentRetentionDays: 730,
+    });
+    expect(parseConfig({ ...REQUIRED, RETENTION_DAYS: '', CONSENT_RETENTION_DAYS: '' }).privacy).toEqual({
+      retentionDays: 30,
+      consentRetentionDays: 365,
+    });
+    const problems = problemsOf({ ...REQUIRED, RETENTION_DAYS: '0', CONSENT_RETENTION_DAYS: 'a year' });
+    expect(lineFor(problems, 'RETENTION_DAYS')).toMatch(/at least 1/);
+    expect(lineFor(problems, 'CONSENT_RETENTION_DAYS')).toMatch(/whole number/);
+  });
+
+  it('MEDIA_PHOTO_FORMAT=url without PUBLIC_URL is one clear line (the service would fetch the originals)', () => {
+    const problems = problemsOf({ ...REQUIRED, MEDIA_PHOTO_FORMAT: 'url' });
+    expect(problems).toHaveLength(1);
+    expect(lineFor(problems, 'MEDIA_PHOTO_FORMAT')).toMatch(/url needs PUBLIC_URL/);
+    expect(
+      parseConfig({ ...REQUIRED, MEDIA_PHOTO_FORMAT: 'url', PUBLIC_URL: 'https://bot.example.test' }).media
+        .photoFormat,
+    ).toBe('url');
   });
 
   it('INSTANCE_ID names the instance; default hostname:pid; spaces or over 100 characters refused', () => {

@@ -354,16 +354,19 @@ describe('training upload: params → streamed body → result → render', () =
     );
     expect(result.state).toBe('finished');
     const job = finishedJob('upload', m.toStored(params), result.outputs as TaskOutputs);
-    expect(job.params).toEqual({ ethnicity: 'asian', gender: 'female', age: 30, photos: 10 });
+    // The job's params are shown publicly: the photo count only, never the subject's demographics.
+    expect(job.params).toEqual({ photos: 10 });
     const payload = renderJob(job, job.updatedAt);
     expectDiscordValid(payload);
     expect(payload.content).toContain('Training photos');
     expect(JSON.stringify(payload)).toContain(`<t:${Date.parse(expiresAt) / 1000}:R>`);
     expect(customIds(payload)).toEqual([]);
-    // Photos are not kept: no Retry, and a clear reason.
-    expect(m.retryable).toBe(false);
+    expect(JSON.stringify(payload)).not.toMatch(/asian|female/);
+    // A failed upload offers Retry (its photos wait in the member's session, retried through
+    // the consent step); the job itself keeps no photo, so `fromStored` says why when they are gone.
+    expect(m.retryable).toBe(true);
     expect(m.fromStored(job.params)).toHaveProperty('cannot');
     const { result: _result, ...unfinished } = job;
-    expect(renderJob({ ...unfinished, state: 'failed' }, 0).components).toEqual([]);
+    expect(customIds(renderJob({ ...unfinished, state: 'failed' }, 0))).toEqual([`next:retry:${job.id}`]);
   });
 });

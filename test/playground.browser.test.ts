@@ -480,10 +480,12 @@ describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () =>
       .toMatch(/10 \/ 30|10\/30|10 of 30/);
     await pickCommand(page, 'training-photos submit');
     await page.keyboard.press('Enter');
+    // Nothing is sent before the member confirms consent (an ephemeral prompt).
+    await page.locator('#messages button', { hasText: 'I confirm' }).last().click({ timeout: 20_000 });
     await expect
       .poll(() => page.locator('#messages').innerText(), { timeout: 40_000 })
       .toContain('The prepared images expire');
-    // The emulator received the ten dropped photos.
+    // The emulator received the ten dropped photos (cleaned of their metadata first).
     const upload = [...pg.emulator.tasks.values()].find((t) => t.operation === 'upload');
     expect(upload?.params['images']).toBe(10);
     await page.screenshot({ path: `${ARTIFACTS}training.png` });

@@ -13,6 +13,7 @@ import { str } from '../services/operations/input.js';
 import type { StepInput } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { startOperation } from './run-job.js';
+import { retryUpload } from './training-photos.js';
 import { UserError, type BotContext, type ComponentHandler } from './types.js';
 
 async function storedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
@@ -43,6 +44,8 @@ async function retry<K extends Operation>(
   job: JobRecord & { operation: K },
 ): Promise<void> {
   if (job.state !== 'failed') throw new UserError('not_failed', 'Only a failed job can be retried.');
+  // Training photos live in the member's session, not on the job: they go through consent again.
+  if (operationOf(job.operation).input.kind === 'session') return retryUpload(i, ctx, job);
   const params = operationOf(job.operation).fromStored(job.params);
   if ('cannot' in params) throw new UserError('retry_unsupported', params.cannot);
   await startOperation(i, ctx, job.operation, params, job);

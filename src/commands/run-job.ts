@@ -24,9 +24,14 @@ export interface JobRequest {
   parent?: JobRecord;
   /** The component's own message becomes the job message (the interaction was deferred as an update). */
   inPlace?: boolean;
+  /**
+   * The one service call; `job` is the stored job (training photos record it with their
+   * consent); `hooks.waiting` shows a 429 being waited out on the job's message.
+   */
   submit: (
     webhook: WebhookTarget | undefined,
     hooks: { waiting(untilMs: number): void },
+    job: JobRecord,
   ) => Promise<Submitted | TaskResult>;
 }
 
@@ -146,7 +151,8 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
       if (threads) job = await moveIntoThread(interaction, ctx, job, messageId);
     }
   }
-  await ctx.jobs.submit(job, req.submit);
+  const stored = job;
+  await ctx.jobs.submit(job, (webhook, hooks) => req.submit(webhook, hooks, stored));
 }
 
 /**

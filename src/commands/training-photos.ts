@@ -5,13 +5,14 @@ import {
   ModalBuilder,
   SlashCommandBuilder,
 } from 'discord.js';
-import type { APIAttachment } from 'discord-api-types/v10';
+import { MessageFlags, type APIAttachment } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
-import { MediaRequestInvalidError } from '../services/media/errors.js';
+import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
 import { discordTimestamp as ts, formatBytes } from '../services/shared/format.js';
 import {
+  MIN_ADULT_AGE,
   renderAddResult,
   renderClosedSessionMessage,
   renderSessionMessage,
@@ -23,6 +24,7 @@ import {
   MAX_PHOTOS,
   MIN_PHOTOS,
   TrainingSessionError,
+  photoDigest,
   sessionKey,
   statusOf,
   type AddResult,
@@ -30,6 +32,8 @@ import {
   type SessionMessageRef,
   type TrainingSession,
 } from '../services/training/sessions.js';
+import { parseConsentCustomId, renderConsentPrompt, underage } from '../services/training/consent.js';
+import type { JobRecord } from '../services/store/types.js';
 import { runJob } from './run-job.js';
 import { operations } from '../services/operations/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
@@ -136,7 +140,7 @@ function assertReady(session: TrainingSession): void {
 }
 
 async function requireSession(ctx: BotContext, key: string): Promise<TrainingSession> {
-  const s = await ctx.training.get(key);
+  const s = await ctx.training.current(key);
   if (!s) {
     throw new UserError(
       'training_no_session',
@@ -231,6 +235,17 @@ async function addPhotos(ctx: BotContext, key: string, photos: PhotoInput[]): Pr
   return guard(() => ctx.training.add(key, photos));
 }
 
+/** Refuses what cannot be done while the session's photos are being (or were) submitted. */
+function assertNotSubmitted(s: TrainingSession): void {
+  if (!s.submission) return;
+  throw new UserError(
+    s.submission.accepted ? 'training_submitted' : 'training_submitting',
+    s.submission.accepted
+      ? 'These photos were submitted and the upload is running; the session closes when it finishes (if it fails, you can retry).'
+      : 'This session is already being submitted; wait for the result.',
+  );
+}
+
 function ownerOf(i: BotInteraction): string {
   const parsed = parseTrainingCustomId(i.customId);
   if (!parsed) throw new UserError('unknown_component', 'This button is no longer supported.');
@@ -262,6 +277,12 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
       `\`age\` must be a whole number between ${AGE_MIN} and ${AGE_MAX}.`,
     );
   }
+  if (age !== null && age < MIN_ADULT_AGE) {
+    throw new UserError(
+      'training_underage',
+      `Training photos of people under ${MIN_ADULT_AGE} are not accepted, so no session was opened.`,
+    );
+  }
   const photos = attachmentsOf(i);
   const key = sessionKey(i.user.id, channelId);
 
@@ -280,7 +301,9 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
       'training_session_open',
       [
         `You already have a training-photo session in this channel: **${countLine(session)}** (${session.ethnicity}, ${session.gender}${session.age !== undefined ? `, age ${session.age}` : ''}), expiring ${ts(session.expiresAt, 'R')}.`,
-        'Continue with `/training-photos add` (or the **Add photos** button), send it with `/training-photos submit`, or discard it with `/training-photos cancel`.',
+        session.submission
+          ? 'Its photos were submitted; it closes when the upload finishes. To start a new set here now, discard it with `/training-photos cancel`.'
+          : 'Continue with `/training-photos add` (or the **Add photos** button), send it with `/training-photos submit`, or discard it with `/training-photos cancel`.',
         ...(photos.length > 0 ? ['The photos attached to this command were not added.'] : []),
       ].join('\n'),
     );
@@ -310,7 +333,10 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   }
   await show(renderSessionMessage(result.session));
   if (result.refused.length > 0) {
-    await i.followUp({ content: renderAddResult(result) }, { ephemeral: true });
+    await i.followUp({
+      content: renderAddResult(result),
+      flags: MessageFlags.Ephemeral,
+    });
   }
 }
 
@@ -318,22 +344,16 @@ async function add(i: BotInteraction, ctx: BotContext): Promise<void> {
   const key = sessionKey(i.user.id, channelOf(i));
   const photos = attachmentsOf(i);
   if (photos.length === 0) throw new UserError('training_no_photos', 'Attach at least one photo (`photo1`).');
-  await requireSession(ctx, key);
-  if (ctx.training.isSubmitting(key)) {
-    throw new UserError(
-      'training_submitting',
-      'This session is being submitted right now; wait for the result.',
-    );
-  }
+  assertNotSubmitted(await requireSession(ctx, key));
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result) });
+  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
 async function status(i: BotInteraction, ctx: BotContext): Promise<void> {
   const s = await requireSession(ctx, sessionKey(i.user.id, channelOf(i)));
-  await i.reply({ content: renderStatus(s) }, { ephemeral: true });
+  await i.reply({ content: renderStatus(s), flags: MessageFlags.Ephemeral, allowed_mentions: { parse: [] } });
 }
 
 async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
@@ -345,94 +365,183 @@ async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
       'You have no open training-photo session in this channel; nothing to cancel.',
     );
   }
-  await i.reply(
-    { content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).` },
-    { ephemeral: true },
-  );
+  await i.reply({
+    content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
+    flags: MessageFlags.Ephemeral,
+  });
   editSessionMessage(ctx, key, s.message, renderClosedSessionMessage(s, 'cancelled'), { final: true });
 }
 
+// ------------------------------------------------------------ submit: consent, then send
+
 /**
- * Submits the session through runJob: from the Submit button the session
- * message itself becomes the live job message (deferUpdate + editReply); from
- * the slash command the public reply does, and the old session message is
- * closed. The session is deleted once the service accepted the upload, kept
- * otherwise so the user can retry.
+ * The submit step (slash command, Submit button, a failed upload's Retry):
+ * nothing is sent yet. The session's owner gets the consent text, ephemerally,
+ * with **I confirm** and **Cancel**; only Confirm (`confirm`) sends anything.
  */
-async function submit(i: BotInteraction, ctx: BotContext, key: string): Promise<void> {
-  assertReady(await requireSession(ctx, key));
-  await guard(() =>
-    ctx.training.whileSubmitting(key, async () => {
-      const source = i.isButton() ? i.message : undefined;
-      if (source) {
-        await i.deferUpdate();
-        // This message becomes the live job message: no queued session update may land on it.
-        ctx.edits.forget(sessionMessageKey(source.id));
-      } else await i.deferReply();
-      // Re-read once adds already in flight are written: exactly what is uploaded is what gets deleted.
-      const session = await ctx.training.getSettled(key);
-      if (!session || !statusOf(session).ready) {
-        if (!source) await i.deleteReply().catch(() => undefined);
-        if (!session) {
-          throw new UserError(
-            'training_no_session',
-            'The session was closed meanwhile; nothing was submitted.',
-          );
-        }
-        assertReady(session);
-      }
-      let accepted = false;
-      const meta = {
+async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retryOf?: string): Promise<void> {
+  const session = await requireSession(ctx, key);
+  if (session.userId !== i.user.id) {
+    throw new UserError(
+      'training_not_owner',
+      `These training photos belong to <@${session.userId}>: only they can send them (after confirming consent).`,
+    );
+  }
+  assertNotSubmitted(session);
+  assertReady(session);
+  if (underage(session)) {
+    throw new UserError(
+      'training_underage',
+      `The age given for this session is ${session.age}: photos of people under ${MIN_ADULT_AGE} are never sent. Discard the session with \`/training-photos cancel\`.`,
+    );
+  }
+  const prompt = await ctx.consent.prompts.open({
+    ownerId: session.userId,
+    sessionKey: key,
+    photoDigest: photoDigest(session),
+    photoCount: session.photos.length,
+    ...(retryOf !== undefined ? { parentJobId: retryOf } : {}),
+  });
+  const days = Math.round(ctx.consent.records.retentionMs / 86_400_000);
+  await i.reply({
+    ...renderConsentPrompt(session, prompt, days),
+    flags: MessageFlags.Ephemeral,
+  });
+}
+
+/**
+ * **I confirm**: claims the submission once in the store (a second click, here
+ * or on another instance, is refused and nothing is sent twice), then runs the
+ * upload job: a public job message (the reply to this click; a refusal by fair
+ * use or credits stays ephemeral), the photos cleaned, the consent recorded,
+ * then sent. The claim is then settled from the job: refused or failed, the
+ * photos stay in the session for Retry; accepted, the session waits for the
+ * job's end.
+ */
+async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Promise<void> {
+  const prompt = await ctx.consent.prompts.get(promptId);
+  if (!prompt || prompt.ownerId !== i.user.id) {
+    throw new UserError(
+      'training_consent_expired',
+      'This confirmation has expired; nothing was sent. Use `/training-photos submit` to be asked again.',
+    );
+  }
+  if (prompt.usedAt !== undefined) {
+    const s = await ctx.training.current(prompt.sessionKey);
+    if (s) assertNotSubmitted(s);
+    throw new UserError(
+      'training_consent_used',
+      'This confirmation was already used. To send the photos again, press **Retry** on the failed job or use `/training-photos submit`.',
+    );
+  }
+  const claimId = randomUUID();
+  const session = await guard(() => ctx.training.claim(prompt.sessionKey, claimId, prompt.photoDigest));
+  await ctx.consent.prompts
+    .markUsed(prompt)
+    .catch((err: unknown) => ctx.logger.warn({ err }, 'could not mark the consent prompt used'));
+  const parent = prompt.parentJobId
+    ? await ctx.records.get(prompt.parentJobId).catch(() => undefined)
+    : undefined;
+  const consentAt = ctx.now();
+  let jobId: string | undefined;
+  try {
+    await runJob(i, ctx, {
+      operation: 'upload',
+      params: operations.upload.toStored({
         ethnicity: session.ethnicity,
         gender: session.gender,
-        ...(session.age !== undefined ? { age: session.age } : {}),
-      };
-      await runJob(i, ctx, {
-        operation: 'upload',
-        inPlace: source !== undefined,
-        // The photos are read from Discord only when the job is submitted.
-        params: operations.upload.toStored({ ...meta, photos: session.photos }),
-        submit: async (webhook, hooks) => {
-          let photos;
-          try {
-            photos = await ctx.training.photoSources(session);
-          } catch (err) {
-            if (err instanceof TrainingSessionError) throw new MediaRequestInvalidError([err.message]);
-            throw err;
-          }
-          const r = await ctx.media.submit('upload', { ...meta, photos }, webhook, {
-            onWaiting: hooks.waiting,
-          });
-          accepted = true;
-          return r;
-        },
+        photos: session.photos.map((p) => ({ url: p.url })),
+      }),
+      ...(parent ? { parent } : {}),
+      submit: async (webhook, hooks, job) => {
+        jobId = job.id;
+        // Before anything is sent: from now on the claim follows this job.
+        await ctx.training.attachJob(session.key, claimId, job.id);
+        return ctx.photoUpload.send(
+          session,
+          job.id,
+          {
+            userId: session.userId,
+            ...(session.guildId !== undefined ? { guildId: session.guildId } : {}),
+            channelId: session.channelId,
+            at: consentAt,
+            wording: prompt.wording,
+          },
+          (params, w) => ctx.media.submit('upload', params, w, { onWaiting: hooks.waiting }),
+          webhook,
+        );
+      },
+    });
+  } finally {
+    await settleClaim(i, ctx, session, claimId, jobId).catch((err: unknown) =>
+      ctx.logger.warn({ err, key: session.key }, 'could not settle the training submission'),
+    );
+  }
+}
+
+/** After runJob: the claim ends as the job went (an unknown outcome keeps it, settled later from the job). */
+async function settleClaim(
+  i: BotInteraction,
+  ctx: BotContext,
+  session: TrainingSession,
+  claimId: string,
+  jobId: string | undefined,
+): Promise<void> {
+  const key = session.key;
+  if (jobId === undefined) {
+    // Nothing was sent (fair use, credits, Discord or the store refused first).
+    await ctx.training.endClaim(key, claimId, 'not_sent');
+    return;
+  }
+  const job: JobRecord | undefined = await ctx.records.get(jobId);
+  if (job?.state === 'failed') {
+    const now = await ctx.training.endClaim(key, claimId, 'failed');
+    if (now && !now.submission) {
+      await i
+        .followUp({
+          content: `Your ${now.photos.length} photos are still in the session (until ${ts(now.expiresAt, 'f')}): press **Retry** on the job message to send them again (you will be asked to confirm again), or discard them with \`/training-photos cancel\`.`,
+          flags: MessageFlags.Ephemeral,
+        })
+        .catch(() => undefined);
+    }
+    return;
+  }
+  if (job?.state === 'queued' || job?.state === 'processing' || job?.state === 'finished') {
+    const now = await ctx.training.endClaim(key, claimId, 'accepted');
+    if (job.state === 'finished') await ctx.training.jobEnded(jobId, 'finished');
+    // The public session message is closed; an add after a failed job posts a fresh one.
+    if (session.message) {
+      editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
+        final: true,
       });
-      if (!accepted) {
-        if (source && source.id === session.message?.id) {
-          // That message now shows the failed job: later adds post a new session message instead.
-          await ctx.training.setMessage(key, undefined).catch(() => undefined);
-        }
-        await i
-          .followUp(
-            {
-              content: `Your ${session.photos.length} photos are still in the session (until ${ts(session.expiresAt, 'f')}). Try again with \`/training-photos submit\`, or discard them with \`/training-photos cancel\`.`,
-            },
-            { ephemeral: true },
-          )
-          .catch(() => undefined);
-        return;
-      }
-      await ctx.training
-        .delete(key)
-        .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not delete the submitted session'));
-      const stillShown = !source || source.id !== session.message?.id;
-      if (stillShown) {
-        editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
-          final: true,
-        });
-      }
-    }),
-  );
+      if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
+    }
+  }
+  // `submitting` (the service's answer was lost) or unknown: the claim waits on the job.
+}
+
+/** **Cancel** on the consent prompt: nothing is sent, the prompt closes. */
+async function decline(i: BotInteraction, ctx: BotContext, promptId: string): Promise<void> {
+  await ctx.consent.prompts.close(promptId);
+  await i.update({
+    content:
+      'Nothing was sent. Your photos stay in the session until it expires; `/training-photos submit` asks again, `/training-photos cancel` discards them.',
+    components: [],
+  });
+}
+
+/**
+ * Retry of a failed upload job (its message's Retry button, `/tasks`): the
+ * same photos, still in the member's session, go through the consent step
+ * again. Called by the Retry handler (src/commands/next-steps.ts).
+ */
+export async function retryUpload(i: BotInteraction, ctx: BotContext, job: JobRecord): Promise<void> {
+  const session = await ctx.training.forRetry(job.id);
+  if (!session) {
+    const stored = operations.upload.fromStored(job.params);
+    throw new UserError('retry_unsupported', 'cannot' in stored ? stored.cannot : 'Nothing to retry.');
+  }
+  await askConsent(i, ctx, session.key, job.id);
 }
 
 // ------------------------------------------------------------ components
@@ -471,12 +580,7 @@ function uploadedFiles(i: BotInteraction): PhotoInput[] {
 async function addButton(i: BotInteraction, ctx: BotContext, key: string): Promise<void> {
   const session = await requireSession(ctx, key);
   const st = statusOf(session);
-  if (ctx.training.isSubmitting(key)) {
-    throw new UserError(
-      'training_submitting',
-      'This session is being submitted right now; wait for the result.',
-    );
-  }
+  assertNotSubmitted(session);
   if (st.room === 0) {
     throw new UserError(
       'training_full',
@@ -501,12 +605,15 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
     const ref = replyRef(i, source.id, source.channel_id);
     if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
       await i.editReply(replyOptions(payload));
-    await i.followUp({ content: renderAddResult(result) }, { ephemeral: true });
+    await i.followUp({
+      content: renderAddResult(result),
+      flags: MessageFlags.Ephemeral,
+    });
     return;
   }
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result) });
+  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
@@ -524,7 +631,7 @@ export const trainingPhotos = {
       case 'status':
         return status(i, ctx);
       case 'submit':
-        return submit(i, ctx, sessionKey(i.user.id, channelOf(i)));
+        return askConsent(i, ctx, sessionKey(i.user.id, channelOf(i)));
       case 'cancel':
         return cancel(i, ctx);
       default:
@@ -536,11 +643,23 @@ export const trainingPhotos = {
 export const trainingComponents = {
   prefix: 'training:',
   async button(i: BotInteraction, ctx: BotContext) {
+    const consent = parseConsentCustomId(i.customId);
+    if (consent) {
+      if (consent.ownerId !== i.user.id) {
+        throw new UserError(
+          'training_not_owner',
+          `Only <@${consent.ownerId}>, whose photos these are, can answer this. Nothing was sent.`,
+        );
+      }
+      return consent.action === 'confirm'
+        ? confirm(i, ctx, consent.promptId)
+        : decline(i, ctx, consent.promptId);
+    }
     const parsed = parseTrainingCustomId(i.customId);
     const ownerId = ownerOf(i);
     const key = sessionKey(ownerId, channelOf(i));
     if (parsed?.action === 'add') return addButton(i, ctx, key);
-    if (parsed?.action === 'submit') return submit(i, ctx, key);
+    if (parsed?.action === 'submit') return askConsent(i, ctx, key);
     throw new UserError('unknown_component', 'This button is no longer supported.');
   },
   async modal(i: BotInteraction, ctx: BotContext) {

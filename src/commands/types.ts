@@ -11,6 +11,9 @@ import type { MediaClient } from '../services/media/client.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';
 import type { JobStore } from '../services/store/types.js';
 import type { TrainingSessions } from '../services/training/sessions.js';
+import type { TrainingUploader } from '../services/training/upload.js';
+import type { ConsentPrompts } from '../services/training/consent.js';
+import type { ConsentStore } from '../services/privacy/consent-store.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
@@ -40,6 +43,10 @@ export interface BotContext {
   account: Pick<AccountMonitor, 'latest'>;
   showAccountBalance: boolean;
   training: TrainingSessions;
+  /** Cleans training photos and sends them once consent is given. */
+  photoUpload: Pick<TrainingUploader, 'send'>;
+  /** Training-photo consent: prompts awaiting an answer, and the records kept as proof (/privacy). */
+  consent: { prompts: ConsentPrompts; records: ConsentStore };
   /** The one path for editing messages the bot keeps up to date (session messages too). */
   edits: Pick<EditQueue, 'push' | 'editable' | 'forget'>;
   /** Fair use, credits and what follows a job's end, per server. */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { healthRoutes, metricsRoutes, type HealthDeps, type MetricsDeps } from './health.js';
 import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
 import { interactionRoutes, type InteractionsDeps } from './interactions.js';
+import { photoFileRoutes, type PhotoFilesDeps } from './photo-files.js';
 
 export interface ServerDeps {
   logger: Logger;
@@ -17,6 +18,8 @@ export interface ServerDeps {
   metrics?: { token?: string } | false;
   /** DISCORD_INTERACTIONS=http: `POST /interactions`. */
   interactions?: InteractionsDeps;
+  /** MEDIA_PHOTO_FORMAT=url: `GET /photos/:token/:file`, the cleaned training photos. */
+  photos?: PhotoFilesDeps;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -66,6 +69,7 @@ export async function buildServer(deps: ServerDeps) {
   }
   await app.register(mediaWebhookRoutes, deps.webhook);
   if (deps.interactions) await app.register(interactionRoutes, deps.interactions);
+  if (deps.photos) await app.register(photoFileRoutes, deps.photos);
   return app;
 }
 

@@ -30,15 +30,16 @@ export const uploadOperation: OperationModule<'upload'> = {
   schema: photoUploadParamsSchema,
   // Gathered over several interactions (src/commands/training-photos.ts, src/services/training/).
   input: { kind: 'session' },
-  retryable: false,
-  toStored: (p) => ({
-    ethnicity: p.ethnicity,
-    gender: p.gender,
-    ...(p.age !== undefined ? { age: p.age } : {}),
-    photos: p.photos.length,
-  }),
+  // A failed upload keeps its photos in the member's session until it expires: Retry sends them
+  // again, through the consent step (src/commands/training-photos.ts `retryUpload`), not through
+  // `fromStored` (the job keeps no photo and no demographics).
+  retryable: true,
+  // The job's params are shown in public messages: the photo count only. Ethnicity, gender and
+  // age stay in the member's session (shown to them alone); Retry reads them from there.
+  toStored: (p) => ({ photos: p.photos.length }),
   fromStored: () => ({
-    cannot: 'Training photos are not kept: start a new set with `/training-photos start`.',
+    cannot:
+      'The photos of this upload are no longer kept (the session expired or was discarded): start a new set with `/training-photos start`.',
   }),
   // Streamed, so 30 large photos never sit in memory together.
   body: (p, { webhook, photoFormat }) =>

@@ -1,5 +1,6 @@
 import { formatBytes } from '../shared/format.js';
 import { createHash } from 'node:crypto';
+import { YieldingSha256 } from '../shared/hash.js';
 import { Agent, interceptors, request, errors as undiciErrors, type Dispatcher } from 'undici';
 import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } from './image-sniff.js';
 
@@ -144,6 +145,9 @@ function discard(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
+/** A photo downloaded again is not the one that was added. */
+export const CHANGED_MESSAGE = 'its content changed since it was added (different SHA-256)';
+
 export function tooLargeMessage(size: number | undefined, maxBytes: number): string {
   return size === undefined
     ? `it is over the ${formatBytes(maxBytes)} limit`
@@ -233,28 +237,35 @@ export async function inspectImage(
 }
 
 /**
- * The bytes of `url` as a stream, capped, hashed on the fly; after the last
- * chunk the hash must equal `expectedSha256`, else a `mismatch` DownloadError
- * is thrown (the consumer aborts whatever it was building).
+ * The bytes of `url`, read into one buffer of `size` bytes (the size recorded
+ * when the photo was added: more or fewer is a changed photo) and hashed on
+ * the way, letting the event loop turn every MiB (a local link delivers a
+ * whole photo at once); a SHA-256 other than `expectedSha256` is a `mismatch`
+ * DownloadError.
  */
-export async function* verifiedImageStream(
+export async function downloadVerified(
   download: Downloader,
   url: string,
   limits: DownloadLimits,
   expectedSha256: string,
-): AsyncGenerator<Uint8Array> {
+  size: number,
+): Promise<Buffer> {
   const signal = deadline(limits);
-  const hash = createHash('sha256');
+  const out = Buffer.allocUnsafe(size);
+  const hash = new YieldingSha256();
+  let at = 0;
   try {
     const res = await download(url, requestOptions(limits, signal));
-    for await (const chunk of cappedBody(res, limits.maxBytes)) {
-      hash.update(chunk);
-      yield chunk;
+    for await (const chunk of cappedBody(res, Math.min(limits.maxBytes, size))) {
+      out.set(chunk, at);
+      at += chunk.byteLength;
+      await hash.update(chunk);
     }
   } catch (err) {
+    if (err instanceof DownloadError && err.kind === 'too_large')
+      throw new DownloadError('mismatch', CHANGED_MESSAGE);
     throw toDownloadError(err, signal);
   }
-  if (hash.digest('hex') !== expectedSha256) {
-    throw new DownloadError('mismatch', 'its content changed since it was added (different SHA-256)');
-  }
+  if (at !== size || hash.hex() !== expectedSha256) throw new DownloadError('mismatch', CHANGED_MESSAGE);
+  return out;
 }

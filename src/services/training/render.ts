@@ -6,6 +6,10 @@ import { MAX_PHOTOS, MIN_PHOTOS, quote, statusOf, type AddResult, type TrainingS
 /**
  * Texts and components of the training-photo session (pure; raw API JSON so
  * the same payload serves discord.js replies and REST edits).
+ *
+ * Ethnicity, gender and age are the member's to see only: they appear in the
+ * ephemeral replies (status, consent prompt), never in the public session
+ * message.
  */
 
 export interface SessionPayload {
@@ -17,7 +21,11 @@ const MAX_CONTENT = 2000;
 
 // ------------------------------------------------------------ texts
 
-function subjectLine(s: TrainingSession): string {
+/** Below this age no photo is sent (the consent text says the person is 18 or older). */
+export const MIN_ADULT_AGE = 18;
+
+/** `latino · female · age 28`: ephemeral texts only. */
+export function subjectLine(s: Pick<TrainingSession, 'ethnicity' | 'gender' | 'age'>): string {
   return [s.ethnicity, s.gender, ...(s.age !== undefined ? [`age ${s.age}`] : [])].join(' · ');
 }
 
@@ -58,7 +66,7 @@ function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComp
 /** The public message of an open session. `checking`: photos being validated right now. */
 export function renderSessionMessage(s: TrainingSession, opts: { checking?: number } = {}): SessionPayload {
   const st = statusOf(s);
-  const lines = [`📸 **Training photos** of <@${s.userId}> — ${subjectLine(s)}`, `**${countLine(s)}**`];
+  const lines = [`📸 **Training photos** of <@${s.userId}>`, `**${countLine(s)}**`];
   if (opts.checking) lines.push(`⏳ Checking ${opts.checking} photo${opts.checking === 1 ? '' : 's'}…`);
   lines.push(
     st.room > 0
@@ -76,7 +84,7 @@ export function renderClosedSessionMessage(
   const text =
     how === 'cancelled'
       ? `📸 Training-photo session of <@${s.userId}> cancelled (${s.photos.length} photos discarded).`
-      : `📸 Training photos of <@${s.userId}> submitted (${s.photos.length} photos) — progress is shown in the reply to \`/training-photos submit\`.`;
+      : `📸 Training photos of <@${s.userId}> submitted (${s.photos.length} photos) — progress is shown on the job's own message.`;
   return { content: text, components: [] };
 }
 
@@ -93,6 +101,12 @@ function clip(lines: string[], max = MAX_CONTENT): string {
 /** Ephemeral `/training-photos status`. */
 export function renderStatus(s: TrainingSession): string {
   const lines = [`**${countLine(s)}** (${subjectLine(s)})`, expiryLine(s)];
+  if (s.submission && !s.submission.accepted) lines.push('⏳ These photos are being submitted right now.');
+  else if (s.submission) lines.push('📤 Submitted: the session closes when the upload job finishes.');
+  else if (s.failedJobId)
+    lines.push(
+      'The last upload of these photos failed: press **Retry** on its message, or `/training-photos submit`, to send them again.',
+    );
   for (const [i, p] of s.photos.entries()) lines.push(`${i + 1}. ${quote(p.name)} — ${formatBytes(p.size)}`);
   return clip(lines);
 }

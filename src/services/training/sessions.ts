@@ -10,26 +10,35 @@
  * the fly to refuse duplicates. No file is ever held in memory as a whole. The
  * session (in the TTL'd key/value store, so it survives a restart) keeps only
  * metadata: attachment id, file name, URL, size, content type, format, sha256.
- * At submit time the bot downloads the photos again, one after the other,
- * streaming them into the upload body (base64) — or passes their URLs with
- * MEDIA_PHOTO_FORMAT=url. Discord CDN links are signed and expire (~24 h,
- * `ex`/`is`/`hm` query params), so links that expire soon are first renewed
- * through Discord's `POST /attachments/refresh-urls` (a function passed in, on
- * the bot's REST). The re-downloaded bytes are hashed while streaming and must
- * match the stored sha256, else that photo fails the submission with a clear
- * error and the session is kept. Trade-off: two downloads per photo instead of
- * keeping up to 300 MiB of images per session in the store or on disk.
+ * At submit time the bot downloads the photos again, one after the other
+ * (./upload.ts: each is cleaned of its metadata before it is sent, never the
+ * original). Discord CDN links are signed and expire (~24 h, `ex`/`is`/`hm`
+ * query params), so links that expire soon are first renewed through Discord's
+ * `POST /attachments/refresh-urls` (a function passed in, on the bot's REST).
+ * The re-downloaded bytes are hashed and must match the stored sha256, else
+ * that photo fails the submission with a clear error and the session is kept.
+ * Trade-off: two downloads per photo instead of keeping up to 300 MiB of images
+ * per session in the store or on disk.
  *
- * Concurrency: adds to one session are serialised in-process (keyed mutex) for
- * the read-modify-write of the stored session; downloads run outside the lock.
- * Several bot processes sharing one Redis are not serialised against each other.
+ * Concurrency: every read-modify-write of a stored session runs under the
+ * store's KV lock (`withLock`: across every instance sharing Redis, in-process
+ * on SQLite), so two adds at once both land. Downloads run outside the lock.
+ *
+ * Submission: claimed once in the store (`claim`): a second Submit/Confirm, on
+ * this or another instance, finds the claim and is refused, and adds or cancels
+ * are refused while the photos are being sent. The claim then records the job
+ * (`attachJob`) before anything is sent, and follows it: refused or failed,
+ * the session is open again with the same photos (Retry); accepted, it waits
+ * for the job's end (`jobEnded`, or read lazily from the job on the next
+ * access): finished deletes it, failed reopens it. A claim whose instance died
+ * before making its job lapses after CLAIM_STALE_MS.
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { MAX_PHOTOS, MIN_PHOTOS } from '../operations/fields.js';
-import { ETHNICITIES, GENDERS, type Ethnicity, type Gender, type PhotoSource } from '../media/types.js';
-import { KeyedMutex } from '../store/mutex.js';
-import type { KeyValueStore } from '../store/types.js';
+import { createHash } from 'node:crypto';
+import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../media/types.js';
+import type { JobState, LockingKeyValueStore } from '../store/types.js';
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
@@ -37,7 +46,7 @@ import {
   inspectImage,
   parseHttpUrl,
   tooLargeMessage,
-  verifiedImageStream,
+  downloadVerified,
   type DownloadLimits,
   type Downloader,
   type InspectedImage,
@@ -54,7 +63,8 @@ export { MAX_PHOTOS, MIN_PHOTOS };
 
 /** Links expiring within this margin are renewed before a submission. */
 const REFRESH_MARGIN_MS = 60 * 60_000;
-const LOCK_WAIT_MS = 60_000;
+/** A claim that has no job after this long was left by an instance that died before making it. */
+export const CLAIM_STALE_MS = 10 * 60_000;
 
 const photoSchema = z.object({
   id: z.string(),
@@ -92,8 +102,22 @@ const sessionSchema = z.object({
   updatedAt: z.number(),
   expiresAt: z.number(),
   message: messageRefSchema.optional(),
+  /** Set while the photos are being submitted, and until the job they went to ends. */
+  submission: z
+    .object({
+      claimId: z.string(),
+      at: z.number(),
+      /** The upload job, recorded before anything is sent. */
+      jobId: z.string().optional(),
+      /** The service took the upload: the session waits for the job's end. */
+      accepted: z.boolean().optional(),
+    })
+    .optional(),
+  /** The last upload job of these photos that failed: its Retry sends them again. */
+  failedJobId: z.string().optional(),
 });
 export type TrainingSession = z.output<typeof sessionSchema>;
+export type Submission = NonNullable<TrainingSession['submission']>;
 
 /** What the bot knows of an uploaded file before downloading it (a discord.js Attachment fits). */
 export interface PhotoInput {
@@ -124,7 +148,8 @@ export interface StartInput {
   age?: number;
 }
 
-export type TrainingSessionErrorCode = 'no_session' | 'submitting' | 'busy' | 'refresh_failed';
+export type TrainingSessionErrorCode =
+  'no_session' | 'submitting' | 'submitted' | 'not_ready' | 'changed' | 'refresh_failed';
 
 /** A session operation that cannot proceed; `message` is meant for the user. */
 export class TrainingSessionError extends Error {
@@ -137,8 +162,13 @@ export class TrainingSessionError extends Error {
   }
 }
 
+/** What the session needs to know of an upload job: its state (undefined: no longer stored). */
+export type ReadJobState = (jobId: string) => Promise<JobState | undefined>;
+
 export interface TrainingSessionsOptions {
-  kv: KeyValueStore;
+  kv: LockingKeyValueStore;
+  /** Reads an upload job's state, to settle a submission whose end was not reported (`jobEnded`). */
+  jobState?: ReadJobState;
   logger: Logger;
   /** Largest accepted photo (config.photos.maxBytes). */
   maxBytes: number;
@@ -183,18 +213,18 @@ type Checked = { input: PhotoInput; refusal: string } | { input: PhotoInput; ima
 export class TrainingSessions {
   readonly maxBytes: number;
   readonly ttlMs: number;
-  private readonly kv: KeyValueStore;
+  private readonly kv: LockingKeyValueStore;
+  private readonly jobState: ReadJobState | undefined;
   private readonly logger: Logger;
   private readonly download: Downloader;
   private readonly limits: DownloadLimits;
   private readonly refreshUrls: RefreshUrls;
   private readonly concurrency: number;
   private readonly now: () => number;
-  private readonly mutex = new KeyedMutex();
-  private readonly submitting = new Set<string>();
 
   constructor(opts: TrainingSessionsOptions) {
     this.kv = opts.kv;
+    this.jobState = opts.jobState;
     this.logger = opts.logger;
     this.maxBytes = opts.maxBytes;
     this.ttlMs = opts.ttlMs;
@@ -227,16 +257,17 @@ export class TrainingSessions {
   }
 
   /**
-   * The session once in-flight changes are written (taken under the session
-   * lock). Used for the submission snapshot: with `whileSubmitting` active, no
-   * later add can slip in between this read and the deletion after success.
+   * The session with its submission settled from its job (finished: the session
+   * is gone; failed or forgotten: open again), written back when that changed.
    */
-  async getSettled(key: string): Promise<TrainingSession | undefined> {
-    return this.locked(key, () => this.get(key));
+  async current(key: string): Promise<TrainingSession | undefined> {
+    const s = await this.get(key);
+    if (!s?.submission || !this.settleable(s.submission)) return s;
+    return this.locked(key, async () => this.settled(await this.get(key)));
   }
 
   async status(key: string): Promise<SessionStatus | undefined> {
-    const s = await this.get(key);
+    const s = await this.current(key);
     return s ? statusOf(s) : undefined;
   }
 
@@ -244,7 +275,7 @@ export class TrainingSessions {
   async start(input: StartInput): Promise<{ created: boolean; session: TrainingSession }> {
     const key = sessionKey(input.userId, input.channelId);
     return this.locked(key, async () => {
-      const existing = await this.get(key);
+      const existing = await this.settled(await this.get(key));
       if (existing) return { created: false, session: existing };
       const now = this.now();
       const session: TrainingSession = {
@@ -262,8 +293,39 @@ export class TrainingSessions {
         expiresAt: now + this.ttlMs,
       };
       await this.kv.set(key, session, this.ttlMs);
+      await this.indexFor(input.userId, key, session.expiresAt);
       return { created: true, session };
     });
+  }
+
+  /** The member's open sessions, in every channel and server (for /privacy). */
+  async listByMember(userId: string): Promise<TrainingSession[]> {
+    const keys = await this.memberKeys(userId);
+    const sessions = await Promise.all(keys.map((k) => this.current(k)));
+    return sessions.filter((s): s is TrainingSession => s !== undefined && s.userId === userId);
+  }
+
+  /**
+   * Deletes every session of the member (their photo references and the
+   * subject's details), wherever they are; returns how many there were. A
+   * submission running meanwhile finishes with what it had already read.
+   */
+  async deleteForMember(userId: string): Promise<number> {
+    const keys = await this.memberKeys(userId);
+    let n = 0;
+    for (const key of keys) {
+      const deleted = await this.locked(key, async () => {
+        const s = await this.get(key);
+        if (!s || s.userId !== userId) return false;
+        await this.kv.delete(key);
+        if (s.failedJobId !== undefined) await this.kv.delete(jobLinkKey(s.failedJobId));
+        if (s.submission?.jobId !== undefined) await this.kv.delete(jobLinkKey(s.submission.jobId));
+        return true;
+      });
+      if (deleted) n++;
+    }
+    await this.kv.delete(memberKey(userId));
+    return n;
   }
 
   /** Records the public message that shows the session (undefined: it no longer does). */
@@ -280,19 +342,21 @@ export class TrainingSessions {
 
   /**
    * Validates and adds photos. Every refused photo comes back with its reason;
-   * the others are kept (up to MAX_PHOTOS in total). Order is kept.
+   * the others are kept (up to MAX_PHOTOS in total). Order is kept. The
+   * downloads run first, outside the lock; the write is a read-modify-write
+   * under the store's lock, so a concurrent add (any instance) is never lost.
    */
   async add(key: string, inputs: readonly PhotoInput[]): Promise<AddResult> {
-    this.assertNotSubmitting(key);
-    const before = await this.get(key);
+    const before = await this.current(key);
     if (!before) throw noSession();
+    assertOpen(before);
     const full = before.photos.length >= MAX_PHOTOS;
     const checked = await mapLimit(inputs, this.concurrency, (input) => this.check(input, full));
 
     return this.locked(key, async () => {
-      this.assertNotSubmitting(key);
-      const session = await this.get(key);
+      const session = await this.settled(await this.get(key));
       if (!session) throw noSession();
+      assertOpen(session);
       const photos = [...session.photos];
       const added: TrainingPhoto[] = [];
       const refused: Refusal[] = [];
@@ -331,6 +395,7 @@ export class TrainingSessions {
       if (added.length > 0) {
         next = { ...session, photos, updatedAt: now, expiresAt: now + this.ttlMs };
         await this.save(next);
+        await this.indexFor(session.userId, key, next.expiresAt);
       }
       this.logger.info(
         { key, added: added.length, refused: refused.length, total: next.photos.length },
@@ -340,45 +405,119 @@ export class TrainingSessions {
     });
   }
 
-  /** Discards the session; returns what it held, or undefined when there was none. */
+  /**
+   * Discards the session; returns what it held, or undefined when there was
+   * none. Refused while its photos are being sent; once the service has them,
+   * discarding only drops what the bot keeps (the job goes on).
+   */
   async cancel(key: string): Promise<TrainingSession | undefined> {
-    this.assertNotSubmitting(key);
     return this.locked(key, async () => {
-      const s = await this.get(key);
+      const s = await this.settled(await this.get(key));
+      if (s?.submission && !s.submission.accepted) throw submitting();
       await this.kv.delete(key);
       return s;
     });
   }
 
-  /** Removes the session after a successful submission. */
-  async delete(key: string): Promise<void> {
-    await this.locked(key, () => this.kv.delete(key));
+  /**
+   * Claims the submission of `key` once, in the store: a second claim (a double
+   * click, on this instance or another) is refused until this one ends. The
+   * session must still hold exactly the photos the member consented to
+   * (`photoDigest`, see photoDigest()) and be ready. Returns the session as
+   * claimed: what will be sent.
+   */
+  async claim(key: string, claimId: string, expectedDigest?: string): Promise<TrainingSession> {
+    return this.locked(key, async () => {
+      const session = await this.settled(await this.get(key));
+      if (!session) throw noSession();
+      assertOpen(session);
+      const st = statusOf(session);
+      if (!st.ready) {
+        throw new TrainingSessionError(
+          'not_ready',
+          `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more).`,
+        );
+      }
+      if (expectedDigest !== undefined && photoDigest(session) !== expectedDigest) {
+        throw new TrainingSessionError(
+          'changed',
+          'The session’s photos changed since you were asked to confirm; nothing was sent. Submit again to confirm the photos it holds now.',
+        );
+      }
+      const next: TrainingSession = { ...session, submission: { claimId, at: this.now() } };
+      await this.save(next);
+      return next;
+    });
   }
 
-  isSubmitting(key: string): boolean {
-    return this.submitting.has(key);
+  /** Records the upload job of claim `claimId` (before anything is sent). */
+  async attachJob(key: string, claimId: string, jobId: string): Promise<void> {
+    await this.locked(key, async () => {
+      const s = await this.get(key);
+      if (s?.submission?.claimId !== claimId) throw submitting();
+      await this.save({ ...s, submission: { ...s.submission, jobId } });
+      await this.kv.set(jobLinkKey(jobId), key, Math.max(1000, s.expiresAt - this.now()));
+    });
   }
 
   /**
-   * Runs a submission of `key` with adds, cancels and other submissions of the
-   * same session refused meanwhile (a double click must not upload twice).
+   * Ends claim `claimId` as the submission went: `not_sent` (refused before any
+   * service call: fair use, credits, Discord), `failed` (the service refused or
+   * failed it, or it could not be prepared: the photos are kept for Retry) or
+   * `accepted` (the service has them: the session waits for the job's end).
+   * Returns the session as it is now.
    */
-  async whileSubmitting<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    this.assertNotSubmitting(key);
-    this.submitting.add(key);
-    try {
-      return await fn();
-    } finally {
-      this.submitting.delete(key);
-    }
+  async endClaim(
+    key: string,
+    claimId: string,
+    outcome: 'not_sent' | 'failed' | 'accepted',
+  ): Promise<TrainingSession | undefined> {
+    return this.locked(key, async () => {
+      const s = await this.get(key);
+      if (!s || s.submission?.claimId !== claimId) return s;
+      const { submission, ...rest } = s;
+      let next: TrainingSession;
+      if (outcome === 'accepted') next = { ...s, submission: { ...submission, accepted: true } };
+      else if (outcome === 'failed' && submission.jobId) next = { ...rest, failedJobId: submission.jobId };
+      else next = rest;
+      await this.save(next);
+      return next;
+    });
   }
 
   /**
-   * The session's photos for MediaClient.uploadTrainingPhotos, in order. Links
-   * about to expire are renewed first; each `open()` downloads the photo again
-   * (streamed, capped) and fails if its SHA-256 is not the stored one.
+   * An upload job ended (the job service's after-final hook): its session, if
+   * still waiting for it, is deleted (finished) or opened again for Retry
+   * (failed). Idempotent.
    */
-  async photoSources(session: TrainingSession): Promise<PhotoSource[]> {
+  async jobEnded(jobId: string, state: JobState): Promise<void> {
+    if (state !== 'finished' && state !== 'failed') return;
+    const key = await this.kv.get<unknown>(jobLinkKey(jobId));
+    if (typeof key !== 'string') return;
+    await this.locked(key, async () => {
+      const s = await this.get(key);
+      if (s?.submission?.jobId === jobId) await this.settleAs(s, state);
+    });
+  }
+
+  /**
+   * The session whose failed upload job is `jobId`, for that job's Retry: the
+   * same photos, still held (until the session expires or is cancelled).
+   */
+  async forRetry(jobId: string): Promise<TrainingSession | undefined> {
+    const key = await this.kv.get<unknown>(jobLinkKey(jobId));
+    if (typeof key !== 'string') return undefined;
+    const s = await this.current(key);
+    return s?.failedJobId === jobId ? s : undefined;
+  }
+
+  /**
+   * The session's photos, in order, each with a reader of its original bytes
+   * for the cleaner (./upload.ts). Links about to expire are renewed first;
+   * each read downloads the photo again (streamed, capped, at most `maxBytes`
+   * in memory) and fails if its SHA-256 is not the stored one.
+   */
+  async originals(session: TrainingSession): Promise<OriginalPhoto[]> {
     const now = this.now();
     const urls = session.photos.map((p) => p.url);
     let renewed = new Map<string, string>();
@@ -404,28 +543,66 @@ export class TrainingSessions {
         `The links of ${missing.map((p) => quote(p.name)).join(', ')} have expired and Discord did not renew them (was the original message deleted?). Cancel the session and start again.`,
       );
     }
-    const limits: DownloadLimits = { ...this.limits };
-    delete limits.totalTimeoutMs; // the upload's pace sets the download's: only idle timeouts apply
-    return session.photos.map((p) => {
-      const url = renewed.get(p.url) ?? p.url;
-      return { url, open: () => Promise.resolve(this.photoStream(p, url, limits)) };
+    return session.photos.map((photo) => {
+      const url = renewed.get(photo.url) ?? photo.url;
+      return { photo, url, read: () => this.readOriginal(photo, url) };
     });
   }
 
   // ------------------------------------------------------------ internals
 
-  private async *photoStream(
-    p: TrainingPhoto,
-    url: string,
-    limits: DownloadLimits,
-  ): AsyncGenerator<Uint8Array> {
+  /** The original bytes of a photo, verified against its stored size and SHA-256; errors name the photo. */
+  private async readOriginal(p: TrainingPhoto, url: string): Promise<Buffer> {
     try {
-      yield* verifiedImageStream(this.download, url, limits, p.sha256);
+      return await downloadVerified(this.download, url, this.limits, p.sha256, p.size);
     } catch (err) {
       const reason =
         err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
-      throw new Error(`${quote(p.name)}: ${reason}`, { cause: err });
+      throw new DownloadError(
+        err instanceof DownloadError ? err.kind : 'network',
+        `${quote(p.name)}: ${reason}`,
+        { cause: err },
+      );
     }
+  }
+
+  /** Can the submission be settled from its job (or is its claim stale)? */
+  private settleable(sub: Submission): boolean {
+    if (sub.jobId) return this.jobState !== undefined;
+    return sub.at + CLAIM_STALE_MS <= this.now();
+  }
+
+  /** Inside the lock: `s` with its submission settled (see current()); undefined when it ended the session. */
+  private async settled(s: TrainingSession | undefined): Promise<TrainingSession | undefined> {
+    const sub = s?.submission;
+    if (!s || !sub || !this.settleable(sub)) return s;
+    if (!sub.jobId) {
+      const { submission: _stale, ...open } = s;
+      this.logger.warn({ key: s.key }, 'stale training submission claim released');
+      await this.save(open);
+      return open;
+    }
+    const state = await this.jobState?.(sub.jobId);
+    // A job no longer stored cannot be waited for: its photos are open again.
+    if (state === 'finished' || state === 'failed' || state === undefined) {
+      return this.settleAs(s, state ?? 'failed');
+    }
+    return s;
+  }
+
+  /** Inside the lock: the submission's job ended as `state`. */
+  private async settleAs(
+    s: TrainingSession,
+    state: 'finished' | 'failed',
+  ): Promise<TrainingSession | undefined> {
+    if (state === 'finished') {
+      await this.kv.delete(s.key);
+      return undefined;
+    }
+    const { submission, ...open } = s;
+    const next: TrainingSession = submission?.jobId ? { ...open, failedJobId: submission.jobId } : open;
+    await this.save(next);
+    return next;
   }
 
   /** Declared type and size first (no download), then the streamed inspection. */
@@ -453,25 +630,84 @@ export class TrainingSessions {
     const ttl = s.expiresAt - this.now();
     if (ttl <= 0) throw noSession();
     await this.kv.set(s.key, s, ttl);
+    // A failed job's Retry finds the session for as long as the session lives (adds renew it).
+    if (s.failedJobId !== undefined) await this.kv.set(jobLinkKey(s.failedJobId), s.key, ttl);
   }
 
-  private assertNotSubmitting(key: string): void {
-    if (this.submitting.has(key)) {
-      throw new TrainingSessionError(
-        'submitting',
-        'This session is being submitted right now; wait for the result.',
-      );
-    }
+  /** The keys of the member's sessions (some may be gone: readers check). */
+  private async memberKeys(userId: string): Promise<string[]> {
+    const raw = await this.kv.get<unknown>(memberKey(userId));
+    const parsed = z.array(z.string()).safeParse(raw);
+    return parsed.success ? parsed.data : [];
   }
 
+  /**
+   * Keeps `key` in the member's index, which outlives their last session by a
+   * day; keys whose session is gone are dropped on the way (under the index's
+   * own lock: two instances opening sessions at once both land).
+   */
+  private async indexFor(userId: string, key: string, expiresAt: number): Promise<void> {
+    await this.kv.withLock(memberKey(userId), async () => {
+      const keys = await this.memberKeys(userId);
+      const live: string[] = [];
+      for (const k of keys) if (k !== key && (await this.kv.get<unknown>(k)) !== undefined) live.push(k);
+      live.push(key);
+      await this.kv.set(memberKey(userId), live, Math.max(1000, expiresAt - this.now()) + DAY_MS);
+    });
+  }
+
+  /** A read-modify-write of session `key`, atomic across every instance sharing the store. */
   private locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    return this.mutex.run(
-      key,
-      fn,
-      LOCK_WAIT_MS,
-      () => new TrainingSessionError('busy', 'The session is busy with another change; please try again.'),
-    );
+    return this.kv.withLock(`lock:${key}`, fn);
   }
+}
+
+const DAY_MS = 86_400_000;
+
+/** The keys of a member's sessions (for /privacy: sessions are keyed by user and channel). */
+const memberKey = (userId: string): string => `training-user:${userId}`;
+
+/**
+ * Where a submitted job's session is (jobEnded, Retry); kept as long as the
+ * session could be (a key only: it outlives nothing it points to).
+ */
+const jobLinkKey = (jobId: string): string => `training-job:${jobId}`;
+
+/** One photo of a session at submit time: where to read its original. */
+export interface OriginalPhoto {
+  photo: TrainingPhoto;
+  /** The link to download it from (renewed when it was about to expire). */
+  url: string;
+  /** Downloads the original (capped, verified against its SHA-256; the error names the photo). */
+  read(): Promise<Buffer>;
+}
+
+/**
+ * A short fingerprint of the photos a session holds (their SHA-256s in order):
+ * what the member is asked to confirm must be what is sent.
+ */
+export function photoDigest(s: Pick<TrainingSession, 'photos'>): string {
+  const h = createHash('sha256');
+  for (const p of s.photos) h.update(p.sha256);
+  return h.digest('hex').slice(0, 16);
+}
+
+/** Refuses changes to a session whose photos are being, or have been, submitted. */
+function assertOpen(s: TrainingSession): void {
+  if (!s.submission) return;
+  throw s.submission.accepted
+    ? new TrainingSessionError(
+        'submitted',
+        'These photos were submitted and the upload is running; the session closes when it finishes (if it fails, you can retry). To start a new set here now, discard this one with `/training-photos cancel`.',
+      )
+    : submitting();
+}
+
+function submitting(): TrainingSessionError {
+  return new TrainingSessionError(
+    'submitting',
+    'This session is already being submitted; wait for the result.',
+  );
 }
 
 function noSession(): TrainingSessionError {

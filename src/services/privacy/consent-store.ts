@@ -1,0 +1,173 @@
+/**
+ * Consent records: the proof that a member confirmed, before their training
+ * photos were sent, that the photos show them or a person who agreed, aged 18
+ * or older. Kept CONSENT_RETENTION_DAYS (config.privacy.consentRetentionMs),
+ * each record expiring on its own.
+ *
+ * Key layout (in the store's KV space, so SQLite and Redis alike):
+ *   consent:{userId}:{id}     one ConsentRecord, TTL until its expiresAt
+ *   consent-index:{userId}    [{id, expiresAt}] oldest first (expired entries pruned on
+ *                             write), TTL until the last expiresAt; changed only under
+ *                             the KV lock of that key, so records written at once by
+ *                             two instances are both kept
+ * One key per record keeps a member's many uploads from growing one value
+ * without bound; the index is ids only.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { LockingKeyValueStore } from '../store/types.js';
+
+const recordSchema = z.object({
+  v: z.literal(1),
+  id: z.string(),
+  userId: z.string(),
+  /** The server the photos were submitted in. */
+  guildId: z.string().optional(),
+  /** Dropped by minimizeForMember. */
+  channelId: z.string().optional(),
+  /** The upload job the confirmation was for; dropped by minimizeForMember (the job is deleted then). */
+  jobId: z.string().optional(),
+  /** Epoch ms of the confirmation. */
+  at: z.number(),
+  /** Which consent text was shown and accepted (see training/consent.ts). */
+  wording: z.string(),
+  photoCount: z.number().int().nonnegative(),
+  /** SHA-256 (hex) of each image exactly as sent, in order. */
+  sha256: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
+  expiresAt: z.number(),
+  /** Reduced to what proves consent (after a member's data deletion). */
+  minimized: z.literal(true).optional(),
+});
+export type ConsentRecord = z.output<typeof recordSchema>;
+
+export interface ConsentInput {
+  userId: string;
+  guildId?: string;
+  channelId?: string;
+  jobId: string;
+  wording: string;
+  /** SHA-256 (hex) of each image exactly as sent, in order. */
+  sha256: readonly string[];
+  /** Default: now. */
+  at?: number;
+}
+
+export interface ConsentStoreOptions {
+  kv: LockingKeyValueStore;
+  /** CONSENT_RETENTION_DAYS in ms. */
+  retentionMs: number;
+  now?: () => number;
+}
+
+const indexSchema = z.array(z.object({ id: z.string(), expiresAt: z.number() }));
+type IndexEntry = z.output<typeof indexSchema>[number];
+const recordKey = (userId: string, id: string): string => `consent:${userId}:${id}`;
+const indexKey = (userId: string): string => `consent-index:${userId}`;
+/** Records read at once when listing. */
+const READ_BATCH = 50;
+
+export class ConsentStore {
+  readonly retentionMs: number;
+  private readonly kv: LockingKeyValueStore;
+  private readonly now: () => number;
+
+  constructor(opts: ConsentStoreOptions) {
+    if (!(opts.retentionMs > 0)) throw new RangeError('retentionMs must be positive');
+    this.kv = opts.kv;
+    this.retentionMs = opts.retentionMs;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Stores one record; throws StoreUnavailableError when the store cannot (then nothing may be sent). */
+  async record(input: ConsentInput): Promise<ConsentRecord> {
+    const at = input.at ?? this.now();
+    const rec: ConsentRecord = {
+      v: 1,
+      id: randomUUID(),
+      userId: input.userId,
+      ...(input.guildId !== undefined ? { guildId: input.guildId } : {}),
+      ...(input.channelId !== undefined ? { channelId: input.channelId } : {}),
+      jobId: input.jobId,
+      at,
+      wording: input.wording,
+      photoCount: input.sha256.length,
+      sha256: [...input.sha256],
+      expiresAt: at + this.retentionMs,
+    };
+    recordSchema.parse(rec);
+    await this.kv.set(recordKey(rec.userId, rec.id), rec, this.ttl(rec.expiresAt));
+    await this.kv.withLock(indexKey(rec.userId), async () => {
+      const now = this.now();
+      const next = [...(await this.index(rec.userId)), { id: rec.id, expiresAt: rec.expiresAt }].filter(
+        (e) => e.expiresAt > now,
+      );
+      const last = Math.max(...next.map((e) => e.expiresAt));
+      await this.kv.set(indexKey(rec.userId), next, this.ttl(last));
+    });
+    return rec;
+  }
+
+  /** The member's live records, oldest first. */
+  async listByMember(userId: string): Promise<ConsentRecord[]> {
+    const now = this.now();
+    const ids = (await this.index(userId)).filter((e) => e.expiresAt > now).map((e) => e.id);
+    const out: ConsentRecord[] = [];
+    for (let i = 0; i < ids.length; i += READ_BATCH) {
+      const batch = await Promise.all(
+        ids.slice(i, i + READ_BATCH).map((id) => this.kv.get<unknown>(recordKey(userId, id))),
+      );
+      for (const raw of batch) {
+        const parsed = recordSchema.safeParse(raw);
+        if (parsed.success && parsed.data.userId === userId && parsed.data.expiresAt > now)
+          out.push(parsed.data);
+      }
+    }
+    return out;
+  }
+
+  /** Deletes every record of the member; returns how many there were. */
+  async deleteForMember(userId: string): Promise<number> {
+    return this.kv.withLock(indexKey(userId), async () => {
+      const now = this.now();
+      const entries = await this.index(userId);
+      for (const e of entries) await this.kv.delete(recordKey(userId, e.id));
+      await this.kv.delete(indexKey(userId));
+      return entries.filter((e) => e.expiresAt > now).length;
+    });
+  }
+
+  /**
+   * Reduces every record of the member to what proves the consent (who, where,
+   * when, which wording, how many images and their SHA-256), dropping the
+   * channel and the job; returns how many records were kept. For a member's
+   * data deletion, where consent records are kept as proof.
+   */
+  async minimizeForMember(userId: string): Promise<number> {
+    const records = await this.listByMember(userId);
+    for (const r of records) {
+      const minimal: ConsentRecord = {
+        v: 1,
+        id: r.id,
+        userId: r.userId,
+        ...(r.guildId !== undefined ? { guildId: r.guildId } : {}),
+        at: r.at,
+        wording: r.wording,
+        photoCount: r.photoCount,
+        sha256: r.sha256,
+        expiresAt: r.expiresAt,
+        minimized: true,
+      };
+      await this.kv.set(recordKey(userId, r.id), minimal, this.ttl(r.expiresAt));
+    }
+    return records.length;
+  }
+
+  private async index(userId: string): Promise<IndexEntry[]> {
+    const parsed = indexSchema.safeParse(await this.kv.get<unknown>(indexKey(userId)));
+    return parsed.success ? parsed.data : [];
+  }
+
+  private ttl(expiresAt: number): number {
+    return Math.max(1000, expiresAt - this.now());
+  }
+}

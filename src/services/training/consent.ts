@@ -1,0 +1,167 @@
+/**
+ * The consent step of a training-photo submission: nothing is sent until the
+ * session's owner confirms, on an ephemeral prompt, that the photos show them
+ * or a person who agreed, and that this person is 18 or older. The wording is
+ * versioned: a consent record (src/services/privacy/consent-store.ts) names
+ * the version it was given under, and every version's text stays here.
+ *
+ * A prompt is kept in the store for the life of the interaction that showed
+ * it (so any instance can take the click), with the fingerprint of the photos
+ * it was shown for: a confirmation is for those photos only.
+ */
+import { randomBytes } from 'node:crypto';
+import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
+import { z } from 'zod';
+import type { LockingKeyValueStore } from '../store/types.js';
+import { MIN_ADULT_AGE, subjectLine } from './render.js';
+import type { TrainingSession } from './sessions.js';
+
+/** The wording in use; a new text gets a new version and the old one stays in CONSENT_WORDINGS. */
+export const CONSENT_WORDING = 'consent-v1';
+
+/** Every wording ever shown, by version: what a record's `wording` refers to. */
+export const CONSENT_WORDINGS: Readonly<Record<string, readonly string[]>> = {
+  'consent-v1': [
+    'These photos show me, or a person who agreed to their photos being used for AI training.',
+    'The person in these photos is 18 or older.',
+  ],
+};
+
+/** How long a prompt can be answered: the interaction token's life, a little less. */
+export const PROMPT_TTL_MS = 14 * 60_000;
+
+const promptSchema = z.object({
+  v: z.literal(1),
+  id: z.string(),
+  ownerId: z.string(),
+  sessionKey: z.string(),
+  /** photoDigest() of the session when shown. */
+  photoDigest: z.string(),
+  photoCount: z.number().int(),
+  /** A failed upload job this submission retries (its new job links it). */
+  parentJobId: z.string().optional(),
+  wording: z.string(),
+  createdAt: z.number(),
+  /** Set once a click claimed the submission with it. */
+  usedAt: z.number().optional(),
+});
+export type ConsentPrompt = z.output<typeof promptSchema>;
+
+export interface ConsentPromptsOptions {
+  kv: LockingKeyValueStore;
+  now?: () => number;
+}
+
+const promptKey = (id: string): string => `consent-prompt:${id}`;
+
+/** Pending consent prompts, in the store shared by every instance. */
+export class ConsentPrompts {
+  private readonly kv: LockingKeyValueStore;
+  private readonly now: () => number;
+
+  constructor(opts: ConsentPromptsOptions) {
+    this.kv = opts.kv;
+    this.now = opts.now ?? Date.now;
+  }
+
+  async open(input: Omit<ConsentPrompt, 'v' | 'id' | 'createdAt' | 'wording'>): Promise<ConsentPrompt> {
+    const prompt: ConsentPrompt = {
+      v: 1,
+      id: randomBytes(9).toString('base64url'),
+      wording: CONSENT_WORDING,
+      createdAt: this.now(),
+      ...input,
+    };
+    await this.kv.set(promptKey(prompt.id), prompt, PROMPT_TTL_MS);
+    return prompt;
+  }
+
+  async get(id: string): Promise<ConsentPrompt | undefined> {
+    const parsed = promptSchema.safeParse(await this.kv.get<unknown>(promptKey(id)));
+    if (!parsed.success || parsed.data.createdAt + PROMPT_TTL_MS <= this.now()) return undefined;
+    return parsed.data;
+  }
+
+  /** Marks the prompt used (its confirmation was spent on a submission). */
+  async markUsed(prompt: ConsentPrompt): Promise<void> {
+    const ttl = prompt.createdAt + PROMPT_TTL_MS - this.now();
+    if (ttl > 0) await this.kv.set(promptKey(prompt.id), { ...prompt, usedAt: this.now() }, ttl);
+  }
+
+  async close(id: string): Promise<void> {
+    await this.kv.delete(promptKey(id));
+  }
+}
+
+// ------------------------------------------------------------ custom ids
+
+/**
+ * `training:confirm:{ownerId}:{promptId}` / `training:decline:…`: in the
+ * `training:` namespace (routed to the training-photo handlers) beside
+ * `training:add|submit|modal` (src/services/discord/custom-ids.ts); the owner
+ * is in the id so anyone else's click is refused before anything is read.
+ */
+export type ConsentAction = 'confirm' | 'decline';
+
+export const consentCustomId = (action: ConsentAction, ownerId: string, promptId: string): string =>
+  `training:${action}:${ownerId}:${promptId}`;
+
+export function parseConsentCustomId(
+  customId: string,
+): { action: ConsentAction; ownerId: string; promptId: string } | undefined {
+  const m = /^training:(confirm|decline):(\d{1,20}):([\w-]{1,24})$/.exec(customId);
+  if (!m?.[1] || !m[2] || !m[3]) return undefined;
+  return { action: m[1] as ConsentAction, ownerId: m[2], promptId: m[3] };
+}
+
+// ------------------------------------------------------------ rendering
+
+export interface ConsentPayload {
+  content: string;
+  components: APIActionRowComponent<APIButtonComponent>[];
+}
+
+/** Whether the age given for the subject rules a submission out. */
+export function underage(s: Pick<TrainingSession, 'age'>): boolean {
+  return s.age !== undefined && s.age < MIN_ADULT_AGE;
+}
+
+/** The ephemeral consent prompt (only the session's owner sees it). */
+export function renderConsentPrompt(
+  s: TrainingSession,
+  prompt: ConsentPrompt,
+  consentRetentionDays: number,
+): ConsentPayload {
+  const statements = CONSENT_WORDINGS[prompt.wording] ?? [];
+  const n = s.photos.length;
+  const content = [
+    `**Before your ${n} photos are sent, please confirm:**`,
+    ...statements.map((t) => `• ${t}`),
+    '',
+    `Subject: ${subjectLine(s)} (only you see this).`,
+    'Each photo is cleaned first (location, camera and other metadata removed; at most 2048 px), then sent to the media service for training preparation.',
+    `A record of this confirmation (time, server, number of photos and a fingerprint of each image sent) is kept for ${consentRetentionDays} days as proof; \`/privacy\` shows it.`,
+  ].join('\n');
+  return {
+    content,
+    components: [
+      {
+        type: ComponentType.ActionRow,
+        components: [
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Success,
+            label: 'I confirm — send the photos',
+            custom_id: consentCustomId('confirm', prompt.ownerId, prompt.id),
+          },
+          {
+            type: ComponentType.Button,
+            style: ButtonStyle.Secondary,
+            label: 'Cancel',
+            custom_id: consentCustomId('decline', prompt.ownerId, prompt.id),
+          },
+        ],
+      },
+    ],
+  };
+}
