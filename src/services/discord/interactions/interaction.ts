@@ -61,6 +61,12 @@ export interface AckTransport {
    * response body, one request fewer on the most latency-sensitive path.
    */
   answerInline?(body: APIInteractionResponse): Promise<void>;
+  /**
+   * HTTP mode: the handler is done and Discord accepted none of its answers (its
+   * callbacks failed on the network): the HTTP request is answered now rather than
+   * left open until Discord gives up on it.
+   */
+  unanswered?(): void;
 }
 
 export interface InteractionOptions {
@@ -452,6 +458,9 @@ export class BotInteraction {
   dispose(): void {
     clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
+    const unanswered = this.#transport.unanswered;
+    // After any answer still on its way: only an interaction nothing answered is reported.
+    if (unanswered) void this.#run(async () => (this.#firstReported ? undefined : unanswered()));
   }
 
   // ---------------------------------------------------------------- internals
