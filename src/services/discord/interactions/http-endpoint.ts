@@ -35,6 +35,7 @@ export interface HttpExchange {
   ackInResponse(body: APIInteractionResponse): Promise<void>;
   answerInline(body: APIInteractionResponse): Promise<void>;
   firstCallbackDone(): void;
+  unanswered(): void;
 }
 
 export interface HttpEndpointDeps {
@@ -52,11 +53,12 @@ const ACK_SENT_WAIT_MS = 3000;
 
 const SHUTTING_DOWN = 'The bot is restarting. Please try again in a few seconds.';
 const BROKEN = 'Sorry, the bot could not read this request. Please try again.';
+const FAILED = 'Sorry, something went wrong on our side. Please try again.';
 
 export class HttpInteractionEndpoint {
   readonly #deps: HttpEndpointDeps;
-  /** Requests still open, answered with an apology on shutdown. */
-  readonly #open = new Set<(r: HttpReply) => void>();
+  /** Requests still open (how to answer each, and its interaction type), answered with an apology on shutdown. */
+  readonly #open = new Map<(r: HttpReply) => void, InteractionType>();
   #closed = false;
 
   constructor(deps: HttpEndpointDeps) {
@@ -70,8 +72,9 @@ export class HttpInteractionEndpoint {
 
   close(): void {
     this.#closed = true;
-    for (const reply of [...this.#open])
-      reply({ status: 200, body: apologyFor(InteractionType.ApplicationCommand, SHUTTING_DOWN) });
+    // Each in its own type's terms: an autocomplete takes only choices.
+    for (const [reply, type] of [...this.#open])
+      reply({ status: 200, body: apologyFor(type, SHUTTING_DOWN) });
     this.#open.clear();
   }
 
@@ -103,7 +106,7 @@ export class HttpInteractionEndpoint {
         resolve(r);
         return true;
       };
-      this.#open.add(reply);
+      this.#open.set(reply, raw.type);
       const exchange: HttpExchange = {
         async ackInResponse(body) {
           let sent!: () => void;
@@ -117,6 +120,10 @@ export class HttpInteractionEndpoint {
         },
         firstCallbackDone() {
           reply({ status: 202 });
+        },
+        unanswered() {
+          if (reply({ status: 200, body: apologyFor(raw.type, FAILED) }))
+            log.warn('no answer of the handler reached Discord; the HTTP response apologises');
         },
       };
       try {

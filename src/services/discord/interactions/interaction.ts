@@ -61,6 +61,12 @@ export interface AckTransport {
    * response body, one request fewer on the most latency-sensitive path.
    */
   answerInline?(body: APIInteractionResponse): Promise<void>;
+  /**
+   * HTTP mode: the handler is done and Discord accepted none of its answers (its
+   * callbacks failed on the network): the HTTP request is answered now rather than
+   * left open until Discord gives up on it.
+   */
+  unanswered?(): void;
 }
 
 export interface InteractionOptions {
@@ -125,8 +131,16 @@ export class BotInteraction {
   #deferral: Deferral | undefined;
   /** The handler's first callback has been reported to the transport. */
   #firstReported = false;
-  /** Where `@original` really is once a follow-up replaced the deferred message. */
+  /**
+   * Where the reply really is: `@original`, or the follow-up that took the place of a
+   * deferral (another visibility, or a component's deferred update answered with a message).
+   */
   #original = '@original';
+  /**
+   * A message deferral the handler asked for after the automatic acknowledgement gave
+   * another one (another visibility, or an update): its answer becomes a follow-up.
+   */
+  #wanted: { ephemeral: boolean } | undefined;
   #chain: Promise<unknown> = Promise.resolve();
   /**
    * Acknowledged in the HTTP response: Discord may take a moment to turn it into the
@@ -283,6 +297,15 @@ export class BotInteraction {
     return this.#state === 'replied';
   }
 
+  /**
+   * The follow-up that stands for the reply when `@original` is not it (the deferral was
+   * replaced, or a component's deferred update was answered with a new message); anything
+   * editing "the reply" through the interaction token must address this id.
+   */
+  get replyMessageId(): string | undefined {
+    return this.#original === '@original' ? undefined : this.#original;
+  }
+
   // ---------------------------------------------------------------- answers
 
   /**
@@ -294,41 +317,41 @@ export class BotInteraction {
     const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
     return this.#run(async () => {
       if (this.#state === 'new') {
-        return this.#first(async () => {
-          const res = await this.#api.reply(this.id, this.token, { ...data, with_response: true });
-          this.#state = 'replied';
-          return res?.resource?.message ?? undefined;
-        });
+        return this.#first(
+          async () =>
+            (await this.#api.reply(this.id, this.token, { ...data, with_response: true }))?.resource
+              ?.message ?? undefined,
+          () => (this.#state = 'replied'),
+          true,
+        );
       }
-      if (this.#state === 'deferred' && this.#deferral?.kind === 'message') {
-        const ephemeral = isEphemeral(flags);
+      if (this.#state === 'deferred') {
         this.#state = 'replied';
-        if (ephemeral === this.#deferral.ephemeral) return this.#editOriginal(data);
-        // Discord keeps the deferral's visibility for an edit: the deferred message goes and a
-        // follow-up with the right visibility takes its place.
-        await this.#webhook(() =>
-          this.#api.deleteReply(this.applicationId, this.token, this.#original),
-        ).catch(() => undefined);
-        const msg = await this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
-        this.#original = msg.id;
-        return msg;
+        return this.#fillDeferral(data, isEphemeral(flags));
       }
-      // After an update deferral or an answer: a new message.
-      this.#state = 'replied';
+      // After an answer: a new message.
       return this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
     });
   }
 
   /** Acknowledges now, answering later (`reply`/`editReply` fill the "thinking…" message). */
   deferReply(opts: ReplyOptions = {}): Promise<void> {
+    const ephemeral = opts.ephemeral ?? false;
     return this.#run(async () => {
+      if (this.#state === 'deferred') {
+        // Acknowledged for it already, maybe not as asked: its answer must still be as private as asked.
+        const d = this.#deferral;
+        this.#wanted = d?.kind === 'message' && d.ephemeral === ephemeral ? undefined : { ephemeral };
+        return;
+      }
       if (this.#state !== 'new') return;
-      const ephemeral = opts.ephemeral ?? false;
-      await this.#first(async () => {
-        await this.#api.defer(this.id, this.token, ephemeral ? { flags: EPHEMERAL } : {});
-        this.#state = 'deferred';
-        this.#deferral = { kind: 'message', ephemeral };
-      });
+      await this.#first(
+        () => this.#api.defer(this.id, this.token, ephemeral ? { flags: EPHEMERAL } : {}),
+        () => {
+          this.#state = 'deferred';
+          this.#deferral = { kind: 'message', ephemeral };
+        },
+      );
     });
   }
 
@@ -336,11 +359,13 @@ export class BotInteraction {
   deferUpdate(): Promise<void> {
     return this.#run(async () => {
       if (this.#state !== 'new') return;
-      await this.#first(async () => {
-        await this.#api.deferMessageUpdate(this.id, this.token);
-        this.#state = 'deferred';
-        this.#deferral = { kind: 'update' };
-      });
+      await this.#first(
+        () => this.#api.deferMessageUpdate(this.id, this.token),
+        () => {
+          this.#state = 'deferred';
+          this.#deferral = { kind: 'update' };
+        },
+      );
     });
   }
 
@@ -349,13 +374,18 @@ export class BotInteraction {
     const data = withDefaults(body);
     return this.#run(async () => {
       if (this.#state === 'new') {
-        return this.#first(async () => {
-          const res = await this.#api.updateMessage(this.id, this.token, { ...data, with_response: true });
-          this.#state = 'replied';
-          return res?.resource?.message ?? undefined;
-        });
+        return this.#first(
+          async () =>
+            (await this.#api.updateMessage(this.id, this.token, { ...data, with_response: true }))?.resource
+              ?.message ?? undefined,
+          () => (this.#state = 'replied'),
+          true,
+        );
       }
-      return this.#editOriginal(data);
+      // After a deferred update `@original` is the component's message, whatever replies followed.
+      const target = this.#deferral?.kind === 'update' ? '@original' : this.#original;
+      if (this.#state === 'deferred') this.#state = 'replied';
+      return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, target));
     });
   }
 
@@ -363,22 +393,30 @@ export class BotInteraction {
   editReply(body: MessageBody, messageId?: string): Promise<APIMessage> {
     const data = withDefaults(body);
     return this.#run(async () => {
-      if (this.#state === 'deferred') this.#state = 'replied';
-      return messageId === undefined
-        ? this.#editOriginal(data)
-        : this.#api.editReply(this.applicationId, this.token, data, messageId);
+      if (messageId !== undefined) {
+        return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, messageId));
+      }
+      if (this.#state === 'deferred') {
+        this.#state = 'replied';
+        const wanted = this.#wanted;
+        if (wanted) {
+          const flags = withEphemeral(data.flags, wanted.ephemeral);
+          return this.#fillDeferral({ ...data, ...(flags !== undefined ? { flags } : {}) }, wanted.ephemeral);
+        }
+      }
+      return this.#editOriginal(data);
     });
   }
 
   followUp(body: MessageBody, opts: ReplyOptions = {}): Promise<APIMessage> {
     const flags = withEphemeral(body.flags, opts.ephemeral);
     const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
-    return this.#run(() => this.#api.followUp(this.applicationId, this.token, data));
+    return this.#run(() => this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data)));
   }
 
   deleteReply(messageId?: string): Promise<void> {
     return this.#run(() =>
-      this.#api.deleteReply(this.applicationId, this.token, messageId ?? this.#original),
+      this.#webhook(() => this.#api.deleteReply(this.applicationId, this.token, messageId ?? this.#original)),
     );
   }
 
@@ -386,12 +424,14 @@ export class BotInteraction {
   showModal(modal: APIModalInteractionResponseCallbackData): Promise<void> {
     return this.#run(async () => {
       if (this.#state !== 'new') throw new TooLateError('a form');
-      await this.#first(async () => {
-        const inline = this.#transport.answerInline;
-        if (inline) await inline({ type: InteractionResponseType.Modal, data: modal });
-        else await this.#api.createModal(this.id, this.token, modal);
-        this.#state = 'replied';
-      });
+      await this.#first(
+        async () => {
+          const inline = this.#transport.answerInline;
+          if (inline) await inline({ type: InteractionResponseType.Modal, data: modal });
+          else await this.#api.createModal(this.id, this.token, modal);
+        },
+        () => (this.#state = 'replied'),
+      );
     });
   }
 
@@ -399,16 +439,18 @@ export class BotInteraction {
   respond(choices: APIApplicationCommandOptionChoice[]): Promise<void> {
     return this.#run(async () => {
       if (this.#state !== 'new') return;
-      await this.#first(async () => {
-        const inline = this.#transport.answerInline;
-        if (inline) {
-          await inline({
-            type: InteractionResponseType.ApplicationCommandAutocompleteResult,
-            data: { choices },
-          });
-        } else await this.#api.createAutocompleteResponse(this.id, this.token, { choices });
-        this.#state = 'replied';
-      });
+      await this.#first(
+        async () => {
+          const inline = this.#transport.answerInline;
+          if (inline) {
+            await inline({
+              type: InteractionResponseType.ApplicationCommandAutocompleteResult,
+              data: { choices },
+            });
+          } else await this.#api.createAutocompleteResponse(this.id, this.token, { choices });
+        },
+        () => (this.#state = 'replied'),
+      );
     });
   }
 
@@ -416,6 +458,9 @@ export class BotInteraction {
   dispose(): void {
     clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
+    const unanswered = this.#transport.unanswered;
+    // After any answer still on its way: only an interaction nothing answered is reported.
+    if (unanswered) void this.#run(async () => (this.#firstReported ? undefined : unanswered()));
   }
 
   // ---------------------------------------------------------------- internals
@@ -427,26 +472,52 @@ export class BotInteraction {
   }
 
   /**
-   * The handler's first callback. A 40060 ("already acknowledged") here can only be
-   * REST's own retry of a callback Discord had taken (its answer was lost): that
-   * answer stands.
+   * The handler's first callback; `taken` records what it made of the interaction. A 40060
+   * ("already acknowledged") here can only be REST's own retry of a callback Discord had
+   * taken (its answer was lost): that answer stands, and a message answer resolves with
+   * the original message (`fetchOriginal`).
    */
-  async #first<T>(send: () => Promise<T>): Promise<T | undefined> {
+  async #first<T>(
+    send: () => Promise<T>,
+    taken: () => void,
+    fetchOriginal = false,
+  ): Promise<T | APIMessage | undefined> {
     try {
       const out = await send();
+      taken();
       this.#acknowledged();
       return out;
     } catch (err) {
       if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
         this.#logger.info({ interactionId: this.id }, 'callback taken by Discord before its answer was lost');
+        taken();
         this.#acknowledged();
-        this.#state = 'replied';
-        return (await this.#api.getOriginalReply(this.applicationId, this.token).catch(() => undefined)) as
-          T | undefined;
+        if (!fetchOriginal) return undefined;
+        return this.#api.getOriginalReply(this.applicationId, this.token).catch(() => undefined);
       }
       // Not accepted: the acknowledgement timer, still armed, answers in time if nothing else does.
       throw err;
     }
+  }
+
+  /**
+   * The handler's answer to a deferral: an edit of the deferred message when it has the
+   * visibility asked for; else (Discord keeps a deferral's visibility for an edit, and a
+   * deferred update has no message of its own) a follow-up with the right visibility takes
+   * its place, the deferred message going first.
+   */
+  async #fillDeferral(data: MessageBody, ephemeral: boolean): Promise<APIMessage> {
+    const d = this.#deferral;
+    this.#wanted = undefined;
+    if (d?.kind === 'message' && d.ephemeral === ephemeral) return this.#editOriginal(data);
+    if (d?.kind === 'message') {
+      await this.#webhook(() => this.#api.deleteReply(this.applicationId, this.token, this.#original)).catch(
+        () => undefined,
+      );
+    }
+    const msg = await this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+    this.#original = msg.id;
+    return msg;
   }
 
   #acknowledged(): void {
@@ -529,12 +600,20 @@ export class BotInteraction {
         return { type: InteractionResponseType.ApplicationCommandAutocompleteResult, data: { choices: [] } };
       case InteractionType.MessageComponent:
         return { type: InteractionResponseType.DeferredMessageUpdate };
+      case InteractionType.ModalSubmit:
+        // A form opened from a component answers as that component: its message stays the one to update.
+        if (this.raw.message) return { type: InteractionResponseType.DeferredMessageUpdate };
+        return this.#deferredReplyBody();
       default:
-        return {
-          type: InteractionResponseType.DeferredChannelMessageWithSource,
-          ...(this.#ephemeralByDefault ? { data: { flags: EPHEMERAL } } : {}),
-        };
+        return this.#deferredReplyBody();
     }
+  }
+
+  #deferredReplyBody(): APIInteractionResponse {
+    return {
+      type: InteractionResponseType.DeferredChannelMessageWithSource,
+      ...(this.#ephemeralByDefault ? { data: { flags: EPHEMERAL } } : {}),
+    };
   }
 }
 

@@ -109,7 +109,7 @@ export class OptionResolver {
     const o = this.#leaf(name, ApplicationCommandOptionType.Integer, required);
     // Autocomplete sends what was typed so far as a string: only a whole number counts.
     if (o === undefined) return null;
-    const n = Number(o.value);
+    const n = typed(o.value);
     return Number.isInteger(n) ? n : null;
   }
 
@@ -118,7 +118,7 @@ export class OptionResolver {
   getNumber(name: string, required = false): number | null {
     const o = this.#leaf(name, ApplicationCommandOptionType.Number, required);
     if (o === undefined) return null;
-    const n = Number(o.value);
+    const n = typed(o.value);
     return Number.isFinite(n) ? n : null;
   }
 
@@ -152,4 +152,9 @@ export class OptionResolver {
       ({ id: String(o.value) } as APIInteractionDataResolvedChannel)
     );
   }
+}
+
+/** A number option's value; autocomplete's text so far, blank being nothing typed yet (not 0). */
+function typed(value: string | number): number {
+  return typeof value === 'string' && value.trim() === '' ? Number.NaN : Number(value);
 }
