@@ -206,39 +206,34 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
     h.fake.assertNoViolations();
   });
 
-  // KNOWN BUG outside the interaction layer: the job record keeps only the interaction token,
-  // so the job's edits go to `@original` (the message the button sits on), not to its follow-up.
-  // See test/e2e-interaction-answers.test.ts; flip `it.fails` to `it` once runJob records
-  // `interaction.replyMessageId` on the job.
-  it.fails(
-    'a button starting a job: a deferred update (the message stays), the job is a new public message that reaches its result',
-    async () => {
-      const cmd = h.fake.sendCommand({
-        name: 'upscale',
-        options: { prompt: 'a late fox' },
-        attachments: { image: { filename: 'fox.png', contentType: 'image/png', bytes: PNG } },
-      });
-      const upscaled = await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
-      const parent = text(upscaled);
-      const click = h.fake.sendButton({
-        customId: button(upscaled, 'Upscale again'),
-        messageId: upscaled.id,
-      });
-      // A component's acknowledgement is a deferred update (type 6): no "thinking" message appears.
-      expect((await inlineAck(click.id)).body).toEqual({ type: 6 });
-      const again = await eventually(
-        () => click.followUps.find((m) => text(m).includes('Upscale again')),
-        6000,
-        'the new job message with its result',
-      );
-      expect(again.id).not.toBe(upscaled.id);
-      expect(again.ephemeral).toBe(false);
-      expect(text(again)).toContain('a late fox');
-      // The result the button sits on is left as it was.
-      expect(text(h.fake.messages.get(upscaled.id) as FakeMessage)).toBe(parent);
-      h.fake.assertNoViolations();
-    },
-  );
+  // Regression (see test/e2e-interaction-answers.test.ts): the job's edits went to `@original`,
+  // the message the button sits on, not to the follow-up that is the job message.
+  it('a button starting a job: a deferred update (the message stays), the job is a new public message that reaches its result', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'upscale',
+      options: { prompt: 'a late fox' },
+      attachments: { image: { filename: 'fox.png', contentType: 'image/png', bytes: PNG } },
+    });
+    const upscaled = await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+    const parent = text(upscaled);
+    const click = h.fake.sendButton({
+      customId: button(upscaled, 'Upscale again'),
+      messageId: upscaled.id,
+    });
+    // A component's acknowledgement is a deferred update (type 6): no "thinking" message appears.
+    expect((await inlineAck(click.id)).body).toEqual({ type: 6 });
+    const again = await eventually(
+      () => click.followUps.find((m) => text(m).includes('Upscale again')),
+      6000,
+      'the new job message with its result',
+    );
+    expect(again.id).not.toBe(upscaled.id);
+    expect(again.ephemeral).toBe(false);
+    expect(text(again)).toContain('a late fox');
+    // The result the button sits on is left as it was.
+    expect(text(h.fake.messages.get(upscaled.id) as FakeMessage)).toBe(parent);
+    h.fake.assertNoViolations();
+  });
 
   it('a form opened too late asks to click again', async () => {
     const video = h.fake.sendCommand({

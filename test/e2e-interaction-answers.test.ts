@@ -97,40 +97,35 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
       h.fake.assertNoViolations();
     });
 
-    // KNOWN BUG, outside the interaction layer (see the branch's report): after a component's
-    // automatic deferred update the job message is a follow-up, but the job record keeps only the
-    // interaction token, so every edit of the job goes to `@original`, the message the button
-    // sits on: the parent's result is overwritten and the new message stays on "Submitting…".
-    // Needs runJob to record `interaction.replyMessageId` on the job (store + job edits). Flip
-    // `it.fails` to `it` once wired.
-    it.fails(
-      'a next-step button kept waiting: its job is a new message that reaches its result; the parent is untouched',
-      async () => {
-        const parentCmd = song(member(`button-${mode}`));
-        const parent = await parentCmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
-        const parentBefore = text(parent);
-        const held = hold(2800);
-        // Clicked by a manager (Manage Server) who has not submitted yet: the cooldown does not apply.
-        const manager = h.fake.addUser({
-          username: `manager-${mode}`,
-          permissions: String((1n << 5n) | (1n << 11n)),
-        });
-        const click = h.fake.sendButton({
-          customId: buttonId(parent, 'Extend song 1'),
-          messageId: parent.id,
-          userId: manager,
-        });
-        expect(await firstAnswer(click.id)).toBe(6);
-        await held;
-        const next = await eventually(
-          () => click.followUps.find((m) => text(m).includes('Extend song 2')),
-          6000,
-          'the new job message with its result',
-        );
-        expect(next.ephemeral).toBe(false);
-        expect(text(h.fake.messages.get(parent.id) as FakeMessage)).toBe(parentBefore);
-      },
-    );
+    // Regression: after a component's automatic deferred update the job message is a follow-up;
+    // the job record kept only the interaction token, so every edit went to `@original` (the
+    // message the button sits on): the parent's result was overwritten and the new message
+    // stayed on "Submitting…". The job now records the follow-up's id.
+    it('a next-step button kept waiting: its job is a new message that reaches its result; the parent is untouched', async () => {
+      const parentCmd = song(member(`button-${mode}`));
+      const parent = await parentCmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+      const parentBefore = text(parent);
+      const held = hold(2800);
+      // Clicked by a manager (Manage Server) who has not submitted yet: the cooldown does not apply.
+      const manager = h.fake.addUser({
+        username: `manager-${mode}`,
+        permissions: String((1n << 5n) | (1n << 11n)),
+      });
+      const click = h.fake.sendButton({
+        customId: buttonId(parent, 'Extend song 1'),
+        messageId: parent.id,
+        userId: manager,
+      });
+      expect(await firstAnswer(click.id)).toBe(6);
+      await held;
+      const next = await eventually(
+        () => click.followUps.find((m) => text(m).includes('Extend song 2')),
+        6000,
+        'the new job message with its result',
+      );
+      expect(next.ephemeral).toBe(false);
+      expect(text(h.fake.messages.get(parent.id) as FakeMessage)).toBe(parentBefore);
+    });
 
     it('refused after the deferral: the placeholder goes, the refusal is ephemeral', async () => {
       const user = member(`slow-refused-${mode}`);

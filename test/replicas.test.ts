@@ -329,7 +329,10 @@ describe
 
       // The work is shared through the queues: the survivors both polled jobs.
       const polledBy = byBot.map((m) => m.size);
-      expect(polledBy.slice(1).every((n) => n > 0), `jobs polled per instance ${polledBy}`).toBe(true);
+      expect(
+        polledBy.slice(1).every((n) => n > 0),
+        `jobs polled per instance ${polledBy}`,
+      ).toBe(true);
 
       const logs = bots.map((b) => b.output()).join('\n');
       expect(logs).not.toContain(fake.token);

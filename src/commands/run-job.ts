@@ -137,7 +137,8 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
   }
   if (messageId) {
     try {
-      job = (await ctx.jobs.attachMessage(job.id, messageId)) ?? job;
+      job =
+        (await ctx.jobs.attachMessage(job.id, messageId, interaction.replyMessageId !== undefined)) ?? job;
     } catch (err) {
       // The interaction webhook still reaches the message for ~15 min.
       ctx.logger.warn({ err, jobId: job.id }, 'could not record the message id');

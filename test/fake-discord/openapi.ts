@@ -97,7 +97,11 @@ export const SPEC_QUIRKS: readonly SpecQuirk[] = [
       if (!isRecord(types) || !Array.isArray(types['oneOf'])) return;
       types['oneOf'] = [
         ...types['oneOf'],
-        { title: 'GUILD_MEDIA', description: 'A channel that can only contain threads, like GUILD_FORUM', const: 16 },
+        {
+          title: 'GUILD_MEDIA',
+          description: 'A channel that can only contain threads, like GUILD_FORUM',
+          const: 16,
+        },
       ];
     },
     explains: (errors) => errors.some((e) => /\/channel_types\/\d+$/.test(e.path)),

@@ -137,8 +137,12 @@ export class JobLifecycle {
   }
 
   /** Records the message id of the job's public reply. */
-  async attachMessage(jobId: string, messageId: string): Promise<JobRecord | undefined> {
-    const r = await this.deps.store.apply(jobId, { messageId, at: this.now() });
+  async attachMessage(jobId: string, messageId: string, followUp = false): Promise<JobRecord | undefined> {
+    const r = await this.deps.store.apply(jobId, {
+      messageId,
+      ...(followUp ? { followUp: true as const } : {}),
+      at: this.now(),
+    });
     return r?.job;
   }
 

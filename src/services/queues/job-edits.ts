@@ -265,6 +265,7 @@ export class BullJobEdits implements MessageUpdates {
           ref.interaction.applicationId,
           ref.interaction.token,
           payload,
+          ...(ref.interaction.messageId ? [ref.interaction.messageId] : []),
         );
       } else if (ref.messageId) {
         await this.deps.transport.editChannelMessage(ref.channelId, ref.messageId, payload);

@@ -106,6 +106,8 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     if (state === 'failed' && update.error !== undefined) next.error = update.error;
   }
   if (newMessageId !== undefined) next.message.messageId = newMessageId;
+  if (newMessageId !== undefined && update.followUp && next.message.interaction)
+    next.message.interaction = { ...next.message.interaction, messageId: newMessageId };
   if (thread !== undefined) {
     next.message = thread.message;
     next.reply = thread.reply;

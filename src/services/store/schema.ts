@@ -49,7 +49,12 @@ const jobMessageRefSchema = z.object({
   guildId: z.string().exactOptional(),
   messageId: z.string().exactOptional(),
   interaction: z
-    .object({ applicationId: z.string(), token: z.string(), createdAt: z.number() })
+    .object({
+      applicationId: z.string(),
+      token: z.string(),
+      createdAt: z.number(),
+      messageId: z.string().exactOptional(),
+    })
     .exactOptional(),
 });
 

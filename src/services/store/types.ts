@@ -24,7 +24,7 @@ export interface JobMessageRef {
   guildId?: string;
   messageId?: string;
   /** Interaction webhook (token valid ~15 min from `createdAt`). */
-  interaction?: { applicationId: string; token: string; createdAt: number };
+  interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
 }
 
 export interface JobRecord {
@@ -86,6 +86,7 @@ export interface JobUpdate {
   result?: TaskOutputs;
   error?: JobError;
   messageId?: string;
+  followUp?: true;
   /** Moves the live message into the job's thread (once): see JobRecord.reply. */
   thread?: { message: JobMessageRef; reply: JobMessageRef };
   /** 429 from the service: waiting until then (cleared by any later state). */
