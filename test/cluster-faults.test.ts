@@ -68,7 +68,7 @@ describe.skipIf(!HAS_REDIS_SERVER)('several instances when Redis or an instance 
     await Promise.all(bots.map((b) => b.stop()));
     await proxy?.close();
     await emulator?.close();
-    await redis?.kill();
+    await redis?.remove();
   });
 
   const start = async (i: number, env: Record<string, string> = {}): Promise<BotProcess> => {

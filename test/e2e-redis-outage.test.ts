@@ -44,8 +44,7 @@ describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the b
   });
 
   afterAll(async () => {
-    await redis?.kill();
-    if (redis) await rm(redis.dir, { recursive: true, force: true });
+    await redis?.remove();
   });
 
   it('503s and an ephemeral “temporarily unavailable” while down; everything works again once Redis is back', async () => {

@@ -143,7 +143,7 @@ describe
       await proxy?.close();
       await emulator?.close();
       await fake?.close();
-      await redis?.kill();
+      await redis?.remove();
     });
 
     const start = async (i: number): Promise<BotProcess> => {

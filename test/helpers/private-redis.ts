@@ -19,8 +19,10 @@ export interface PrivateRedis {
   up(): Promise<boolean>;
   /** SHUTDOWN SAVE: the data survives the next start. */
   stop(): Promise<void>;
-  /** SHUTDOWN NOSAVE, ignoring errors, and its directory removed (cleanup). */
+  /** SHUTDOWN NOSAVE, ignoring errors. */
   kill(): Promise<void>;
+  /** SHUTDOWN NOSAVE and its directory removed: nothing left behind (cleanup). */
+  remove(): Promise<void>;
 }
 
 export async function privateRedis(opts: { maxmemoryPolicy?: string } = {}): Promise<PrivateRedis> {
@@ -68,7 +70,9 @@ export async function privateRedis(opts: { maxmemoryPolicy?: string } = {}): Pro
     },
     async kill() {
       await cli('shutdown', 'nosave').catch(() => undefined);
-      // Nothing left behind: the data directory goes with the server.
+    },
+    async remove() {
+      await cli('shutdown', 'nosave').catch(() => undefined);
       await eventually(async () => !(await ping()), 5000, 'redis-server to stop').catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
     },

@@ -16,7 +16,8 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  * - finalShown, messageGone and settled are bookkeeping set once, even on a terminal
  *   job: a new object comes back with `changed: false` (persisted, never shown).
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
- * - taskId and message.messageId are set once; a later different value is ignored.
+ * - taskId and message.messageId are set once; an update naming another task id is
+ *   ignored entirely (it is about another task), a later different message id too.
  * - statusText: the text of the highest (state rank, at, text) seen, where an update
  *   without a state ranks 0. So a stale lower-state update never replaces the text
  *   of a higher-state one, and within a state the latest event wins, whatever the
@@ -39,6 +40,11 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     if (marked !== job) return { job: marked, changed: false };
   }
   if (isTerminalState(job.state)) return { job, changed: false };
+  // A result of another task (a poll, a Refresh or a webhook naming a task this job is not):
+  // nothing of it is this job's.
+  if (update.taskId !== undefined && job.taskId !== undefined && update.taskId !== job.taskId) {
+    return { job, changed: false };
+  }
 
   // Each field's merged value first, the record copied only once something differs:
   // most of a webhook storm is re-deliveries, which change nothing a member sees.
