@@ -20,6 +20,7 @@ import { JobLifecycle } from './services/jobs/lifecycle.js';
 import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
 import type { AfterFinalQueue, CheckScheduler, MessageUpdates } from './services/jobs/ports.js';
 import { recoverOpenJobs } from './services/jobs/recovery.js';
+import { RetryGuard } from './services/jobs/retry-guard.js';
 import { TimerChecks } from './services/jobs/timer-checks.js';
 import { AccountMonitor } from './services/media/account-monitor.js';
 import { MediaClient } from './services/media/client.js';
@@ -356,6 +357,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     records: stores.jobs,
     media,
     tasks: urgentReader,
+    retries: new RetryGuard({
+      kv: stores.kv,
+      records: stores.jobs,
+      runningTtlMs: config.jobs.maxDurationMs + 3_600_000,
+      now,
+    }),
     account,
     showAccountBalance: config.media.showAccountBalance,
     training,

@@ -424,23 +424,40 @@ describe('EditQueue (fake clock)', () => {
     expect(c! - b!).toBeGreaterThanOrEqual(1000); // doubled
   });
 
-  it('final with a permanent 500: gives up after finalRetryLimit with an error log, no unhandled rejection', async () => {
+  // Regression: a final edit Discord refused for a few minutes was given up after 8 attempts,
+  // leaving the message on its last percentage for good.
+  it('a final refused for minutes (500s) is retried with capped backoff until it lands; no unhandled rejection', async () => {
     const unhandled = vi.fn();
     process.on('unhandledRejection', unhandled);
     try {
-      const { transport, queue, lines } = setup({ options: { finalRetryLimit: 3, maxBackoffMs: 4000 } });
-      transport.script = () => new Error('socket hang up');
+      const { transport, queue } = setup({ options: { finalRetryLimit: 3, maxBackoffMs: 4000 } });
+      const refusedUntil = Date.now() + 3 * 60_000;
+      transport.script = () => (Date.now() < refusedUntil ? new Error('socket hang up') : undefined);
       queue.push(req('job', 'final', channelRef(), true));
-      expect(await drainWithClock(queue, 120_000)).toBe(true);
-      expect(transport.calls).toHaveLength(4); // first attempt + 3 retries
-      expect(lines.some((l) => l.level === 50 && l.jobId === 'job' && /giving up/.test(l.msg))).toBe(true);
+      expect(await drainWithClock(queue, 5 * 60_000)).toBe(true);
+      const calls = transport.calls.map((c) => c.at);
+      expect(calls.length).toBeGreaterThan(10); // far past finalRetryLimit
+      expect(calls.at(-1)).toBeGreaterThanOrEqual(refusedUntil); // the last one landed
+      const gaps = calls.slice(1).map((t, i) => t - (calls[i] ?? 0));
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(4000); // capped backoff
       queue.push(req('job', 'again', channelRef(), true)); // the job is over
       await tick(10_000);
-      expect(transport.calls).toHaveLength(4);
+      expect(transport.calls).toHaveLength(calls.length);
       expect(unhandled).not.toHaveBeenCalled();
     } finally {
       process.off('unhandledRejection', unhandled);
     }
+  });
+
+  it('a progress state with a permanent 500 is dropped after finalRetryLimit; the next state still goes', async () => {
+    const { transport, queue } = setup({ options: { finalRetryLimit: 3, maxBackoffMs: 4000 } });
+    transport.script = (call) => (call.label === 'p' ? new Error('socket hang up') : undefined);
+    queue.push(req('job', 'p', channelRef()));
+    expect(await drainWithClock(queue, 120_000)).toBe(true);
+    expect(transport.calls).toHaveLength(4); // first attempt + 3 retries
+    queue.push(req('job', 'final', channelRef(), true));
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    expect(transport.calls.at(-1)?.label).toBe('final');
   });
 
   it('400 50035 invalid form body: logged with the job id and dropped, no loop', async () => {

@@ -13,8 +13,10 @@ import { str } from '../services/operations/input.js';
 import type { StepInput } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { startOperation } from './run-job.js';
+import { isFinal } from '../services/jobs/lifecycle.js';
+import { jobMessageLink } from '../services/discord/render.js';
 import { retryUpload } from './training-photos.js';
-import { UserError, type BotContext, type ComponentHandler } from './types.js';
+import { UserError, unlessStoreDown, type BotContext, type ComponentHandler } from './types.js';
 
 async function storedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
   const job = await ctx.records.get(jobId);
@@ -37,18 +39,42 @@ function requireFinished(job: JobRecord): JobRecord & { taskId: string } {
   return job as JobRecord & { taskId: string };
 }
 
-/** Retry: a new job with exactly the failed job's parameters; the failed job is kept. */
+/**
+ * Retry: a new job with exactly the job's parameters (after a failure, or a reroll of a
+ * finished one); the job itself is kept. One retry of a job at a time (RetryGuard): a second
+ * press while it runs is answered with it, never a second paid job.
+ */
 async function retry<K extends Operation>(
   i: BotInteraction,
   ctx: BotContext,
   job: JobRecord & { operation: K },
 ): Promise<void> {
-  if (job.state !== 'failed') throw new UserError('not_failed', 'Only a failed job can be retried.');
+  if (!isFinal(job)) {
+    throw new UserError('still_running', 'This job is still running: Retry is for a job that has ended.');
+  }
   // Training photos live in the member's session, not on the job: they go through consent again.
   if (operationOf(job.operation).input.kind === 'session') return retryUpload(i, ctx, job);
   const params = operationOf(job.operation).fromStored(job.params);
   if ('cannot' in params) throw new UserError('retry_unsupported', params.cannot);
-  await startOperation(i, ctx, job.operation, params, job);
+  const claim = await unlessStoreDown(() => ctx.retries.claim(job.id));
+  if (!claim.ok) {
+    const link = claim.running ? jobMessageLink(claim.running) : undefined;
+    throw new UserError(
+      'retry_running',
+      link
+        ? `A retry of this job is already running: ${link}`
+        : 'A retry of this job is being started right now.',
+    );
+  }
+  let started = false;
+  try {
+    await startOperation(i, ctx, job.operation, params, job, async (created) => {
+      started = true;
+      await claim.started(created);
+    });
+  } finally {
+    if (!started) await claim.abandoned().catch(() => undefined);
+  }
 }
 
 /** A next step: a job of the step's operation with what it inherits from its finished parent. */

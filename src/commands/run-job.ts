@@ -24,6 +24,8 @@ export interface JobRequest {
   parent?: JobRecord;
   /** The component's own message becomes the job message (the interaction was deferred as an update). */
   inPlace?: boolean;
+  /** Called once the job is stored, before its reply and the service call (Retry records it). */
+  onCreated?: (job: JobRecord) => Promise<void>;
   /**
    * The one service call; `job` is the stored job (training photos record it with their
    * consent); `hooks.waiting` shows a 429 being waited out on the job's message.
@@ -46,11 +48,13 @@ export async function startOperation<K extends Operation>(
   op: K,
   params: ParamsOf<K>,
   parent?: JobRecord,
+  onCreated?: (job: JobRecord) => Promise<void>,
 ): Promise<void> {
   const checked = checkParams(op, params);
   if (!checked.ok) throw new UserError('invalid_options', checked.problems.join('\n'));
   await runJob(interaction, ctx, {
     ...(parent ? { parent } : {}),
+    ...(onCreated ? { onCreated } : {}),
     operation: op,
     params: operationOf(op).toStored(checked.params),
     submit: (webhook, hooks) => ctx.media.submit(op, checked.params, webhook, { onWaiting: hooks.waiting }),
@@ -117,6 +121,11 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
     await giveBack();
     throw err;
   }
+  await req
+    .onCreated?.(job)
+    .catch((err: unknown) =>
+      ctx.logger.warn({ err, jobId: job.id }, 'could not record the new job with its parent'),
+    );
 
   let messageId: string | undefined;
   try {

@@ -8,6 +8,7 @@ import {
 } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { mayActOnJob } from './preconditions.js';
+import { isFinal } from '../services/jobs/lifecycle.js';
 import {
   JOB_ID,
   nextStepId,
@@ -20,7 +21,6 @@ import {
 import { discordTimestamp } from '../services/shared/format.js';
 import {
   jobMessageLink,
-  retryable,
   renderJob,
   renderJobSummaryLine,
   truncate,
@@ -151,9 +151,12 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
       : undefined,
     link ? `**Message:** ${link}` : undefined,
   ].filter((x): x is string => x !== undefined);
+  // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
+  const retryId = nextStepId({ kind: 'retry', jobId: job.id });
+  const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
   const actions = [
-    ...(retryable(job)
-      ? [button('Retry', nextStepId({ kind: 'retry', jobId: job.id }), false, ButtonStyle.Primary)]
+    ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
+      ? [button('Retry', retryId, false, ButtonStyle.Primary)]
       : []),
     button('Re-post', tasksRepostId(job.id)),
     ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),

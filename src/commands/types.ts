@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';
+import type { RetryGuard } from '../services/jobs/retry-guard.js';
 import type { MediaClient } from '../services/media/client.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';
 import type { JobStore } from '../services/store/types.js';
@@ -37,6 +38,8 @@ export interface BotContext {
   >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
+  /** One Retry of a job at a time. */
+  retries: Pick<RetryGuard, 'claim'>;
   /** Reads a task from the service now (Refresh, autocomplete), batched with the polls, first in line. */
   tasks: TaskReading;
   /** The operator's service balance (shown in /settings show when SHOW_ACCOUNT_BALANCE allows). */

@@ -69,7 +69,7 @@ export interface EditQueueOptions {
   progressIntervalMs: number;
   /** Channel route: messages older than this only get their final state (Discord error 30046). */
   oldMessageMs: number;
-  /** Failed attempts (5xx, network, 30046) tolerated per state before giving up. */
+  /** Failed attempts (5xx, network, 30046) tolerated per progress state before dropping it (finals never give up). */
   finalRetryLimit: number;
   baseBackoffMs: number;
   maxBackoffMs: number;
@@ -647,27 +647,28 @@ export class EditQueue {
     }
   }
 
-  /** Exponential backoff with jitter; the newest state is what gets retried. */
+  /**
+   * Exponential backoff with jitter (capped at maxBackoffMs); the newest state is what gets
+   * retried. A progress state gives up after finalRetryLimit attempts (the next one will
+   * try); a final never does: it is retried until it lands or the message is gone (a
+   * refusal that lasts minutes, 5xx or 30046, must not leave the message on its last
+   * percentage).
+   */
   private retryLater(slot: Slot, state: QueuedState, reason: string): void {
     state.attempts++;
     slot.failures++;
-    if (state.attempts > this.opts.finalRetryLimit) {
-      if (state.final) {
-        this.deps.logger.error(
-          { jobId: slot.jobId, attempts: state.attempts, reason },
-          'final edit not delivered: giving up after retries',
-        );
-        this.endSlot(slot);
-      } else {
-        this.deps.logger.debug({ jobId: slot.jobId, reason }, 'progress edit dropped after retries');
-      }
+    if (!state.final && state.attempts > this.opts.finalRetryLimit) {
+      this.deps.logger.debug({ jobId: slot.jobId, reason }, 'progress edit dropped after retries');
       return;
     }
-    const ceiling = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** (slot.failures - 1));
+    const ceiling = Math.min(
+      this.opts.maxBackoffMs,
+      this.opts.baseBackoffMs * 2 ** Math.min(slot.failures - 1, 16),
+    );
     const delay = ceiling / 2 + (this.random() * ceiling) / 2;
     slot.notBefore = Math.max(slot.notBefore, this.now() + delay);
     this.deps.logger.warn(
-      { jobId: slot.jobId, attempt: state.attempts, delayMs: Math.round(delay), reason },
+      { jobId: slot.jobId, attempt: state.attempts, delayMs: Math.round(delay), reason, final: state.final },
       'edit failed, retrying',
     );
     this.requeue(slot, state);
