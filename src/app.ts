@@ -26,6 +26,7 @@ import { AccountMonitor } from './services/media/account-monitor.js';
 import { MediaClient } from './services/media/client.js';
 import { SubmitLimit } from './services/media/submit-limit.js';
 import { TaskReader } from './services/media/task-batcher.js';
+import { TaskLookup } from './services/media/task-lookup.js';
 import type { BullContext } from './services/queues/bull.js';
 import type { BullJobEdits } from './services/queues/job-edits.js';
 import { createStores } from './services/store/index.js';
@@ -357,6 +358,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     records: stores.jobs,
     media,
     tasks: urgentReader,
+    taskLookup: new TaskLookup({ reader: urgentReader }),
     retries: new RetryGuard({
       kv: stores.kv,
       records: stores.jobs,

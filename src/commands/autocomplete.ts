@@ -7,8 +7,6 @@ import { mayActOnJob } from './preconditions.js';
 import type { BotContext } from './types.js';
 
 const MAX_CHOICES = 25;
-/** Discord gives an autocomplete 3 s; the service lookup must fit well inside. */
-const LOOKUP_BUDGET_MS = 1500;
 
 function ago(ms: number): string {
   const m = Math.round(ms / 60_000);
@@ -77,17 +75,9 @@ export async function songChoices(
     // Store down: the service may still know the task.
   }
   if (!songs) {
-    try {
-      const result = await Promise.race([
-        ctx.tasks.read('song', id),
-        new Promise<undefined>((resolve) => {
-          setTimeout(() => resolve(undefined), LOOKUP_BUDGET_MS).unref();
-        }),
-      ]);
-      if (result?.outputs?.kind === 'song') songs = result.outputs.songs;
-    } catch {
-      songs = undefined;
-    }
+    // A task made outside the bot: read from the service (throttled per member, cached).
+    const result = await ctx.taskLookup.lookup(i.user.id, 'song', id);
+    if (result?.outputs?.kind === 'song') songs = result.outputs.songs;
   }
   const q = query.trim().toLowerCase();
   return (songs ?? [])

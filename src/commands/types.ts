@@ -8,6 +8,7 @@ import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';
 import type { RetryGuard } from '../services/jobs/retry-guard.js';
+import type { TaskLookup } from '../services/media/task-lookup.js';
 import type { MediaClient } from '../services/media/client.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';
 import type { JobStore } from '../services/store/types.js';
@@ -38,6 +39,8 @@ export interface BotContext {
   >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
+  /** Tasks typed in an autocomplete, read from the service with a throttle and a cache. */
+  taskLookup: Pick<TaskLookup, 'lookup'>;
   /** One Retry of a job at a time. */
   retries: Pick<RetryGuard, 'claim'>;
   /** Reads a task from the service now (Refresh, autocomplete), batched with the polls, first in line. */
