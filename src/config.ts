@@ -202,7 +202,6 @@ const schema = z.object({
     z.string().regex(/^[\x21-\x7e]{16,}$/, 'must be at least 16 printable characters, no spaces'),
   ),
   REDIS_START_TIMEOUT_SECONDS: withDefault(int(0, 600, 'seconds to wait for Redis at start'), '30'),
-  JOB_TTL_DAYS: withDefault(int(1, 365, 'days finished jobs are kept'), '30'),
   JOB_MAX_DURATION_MINUTES: withDefault(
     int(1, 7 * 24 * 60, 'minutes before an unfinished job times out'),
     '120',
@@ -356,7 +355,8 @@ function toConfig(e: Env): Config {
     store: {
       ...opt('redisUrl', e.REDIS_URL),
       dataDir: e.DATA_DIR,
-      jobTtlMs: e.JOB_TTL_DAYS * 86_400_000,
+      // The record's own expiry is a backstop a day after the retention sweep deletes it.
+      jobTtlMs: (e.RETENTION_DAYS + 1) * 86_400_000,
       redisStartTimeoutMs: e.REDIS_START_TIMEOUT_SECONDS * 1000,
     },
     jobs: {

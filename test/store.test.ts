@@ -338,13 +338,15 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect((await stores.jobs.get('ap-1'))?.state).toBe('failed');
   });
 
-  it('per-user list is bounded and most-recent-first', async () => {
-    for (let i = 1; i <= 8; i += 1) await stores.jobs.create(makeJob(`ul-${i}`, { userId: 'user-list' }));
+  it('per-user list: most-recent-first, `limit` at a time (default userListLimit), every job kept', async () => {
+    for (let i = 1; i <= 8; i += 1)
+      await stores.jobs.create(makeJob(`ul-${i}`, { userId: 'user-list', createdAt: 1_000 + i }));
     await stores.jobs.create(makeJob('ul-other', { userId: 'user-other' }));
     const ids = (await stores.jobs.listByUser('user-list')).map((j) => j.id);
     expect(ids).toEqual(['ul-8', 'ul-7', 'ul-6', 'ul-5', 'ul-4']);
     expect((await stores.jobs.listByUser('user-list', 2)).map((j) => j.id)).toEqual(['ul-8', 'ul-7']);
-    expect(await stores.jobs.listByUser('user-list', 100)).toHaveLength(5);
+    // The index holds every job (retention and /privacy delete prune it), not only the last few.
+    expect(await stores.jobs.listByUser('user-list', 100)).toHaveLength(8);
     expect((await stores.jobs.listByUser('user-other')).map((j) => j.id)).toEqual(['ul-other']);
     expect(await stores.jobs.listByUser('nobody')).toEqual([]);
   });
@@ -418,9 +420,84 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect(sizes.length).toBeGreaterThanOrEqual(3);
     const live = ids.filter((id) => id !== 'pg-7' && id !== 'pg-150');
     expect(seen.slice().sort()).toEqual(live.slice().sort());
-    // Pruned: the index (a Redis set, a JSON list on SQLite) names only the live ones now.
-    const index = r.sets ? await r.sets.members('unfinished-set') : ((await r.get('unfinished')) as string[]);
+    // Pruned: the index (a Redis set, a sorted index on SQLite) names only the live ones now.
+    const index = r.sets
+      ? await r.sets.members('unfinished-set')
+      : await r.sorted.range('open', { limit: 1_000 });
     expect(index.slice().sort()).toEqual(live.slice().sort());
+  });
+
+  it('userPages: every job of the member, newest first, 100 a page; other members untouched', async () => {
+    const { stores: s } = await open({});
+    for (let i = 0; i < 230; i += 1)
+      await s.jobs.create(makeJob(`up-${i}`, { userId: 'user-pages', createdAt: 10_000 + i }));
+    await s.jobs.create(makeJob('up-other', { userId: 'user-else' }));
+    const sizes: number[] = [];
+    const seen: string[] = [];
+    for await (const page of s.jobs.userPages('user-pages')) {
+      sizes.push(page.length);
+      seen.push(...page.map((j) => j.id));
+    }
+    expect(sizes).toEqual([100, 100, 30]);
+    expect(seen[0]).toBe('up-229');
+    expect(seen.at(-1)).toBe('up-0');
+    expect(new Set(seen).size).toBe(230);
+    expect(seen).not.toContain('up-other');
+  });
+
+  it('delete: the record, its task id and every index entry go; an unknown id is a no-op', async () => {
+    const { stores: s, raw: r } = await open({});
+    await s.jobs.create(makeJob('del-1', { userId: 'user-del', taskId: 'task-del-1' }));
+    await s.jobs.create(makeJob('del-2', { userId: 'user-del', taskId: 'task-del-2' }));
+    await s.jobs.apply('del-2', { state: 'failed', error: { code: 'timed_out', message: 'x' }, at: 2_000 });
+    expect((await s.jobs.delete('del-1'))?.id).toBe('del-1');
+    expect((await s.jobs.delete('del-2'))?.state).toBe('failed');
+    expect(await s.jobs.delete('del-1')).toBeUndefined();
+    expect(await s.jobs.get('del-1')).toBeUndefined();
+    expect(await s.jobs.getByTaskId('task-del-1')).toBeUndefined();
+    expect(await s.jobs.getByTaskId('task-del-2')).toBeUndefined();
+    expect(await s.jobs.listByUser('user-del')).toEqual([]);
+    expect(await s.jobs.listOpen()).toEqual([]);
+    expect(await r.sorted.count('user-jobs:user-del')).toBe(0);
+    expect(await r.sorted.count('ended')).toBe(0);
+  });
+
+  it('sweepEnded: deletes jobs that ended before the cut-off, a page at a time; open and recent ones stay', async () => {
+    const { stores: s } = await open({});
+    for (let i = 0; i < 12; i += 1) {
+      await s.jobs.create(makeJob(`sw-${i}`, { userId: 'user-sweep', taskId: `task-sw-${i}` }));
+      await s.jobs.apply(`sw-${i}`, { state: 'finished', result: { kind: 'upload' }, at: 1_000 + i * 100 });
+    }
+    await s.jobs.create(makeJob('sw-open', { userId: 'user-sweep' }));
+    // Created already ended (an import, a test): indexed by its end too.
+    await s.jobs.create(
+      makeJob('sw-created-ended', { state: 'failed', finishedAt: 1_050, error: { code: 'x', message: 'y' } }),
+    );
+    expect(await s.jobs.sweepEnded(1_500, 2)).toBe(6); // sw-0..sw-4 (≤ 1 400) and sw-created-ended
+    expect(await s.jobs.get('sw-4')).toBeUndefined();
+    expect(await s.jobs.get('sw-created-ended')).toBeUndefined();
+    expect((await s.jobs.get('sw-5'))?.state).toBe('finished');
+    expect((await s.jobs.get('sw-open'))?.state).toBe('submitting');
+    const left = (await s.jobs.listByUser('user-sweep', 100)).map((j) => j.id).sort();
+    expect(left).toEqual(['sw-10', 'sw-11', 'sw-5', 'sw-6', 'sw-7', 'sw-8', 'sw-9', 'sw-open']);
+    expect(await s.jobs.sweepEnded(1_500)).toBe(0);
+  });
+
+  it('a member index entry whose record expired is pruned when read; clearUserIndex forgets the rest', async () => {
+    const { stores: s, raw: r } = await open({});
+    await s.jobs.create(makeJob('gone-1', { userId: 'user-gone', createdAt: 5 }));
+    await s.jobs.create(makeJob('kept-1', { userId: 'user-gone', createdAt: 6 }));
+    await r.delete('job:gone-1');
+    expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1']);
+    expect(await r.sorted.range('user-jobs:user-gone', { limit: 10 })).toEqual(['kept-1']);
+    // An older version's JSON list is still read, then forgotten with the index.
+    await r.set('user:user-gone', ['old-1'], 60_000);
+    await s.jobs.create(makeJob('old-1', { userId: 'user-gone', createdAt: 1 }));
+    await r.sorted.remove('user-jobs:user-gone', ['old-1']);
+    expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1', 'old-1']);
+    await s.jobs.clearUserIndex('user-gone');
+    expect(await r.sorted.count('user-jobs:user-gone')).toBe(0);
+    expect(await r.get('user:user-gone')).toBeUndefined();
   });
 
   it('concurrent creates never lose a user-list or unfinished entry', async () => {

@@ -66,11 +66,26 @@ export interface Backend {
     remove(key: string, members: readonly string[]): Promise<void>;
     members(key: string): Promise<string[]>;
   };
+  /**
+   * Sorted indexes (member → score), for what must scale to many thousands of entries and be
+   * read in order: every job of a member (by creation), ended jobs (by end, for retention).
+   * Redis: sorted sets; SQLite: a table beside Keyv's with an index on (key, score).
+   */
+  readonly sorted: SortedIndexes;
   /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
   unlock(key: string, token: string): Promise<void>;
   /** Extends the lock `key` to `ttlMs` from now if it still holds `token`; false when it does not. */
   renewLock(key: string, token: string, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+export interface SortedIndexes {
+  /** `ttlMs`: Redis expires the whole index that long after its last add (SQLite keeps it; the sweep and reads prune). */
+  add(key: string, member: string, score: number, ttlMs?: number): Promise<void>;
+  remove(key: string, members: readonly string[]): Promise<void>;
+  /** Members in score order (`rev`: highest first), those scoring below `before`, paged. */
+  range(key: string, opts: { before?: number; rev?: boolean; offset?: number; limit: number }): Promise<string[]>;
+  count(key: string): Promise<number>;
 }
 
 export interface CasOps {
@@ -242,6 +257,30 @@ async function openRedis(
         return client.sMembers(prefixed(key));
       },
     },
+    sorted: {
+      async add(key, member, score, ttlMs) {
+        if (ttlMs === undefined) await client.zAdd(prefixed(key), { score, value: member });
+        else
+          await client
+            .multi()
+            .zAdd(prefixed(key), { score, value: member })
+            .pExpire(prefixed(key), Math.max(1, Math.ceil(ttlMs)))
+            .exec();
+      },
+      async remove(key, members) {
+        if (members.length > 0) await client.zRem(prefixed(key), [...members]);
+      },
+      async range(key, o) {
+        const max = o.before === undefined ? '+inf' : `(${o.before}`;
+        const limit = { offset: o.offset ?? 0, count: o.limit };
+        return o.rev
+          ? client.zRange(prefixed(key), max, '-inf', { BY: 'SCORE', REV: true, LIMIT: limit })
+          : client.zRange(prefixed(key), '-inf', max, { BY: 'SCORE', LIMIT: limit });
+      },
+      async count(key) {
+        return client.zCard(prefixed(key));
+      },
+    },
     unlock,
     async renewLock(key, token, ttlMs) {
       const renewed = await client.lockRenew([prefixed(`lock:${key}`)], [token, String(ttlMs)]);
@@ -323,9 +362,53 @@ async function openSqlite(
   const sweeper = interval > 0 ? setInterval(runSweep, interval) : undefined;
   sweeper?.unref();
 
+  // The sorted indexes (see Backend.sorted), keyed with the namespace like Keyv's rows.
+  const indexTable = `${table}_index`;
+  await adapter.query(
+    `CREATE TABLE IF NOT EXISTS ${indexTable} (k TEXT NOT NULL, member TEXT NOT NULL, score REAL NOT NULL, PRIMARY KEY (k, member))`,
+  );
+  await adapter.query(`CREATE INDEX IF NOT EXISTS ${indexTable}_by_score ON ${indexTable} (k, score)`);
+  const sorted: SortedIndexes = {
+    async add(key, member, score) {
+      await adapter.query(
+        `INSERT INTO ${indexTable} (k, member, score) VALUES (?, ?, ?) ON CONFLICT(k, member) DO UPDATE SET score = excluded.score`,
+        prefix + key,
+        member,
+        score,
+      );
+    },
+    async remove(key, members) {
+      for (let i = 0; i < members.length; i += 500) {
+        const batch = members.slice(i, i + 500);
+        await adapter.query(
+          `DELETE FROM ${indexTable} WHERE k = ? AND member IN (${batch.map(() => '?').join(',')})`,
+          prefix + key,
+          ...batch,
+        );
+      }
+    },
+    async range(key, o) {
+      const rows = (await adapter.query(
+        `SELECT member FROM ${indexTable} WHERE k = ? AND score < ? ORDER BY score ${o.rev ? 'DESC' : 'ASC'}, member ${o.rev ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`,
+        prefix + key,
+        o.before ?? Number.POSITIVE_INFINITY,
+        o.limit,
+        o.offset ?? 0,
+      )) as { member: string }[];
+      return rows.map((r) => r.member);
+    },
+    async count(key) {
+      const rows = (await adapter.query(`SELECT COUNT(*) AS n FROM ${indexTable} WHERE k = ?`, prefix + key)) as {
+        n: number;
+      }[];
+      return Number(rows[0]?.n ?? 0);
+    },
+  };
+
   let closed = false;
   return {
     kind: 'sqlite',
+    sorted,
     ...keyvOps(keyv),
     async ping() {
       await adapter.query('SELECT 1');
@@ -339,6 +422,7 @@ async function openSqlite(
     },
     async clearNamespace() {
       await adapter.query(`DELETE FROM ${table} WHERE substr(key, 1, ?) = ?`, prefix.length, prefix);
+      await adapter.query(`DELETE FROM ${indexTable} WHERE substr(k, 1, ?) = ?`, prefix.length, prefix);
     },
     async tryLock() {
       return async () => undefined;

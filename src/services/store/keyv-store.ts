@@ -22,12 +22,14 @@ import type {
  *   job:{jobId}     JobRecord (JSON)      TTL unfinishedTtlMs while unfinished (from the
  *                                         last write), jobTtlMs once finished/failed
  *   task:{taskId}   jobId                 same TTL as its job
- *   user:{userId}   jobId[] newest first  bounded to userListLimit, TTL jobTtlMs + unfinishedTtlMs
- *   unfinished      jobId[]               open jobs (not yet settled: unfinished, or final with its
- *                                         final edit or after-final work still to do), TTL
- *                                         unfinishedTtlMs (refreshed on write); on Redis a native
- *                                         set `unfinished-set` instead (atomic add/remove:
- *                                         instances never queue on one list's lock)
+ *   user-jobs:{userId}  sorted index (score createdAt): every job of the member, pruned by
+ *                       the retention sweep and /privacy delete (older versions kept a bounded
+ *                       JSON list at user:{userId}, still read until it expires)
+ *   ended               sorted index (score finishedAt): final jobs, for the retention sweep
+ *   open jobs       (not yet closed: unfinished, or final with its final edit or after-final
+ *                   work still to do) on Redis a native set `unfinished-set` (atomic add/remove:
+ *                   instances never queue on one list's lock); on SQLite the sorted index
+ *                   `open` (older versions kept a JSON list at `unfinished`, moved on read)
  *   kv:{key}        any JSON              caller's TTL
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
@@ -76,7 +78,12 @@ const idListSchema = z.array(z.string());
 const jobKey = (jobId: string): string => `job:${jobId}`;
 const isJobKey = (key: string): boolean => key.startsWith('job:');
 const taskKey = (taskId: string): string => `task:${taskId}`;
-const userKey = (userId: string): string => `user:${userId}`;
+/** Older versions' bounded JSON list of a member's jobs (read until it expires). */
+const legacyUserKey = (userId: string): string => `user:${userId}`;
+const userJobsKey = (userId: string): string => `user-jobs:${userId}`;
+const ENDED = 'ended';
+/** SQLite: the open jobs' sorted index (Redis keeps its native set). */
+const OPEN_INDEX = 'open';
 const kvKey = (key: string): string => `kv:${key}`;
 
 export async function createStores(opts: StoreOptions): Promise<Stores> {
@@ -339,25 +346,19 @@ class StoreCore {
     });
   }
 
-  /** Adds a job to the unfinished index: a set op on Redis (no lock), the locked JSON list on SQLite. */
-  async addUnfinished(jobId: string): Promise<void> {
-    const sets = this.backend.sets;
-    const ttl = this.config.unfinishedTtlMs;
-    if (sets) await this.call('index', () => sets.add(UNFINISHED_SET, jobId, ttl));
-    else await this.updateIdList(UNFINISHED_KEY, ttl, (ids) => (ids.includes(jobId) ? ids : [...ids, jobId]));
+  /** Adds a job to the open index: a set op on Redis, a sorted-index row on SQLite (no lock either way). */
+  async addUnfinished(jobId: string, createdAt: number): Promise<void> {
+    const { sets, sorted } = this.backend;
+    if (sets) await this.call('index', () => sets.add(UNFINISHED_SET, jobId, this.config.unfinishedTtlMs));
+    else await this.call('index', () => sorted.add(OPEN_INDEX, jobId, createdAt));
   }
 
-  /** Drops jobs from the unfinished index: one set op on Redis, one list rewrite on SQLite. */
+  /** Drops jobs from the open index: one set op on Redis, one indexed delete on SQLite. */
   async removeUnfinished(...jobIds: string[]): Promise<void> {
     if (jobIds.length === 0) return;
-    const sets = this.backend.sets;
+    const { sets, sorted } = this.backend;
     if (sets) await this.call('index', () => sets.remove(UNFINISHED_SET, jobIds));
-    else {
-      const drop = new Set(jobIds);
-      await this.updateIdList(UNFINISHED_KEY, this.config.unfinishedTtlMs, (ids) =>
-        ids.filter((id) => !drop.has(id)),
-      );
-    }
+    else await this.call('index', () => sorted.remove(OPEN_INDEX, jobIds));
   }
 
   jobTtl(job: JobRecord): number {
@@ -481,7 +482,7 @@ class KeyvJobStore implements JobStore {
     const record = validateForWrite(job, 'create');
     const { core } = this;
     const secrets = jobSecrets(record);
-    const { userListLimit, jobTtlMs, unfinishedTtlMs } = core.config;
+    const { sorted } = core.backend;
     await core.withLock(jobKey(record.id), async () => {
       // The record goes first: an id found in an index always has its record
       // written already (openPages relies on it to prune safely).
@@ -490,10 +491,12 @@ class KeyvJobStore implements JobStore {
         if (record.taskId !== undefined) {
           await core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record));
         }
-        await core.updateIdList(userKey(record.userId), jobTtlMs + unfinishedTtlMs, (ids) =>
-          [record.id, ...ids.filter((id) => id !== record.id)].slice(0, userListLimit),
-        );
-        if (!isClosed(record)) await core.addUnfinished(record.id);
+        const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
+        await core.call('index', () => sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl));
+        if (isTerminalState(record.state)) {
+          await core.call('index', () => sorted.add(ENDED, record.id, record.finishedAt ?? record.updatedAt));
+        }
+        if (!isClosed(record)) await core.addUnfinished(record.id, record.createdAt);
       } catch (error) {
         // Half-indexed: undo the record (best effort) so the caller's retry starts clean.
         await core.delete('create-undo', jobKey(record.id)).catch(() => undefined);
@@ -636,6 +639,16 @@ class KeyvJobStore implements JobStore {
       throw error;
     }
     this.recent.set(record, raw, core.jobTtl(record), remember);
+    if (becameFinal) {
+      // The retention sweep finds it by its end. Like the open index below, a failure here
+      // must not make the caller retry: the record's own TTL is the backstop.
+      try {
+        const endedAt = record.finishedAt ?? record.updatedAt;
+        await core.call('index', () => core.backend.sorted.add(ENDED, record.id, endedAt));
+      } catch (error) {
+        core.logger.warn({ jobId, error: describeError(error) }, 'store: could not index an ended job');
+      }
+    }
     if (becameClosed) {
       // The record is closed and stored: a failure here must not make the caller
       // retry (the retry would be a no-op and hide the change). openPages prunes
@@ -655,9 +668,81 @@ class KeyvJobStore implements JobStore {
   async listByUser(userId: string, limit?: number): Promise<JobRecord[]> {
     const { core } = this;
     const max = Math.max(0, Math.floor(limit ?? core.config.userListLimit));
-    const ids = (await core.readIdList(userKey(userId))).slice(0, max);
-    const jobs = await Promise.all(ids.map((id) => core.readJob(id)));
-    return jobs.filter((job): job is JobRecord => job !== undefined && job.userId === userId);
+    const indexed = await core.call('list', () =>
+      core.backend.sorted.range(userJobsKey(userId), { rev: true, limit: max }),
+    );
+    const legacy = indexed.length < max ? await core.readIdList(legacyUserKey(userId)) : [];
+    const ids = [...new Set([...indexed, ...legacy])];
+    const jobs = await this.readUserJobs(userId, ids);
+    return jobs.sort((a, b) => b.createdAt - a.createdAt).slice(0, max);
+  }
+
+  /** The member's records among `ids`; index entries whose record expired are pruned on the way. */
+  private async readUserJobs(userId: string, ids: readonly string[]): Promise<JobRecord[]> {
+    const { core } = this;
+    const read = await Promise.all(ids.map(async (id) => ({ id, job: await core.readJob(id) })));
+    const gone = read.filter((r) => r.job === undefined).map((r) => r.id);
+    if (gone.length > 0) {
+      await core
+        .call('index', () => core.backend.sorted.remove(userJobsKey(userId), gone))
+        .catch(() => undefined);
+    }
+    return read.flatMap((r) => (r.job !== undefined && r.job.userId === userId ? [r.job] : []));
+  }
+
+  async *userPages(userId: string): AsyncGenerator<JobRecord[], void, undefined> {
+    const { core } = this;
+    const legacy = await core.readIdList(legacyUserKey(userId));
+    for (let offset = 0; ; offset += LIST_BATCH) {
+      const ids = await core.call('list', () =>
+        core.backend.sorted.range(userJobsKey(userId), { rev: true, offset, limit: LIST_BATCH }),
+      );
+      const page = offset === 0 ? [...new Set([...ids, ...legacy])] : ids;
+      const records = (await Promise.all(page.map((id) => core.readJob(id)))).filter(
+        (job): job is JobRecord => job !== undefined && job.userId === userId,
+      );
+      if (records.length > 0) yield records;
+      if (ids.length < LIST_BATCH) return;
+    }
+  }
+
+  async clearUserIndex(userId: string): Promise<void> {
+    const { core } = this;
+    const left = await core.call('list', () =>
+      core.backend.sorted.range(userJobsKey(userId), { limit: Number.MAX_SAFE_INTEGER }),
+    );
+    await core.call('index', () => core.backend.sorted.remove(userJobsKey(userId), left));
+    await core.delete('delete', legacyUserKey(userId));
+  }
+
+  async delete(jobId: string): Promise<JobRecord | undefined> {
+    const { core } = this;
+    return core.withLock(jobKey(jobId), async () => {
+      const job = await core.readJob(jobId);
+      this.recent.delete(jobId);
+      await core.delete('delete', jobKey(jobId));
+      if (job?.taskId !== undefined) await core.delete('delete', taskKey(job.taskId));
+      const { sorted } = core.backend;
+      if (job) await core.call('index', () => sorted.remove(userJobsKey(job.userId), [jobId]));
+      await core.call('index', () => sorted.remove(ENDED, [jobId]));
+      await core.removeUnfinished(jobId);
+      return job;
+    });
+  }
+
+  async sweepEnded(endedBefore: number, pageSize = 500): Promise<number> {
+    const { core } = this;
+    let deleted = 0;
+    for (;;) {
+      const ids = await core.call('list', () =>
+        core.backend.sorted.range(ENDED, { before: endedBefore, limit: pageSize }),
+      );
+      for (const id of ids) {
+        await this.delete(id);
+        deleted++;
+      }
+      if (ids.length < pageSize) return deleted;
+    }
   }
 
   async listOpen(): Promise<JobRecord[]> {
@@ -676,16 +761,18 @@ class KeyvJobStore implements JobStore {
    */
   async *openPages(): AsyncGenerator<JobRecord[], void, undefined> {
     const { core } = this;
-    const sets = core.backend.sets;
+    const { sets, sorted } = core.backend;
     const ids = await core.withLock(UNFINISHED_KEY, async () => {
+      // An older version's JSON list moves into the index the first time it is read.
       const legacy = await core.readIdList(UNFINISHED_KEY);
-      if (!sets) return legacy;
-      const fromSet = await core.call('list', () => sets.members(UNFINISHED_SET));
-      const inSet = new Set(fromSet);
-      const moved = legacy.filter((id) => !inSet.has(id));
-      for (const id of moved) await core.addUnfinished(id);
+      const indexed = sets
+        ? await core.call('list', () => sets.members(UNFINISHED_SET))
+        : await core.call('list', () => sorted.range(OPEN_INDEX, { limit: Number.MAX_SAFE_INTEGER }));
+      const inIndex = new Set(indexed);
+      const moved = legacy.filter((id) => !inIndex.has(id));
+      for (const id of moved) await core.addUnfinished(id, 0);
       if (legacy.length > 0) await core.delete('delete', UNFINISHED_KEY);
-      return [...fromSet, ...moved];
+      return [...indexed, ...moved];
     });
     for (let i = 0; i < ids.length; i += LIST_BATCH) {
       const page = ids.slice(i, i + LIST_BATCH);

@@ -145,8 +145,16 @@ export interface JobStore {
    * the same webhook is not silent.
    */
   unwrittenEventAt?(jobId: string): number | undefined;
-  /** Most recent first, at most `limit` (the per-user list is bounded). */
+  /** The member's most recent jobs first, at most `limit` (default 50). */
   listByUser(userId: string, limit?: number): Promise<JobRecord[]>;
+  /** Every job of the member, newest first, a page at a time (/privacy export and delete). */
+  userPages(userId: string): AsyncIterable<JobRecord[]>;
+  /** Forgets the member's job index (after their jobs were deleted: /privacy delete). */
+  clearUserIndex(userId: string): Promise<void>;
+  /** Deletes a job and every index entry of it; resolves with what it was (or undefined). */
+  delete(jobId: string): Promise<JobRecord | undefined>;
+  /** Deletes every job that ended before `endedBefore` (retention), a page at a time; resolves with how many. */
+  sweepEnded(endedBefore: number, pageSize?: number): Promise<number>;
   /** Every open job (not yet settled: unfinished, or final with work left), all at once (tests, tools). */
   listOpen(): Promise<JobRecord[]>;
   /**
