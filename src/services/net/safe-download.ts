@@ -249,7 +249,8 @@ export function createSafeDownloader(deps: SafeDownloaderDeps = {}): SafeDownloa
     };
     const timer = setTimeout(
       () => stop(new SafeDownloadError('timeout', `timed out after ${Math.ceil(opts.timeoutMs / 1000)} s`)),
-      opts.timeoutMs,
+      // setTimeout fires at once past 2^31-1 ms.
+      Math.min(opts.timeoutMs, 2 ** 31 - 1),
     );
     const onCallerAbort = (): void => stop(new SafeDownloadError('aborted', 'the download was cancelled'));
     if (opts.signal?.aborted) onCallerAbort();
