@@ -346,6 +346,8 @@ export function createSafeDownloader(deps: SafeDownloaderDeps = {}): SafeDownloa
     } catch (err) {
       const out = explain(err);
       finish();
+      // A hop's pool made after the deadline fired (finish had already run) goes too.
+      if (owned) void owned.destroy().catch(() => undefined);
       throw out;
     }
   }
