@@ -86,6 +86,54 @@ const trustProxy = z.string().transform((v, ctx): boolean | number | string[] =>
   return list;
 });
 
+/**
+ * OUTBOUND_ALLOW → what downloads may reach beyond public addresses (self-hosted services):
+ * a comma list of origins (`http(s)://host[:port]`, matched exactly, before DNS) and of IP
+ * addresses / CIDRs (a resolved address inside one counts as public).
+ */
+const outboundAllow = z.string().transform((v, ctx): { origins: string[]; cidrs: string[] } => {
+  const origins: string[] = [];
+  const cidrs: string[] = [];
+  const bad: string[] = [];
+  for (const item of v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')) {
+    if (item.includes('://')) {
+      let u: URL | undefined;
+      try {
+        u = new URL(item);
+      } catch {
+        u = undefined;
+      }
+      const bare = u && u.pathname === '/' && !u.search && !u.hash && !u.username && !u.password;
+      if (u && bare && (u.protocol === 'http:' || u.protocol === 'https:')) origins.push(u.origin);
+      else bad.push(item);
+      continue;
+    }
+    const [addr, bits, ...rest] = item.split('/');
+    const family = addr ? isIP(addr) : 0;
+    const max = family === 4 ? 32 : 128;
+    if (
+      family === 0 ||
+      rest.length > 0 ||
+      (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max))
+    ) {
+      bad.push(item);
+      continue;
+    }
+    cidrs.push(`${addr}/${bits ?? max}`);
+  }
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma list of origins (http(s)://host[:port]) and IPs/CIDRs (not ${bad.join(', ')})`,
+    });
+    return z.NEVER;
+  }
+  return { origins, cidrs };
+});
+
 const bool = (what: string) =>
   z
     .string()
@@ -213,6 +261,7 @@ const schema = z.object({
     int(2, 600, "how long a queued job stays its worker's without a sign of life (Redis)"),
     '5',
   ),
+  OUTBOUND_ALLOW: withDefault(outboundAllow, ''),
   PHOTO_MAX_BYTES: withDefault(
     int(1024, 100 * 1024 * 1024, 'largest accepted image in bytes'),
     String(10 * 1024 * 1024),
@@ -286,6 +335,12 @@ export interface Config {
   photos: { maxBytes: number; sessionTtlMs: number };
   /** How long what the bot keeps about members is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS). */
   privacy: { retentionDays: number; consentRetentionDays: number };
+  /**
+   * What outbound downloads (result files, photos) may reach beyond public addresses:
+   * the origins of MEDIA_API_URL and DISCORD_API_URL (the bot's own configuration), plus
+   * OUTBOUND_ALLOW's origins and CIDRs. Compile with `compileAllowList`.
+   */
+  outbound: { allow: { origins: string[]; cidrs: string[] } };
   /** Per-guild settings' defaults (a server's own values, set with /settings, win) and credit costs. */
   community: {
     defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
@@ -368,6 +423,18 @@ function toConfig(e: Env): Config {
     },
     photos: { maxBytes: e.PHOTO_MAX_BYTES, sessionTtlMs: e.TRAINING_SESSION_TTL_HOURS * 3_600_000 },
     privacy: { retentionDays: e.RETENTION_DAYS, consentRetentionDays: e.CONSENT_RETENTION_DAYS },
+    outbound: {
+      allow: {
+        origins: [
+          ...new Set([
+            new URL(e.MEDIA_API_URL).origin,
+            new URL(e.DISCORD_API_URL).origin,
+            ...e.OUTBOUND_ALLOW.origins,
+          ]),
+        ],
+        cidrs: e.OUTBOUND_ALLOW.cidrs,
+      },
+    },
     community: {
       defaults: {
         threads: e.DEFAULT_THREADS,

@@ -145,6 +145,7 @@ describe('parseConfig', () => {
       jobs: c.jobs,
       photos: c.photos,
       privacy: { retentionDays: 30, consentRetentionDays: 365 },
+      outbound: { allow: { origins: ['https://api.apiframe.pro', 'https://discord.com'], cidrs: [] } },
       community: {
         defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
@@ -220,6 +221,7 @@ describe('parseConfig', () => {
       REDIS_URL: '',
       DATA_DIR: '',
       LOG_LEVEL: '',
+      OUTBOUND_ALLOW: ' ',
     };
     expect(parseConfig({ ...REQUIRED, ...blank })).toEqual(parseConfig({ ...REQUIRED }));
   });
@@ -287,6 +289,53 @@ describe('parseConfig', () => {
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).problems).toHaveLength(1);
       expect((err as ConfigError).problems[0]).toMatch(/^TRUST_PROXY: must be true, false, a hop count/);
+    }
+  });
+
+  it('OUTBOUND_ALLOW: origins and IPs/CIDRs, added to the origins of MEDIA_API_URL and DISCORD_API_URL', () => {
+    const allow = (env: Record<string, string>) => parseConfig({ ...REQUIRED, ...env }).outbound.allow;
+    expect(
+      allow({
+        MEDIA_API_URL: 'http://localhost:4000/v1',
+        DISCORD_API_URL: 'http://127.0.0.1:5000/api',
+        OUTBOUND_ALLOW:
+          ' http://Media.Internal:8080/ , https://files.lan, 10.0.0.0/8,192.168.1.5,fd00::/8 ,::1',
+      }),
+    ).toEqual({
+      origins: [
+        'http://localhost:4000',
+        'http://127.0.0.1:5000',
+        'http://media.internal:8080',
+        'https://files.lan',
+      ],
+      cidrs: ['10.0.0.0/8', '192.168.1.5/32', 'fd00::/8', '::1/128'],
+    });
+    // The configured origins appear once, and a default port is folded into the origin.
+    expect(allow({ MEDIA_API_URL: 'https://media.test', OUTBOUND_ALLOW: 'https://media.test:443' })).toEqual({
+      origins: ['https://media.test', 'https://discord.com'],
+      cidrs: [],
+    });
+    for (const bad of [
+      'media.internal:8080',
+      'ftp://files.lan',
+      'http://files.lan/path',
+      'http://user:pw@files.lan',
+      'http://files.lan/?q=1',
+      '10.0.0.0/33',
+      '0x7f.1',
+      '2130706433',
+      'fd00::/129',
+      '1.2.3.4/8/9',
+    ]) {
+      let problems: string[] = [];
+      try {
+        parseConfig({ ...REQUIRED, OUTBOUND_ALLOW: `https://ok.test, ${bad}` });
+      } catch (err) {
+        problems = (err as ConfigError).problems;
+      }
+      expect(problems, bad).toEqual([
+        `OUTBOUND_ALLOW: must be a comma list of origins (http(s)://host[:port]) and IPs/CIDRs (not ${bad})`,
+      ]);
     }
   });
 
