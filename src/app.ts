@@ -32,6 +32,8 @@ import type { BullJobEdits } from './services/queues/job-edits.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
+import { MemberData } from './services/privacy/member-data.js';
+import { RetentionSweeper } from './services/privacy/retention.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import { CommunityService } from './services/community/community.js';
@@ -216,19 +218,23 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
   const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  const gallery = new GalleryPoster({
+    rest: botRest,
+    settings: guildSettings,
+    recordPost: async (jobId, galleryPost) => {
+      await stores.jobs.apply(jobId, { galleryPost, at: now() });
+    },
+    kv: stores.kv,
+    logger: logger.child({ component: 'gallery' }),
+    now,
+    ...(channelBudget ? { budget: channelBudget } : {}),
+  });
   const community = new CommunityService({
     settings: guildSettings,
     ledger,
     costs: config.community.costs,
     logger: logger.child({ component: 'community' }),
-    gallery: new GalleryPoster({
-      rest: botRest,
-      settings: guildSettings,
-      kv: stores.kv,
-      logger: logger.child({ component: 'gallery' }),
-      now,
-      ...(channelBudget ? { budget: channelBudget } : {}),
-    }),
+    gallery,
   });
 
   // ---- Jobs: lifecycle, keeper checks, message updates, after-final work.
@@ -352,6 +358,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
   });
 
+  const retention = {
+    jobDays: config.privacy.retentionDays,
+    consentDays: config.privacy.consentRetentionDays,
+    sessionHours: Math.round(config.photos.sessionTtlMs / 3_600_000),
+  };
   const context: BotContext = {
     logger: logger.child({ component: 'commands' }),
     jobs: lifecycle,
@@ -377,8 +388,25 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     costs: config.community.costs,
     threads: createThreadApi(botRest),
     limits: { maxImageBytes: config.photos.maxBytes },
+    memberData: new MemberData({
+      jobs: stores.jobs,
+      sessions: training,
+      consents: trainingServices.consent.records,
+      gallery,
+      ledger,
+      retention,
+      logger: logger.child({ component: 'privacy' }),
+      now,
+    }),
+    retention,
     now,
   };
+  const retentionSweeper = new RetentionSweeper({
+    jobs: stores.jobs,
+    retentionMs: config.privacy.retentionDays * 86_400_000,
+    logger: logger.child({ component: 'retention' }),
+    now,
+  });
 
   // ---- Interactions: the same router whichever way they arrive.
   const route = createInteractionRouter(commands, components, context);
@@ -517,6 +545,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     discordReady,
     async start() {
       await inPhase('store', () => trainingServices.start());
+      retentionSweeper.start();
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
       );
@@ -595,6 +624,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
           .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));
         lifecycle.stop();
         trainingServices.stop();
+        await retentionSweeper.stop();
         await checks.close();
         await afterFinal.close();
         await bullEdits?.close();

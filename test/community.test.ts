@@ -70,10 +70,13 @@ describe.each([
       get: async () => ({ premium_tier: 0 }),
       post: async (route: string) => {
         posts.push(route);
-        return {};
+        return { id: '555555555555555555', channel_id: '444444444444444444' };
       },
+      delete: async () => undefined,
     };
-    const poster = new GalleryPoster({ rest, settings, kv: stores.kv, logger, now });
+    const recorded: unknown[] = [];
+    const recordPost = async (jobId: string, post: unknown) => void recorded.push({ jobId, post });
+    const poster = new GalleryPoster({ rest, settings, recordPost, kv: stores.kv, logger, now });
     const job = finishedUpscale(g);
     // An instance claimed the post and died: its claim is live for a while, then lapses.
     await stores.kv.set(
@@ -84,6 +87,9 @@ describe.each([
     clock += 1001;
     expect(await poster.post(job)).toBe('posted');
     expect(posts).toEqual(['/channels/444444444444444444/messages']);
+    expect(recorded).toEqual([
+      { jobId: job.id, post: { channelId: '444444444444444444', messageId: '555555555555555555' } },
+    ]);
     // Posted: a retry, another instance or a takeover never posts again.
     expect(await poster.post(job)).toBe('skipped');
     expect(posts).toHaveLength(1);
@@ -108,11 +114,13 @@ describe.each([
       post: async (_route: string, opts?: { body?: unknown }) => {
         bodies.push(opts?.body as { nonce?: unknown; enforce_nonce?: unknown });
         // The dying instance: Discord has the post, the instance never hears back.
-        return hang ? new Promise<never>(() => undefined) : {};
+        return hang ? new Promise<never>(() => undefined) : { id: '1', channel_id: '888888888888888888' };
       },
+      delete: async () => undefined,
     });
+    const recordPost = async () => undefined;
     const job = finishedUpscale(g);
-    const dying = new GalleryPoster({ rest: rest(true), settings, kv: stores.kv, logger, now });
+    const dying = new GalleryPoster({ rest: rest(true), settings, recordPost, kv: stores.kv, logger, now });
     void dying.post(job);
     await eventually(() => bodies.length === 1, 5_000, 'the first post reaching Discord');
     const postedAt = clock;
@@ -121,7 +129,7 @@ describe.each([
     expect(UPLOAD_LEASE_MS).toBeLessThan(NONCE_WINDOW_MS);
     // Until the claim lapses the next owner leaves it alone; then it posts, same nonce.
     clock = mark.until + 1;
-    const next = new GalleryPoster({ rest: rest(false), settings, kv: stores.kv, logger, now });
+    const next = new GalleryPoster({ rest: rest(false), settings, recordPost, kv: stores.kv, logger, now });
     expect(await next.post(job)).toBe('posted');
     expect(bodies).toHaveLength(2);
     expect(bodies[1]).toMatchObject(oncePerJob('gallery', job.id));

@@ -180,6 +180,45 @@ describe('mergeJob', () => {
     expect(mergeJob(job, { taskId: 'task-b', at: 2_002 }).changed).toBe(false);
   });
 
+  it('a gallery post is bookkeeping set once, even on a final job (no version bump)', () => {
+    const done = baseJob({ state: 'finished', percentage: 100, finishedAt: 2_000, version: 3 });
+    const post = { channelId: 'gal', messageId: 'm-1' };
+    const first = mergeJob(deepFreeze(done), { galleryPost: post, at: 3_000 });
+    expect(first).toMatchObject({ changed: false, job: { galleryPost: post, version: 3 } });
+    const again = mergeJob(deepFreeze(first.job), {
+      galleryPost: { channelId: 'x', messageId: 'm-2' },
+      at: 4_000,
+    });
+    expect(again.job).toBe(first.job);
+  });
+
+  it('removed: set once by a moderator, even on a final job, and shown (changed, version bump)', () => {
+    const done = baseJob({
+      state: 'finished',
+      percentage: 100,
+      finishedAt: 2_000,
+      updatedAt: 2_000,
+      version: 3,
+    });
+    const r = mergeJob(deepFreeze(done), { removed: { by: 'mod-1' }, at: 5_000 });
+    expect(r).toMatchObject({
+      changed: true,
+      job: { removed: { at: 5_000, by: 'mod-1' }, version: 4, updatedAt: 5_000 },
+    });
+    expect(r.job.state).toBe('finished');
+    const again = mergeJob(deepFreeze(r.job), { removed: { by: 'mod-2' }, at: 6_000 });
+    expect(again).toEqual({ job: r.job, changed: false });
+    // A running job taken down still moves on (its result is never shown: see render).
+    const running = mergeJob(deepFreeze(baseJob({ state: 'processing', percentage: 10 })), {
+      removed: { by: 'm' },
+      at: 7,
+    });
+    expect(mergeJob(running.job, { state: 'finished', at: 8 }).job).toMatchObject({
+      state: 'finished',
+      removed: { by: 'm' },
+    });
+  });
+
   it('sets messageId once', () => {
     const job = fold(baseJob(), [
       { messageId: 'm1', at: 2_000 },

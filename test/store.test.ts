@@ -500,6 +500,28 @@ describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
     expect(await r.get('user:user-gone')).toBeUndefined();
   });
 
+  it('getByMessageId: the job message, its channel reply and its gallery post all lead to the job', async () => {
+    const { stores: s } = await open({});
+    await s.jobs.create(makeJob('mi-1', { taskId: 'task-mi-1' }));
+    await s.jobs.apply('mi-1', { messageId: 'msg-reply', at: 2_000 });
+    expect((await s.jobs.getByMessageId('msg-reply'))?.id).toBe('mi-1');
+    await s.jobs.apply('mi-1', {
+      thread: {
+        message: { channelId: 'thread-1', guildId: 'guild-1', messageId: 'msg-live' },
+        reply: { channelId: 'chan-1', guildId: 'guild-1', messageId: 'msg-reply' },
+      },
+      at: 2_100,
+    });
+    await s.jobs.apply('mi-1', { state: 'finished', result: { kind: 'upload' }, at: 3_000 });
+    await s.jobs.apply('mi-1', { galleryPost: { channelId: 'gal', messageId: 'msg-post' }, at: 3_100 });
+    for (const id of ['msg-reply', 'msg-live', 'msg-post'])
+      expect((await s.jobs.getByMessageId(id))?.id).toBe('mi-1');
+    expect(await s.jobs.getByMessageId('msg-other')).toBeUndefined();
+    await s.jobs.delete('mi-1');
+    for (const id of ['msg-reply', 'msg-live', 'msg-post'])
+      expect(await s.jobs.getByMessageId(id)).toBeUndefined();
+  });
+
   it('concurrent creates never lose a user-list or unfinished entry', async () => {
     const { stores: s } = await open({ userListLimit: 50 });
     const ids = Array.from({ length: 30 }, (_, i) => `cc-${i}`);

@@ -5,6 +5,7 @@ import { extendVideo } from './extend-video.js';
 import { trainingPhotos, trainingComponents } from './training-photos.js';
 import { tasks, tasksButtons } from './tasks.js';
 import { settings } from './settings.js';
+import { privacy, privacyButtons } from './privacy.js';
 import { extendVideoModal, nextStepButtons } from './next-steps.js';
 
 /** The one registry of slash commands: what is here is what gets registered. */
@@ -15,6 +16,7 @@ export const commands: readonly Command[] = [
   trainingPhotos,
   tasks,
   settings,
+  privacy,
 ];
 
 /** Buttons and modals, matched by custom_id prefix. */
@@ -23,6 +25,7 @@ export const components: readonly ComponentHandler[] = [
   extendVideoModal,
   trainingComponents,
   tasksButtons,
+  privacyButtons,
 ];
 
 export const commandData = () => commands.map((c) => c.data);

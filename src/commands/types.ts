@@ -16,6 +16,7 @@ import type { TrainingSessions } from '../services/training/sessions.js';
 import type { TrainingUploader } from '../services/training/upload.js';
 import type { ConsentPrompts } from '../services/training/consent.js';
 import type { ConsentStore } from '../services/privacy/consent-store.js';
+import type { MemberData } from '../services/privacy/member-data.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
@@ -68,6 +69,10 @@ export interface BotContext {
     /** Largest input image or training photo (bytes). */
     maxImageBytes: number;
   };
+  /** What the bot keeps about a member (/privacy show, export, delete). */
+  memberData: Pick<MemberData, 'summary' | 'export' | 'delete'>;
+  /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */
+  retention: { jobDays: number; consentDays: number; sessionHours: number };
   now: () => number;
 }
 

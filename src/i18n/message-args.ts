@@ -238,7 +238,9 @@ export interface MessageArgs {
   'privacy.delete.not_yours': undefined;
   'privacy.delete.nothing': undefined;
   'privacy.delete.posts_left': { count: number };
+  'privacy.delete.working': undefined;
   'privacy.export.done': undefined;
+  'privacy.export.too_large': undefined;
   'privacy.show.consents': { count: number; days: number };
   'privacy.show.gallery': undefined;
   'privacy.show.jobs': { count: number; days: number };

@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
 import { renderGalleryPost } from '../discord/render.js';
-import type { JobRecord, LockingKeyValueStore } from '../store/types.js';
+import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/channel-budget.js';
 
@@ -116,14 +116,23 @@ function fileName(url: string, index: number): string {
 }
 
 const guildSchema = z.object({ premium_tier: z.number().int().min(0).max(3) });
+const postedSchema = z.object({ id: z.string(), channel_id: z.string() });
+
+/** What became of a job's gallery post when it was taken down. */
+export type TakeDown = { kind: 'deleted' } | { kind: 'none' } | { kind: 'failed'; reason: string };
+
+/** Discord answers that mean the post is already gone. */
+const GONE_CODES = new Set([10003, 10008]);
 
 export class GalleryPoster {
   readonly #tiers = new Map<string, { tier: number; at: number }>();
 
   constructor(
     private readonly deps: {
-      rest: Pick<REST, 'get' | 'post'>;
+      rest: Pick<REST, 'get' | 'post' | 'delete'>;
       settings: GuildSettingsStore;
+      /** Keeps where the post went on the job's record (Remove result and /privacy delete take it down). */
+      recordPost: (jobId: string, post: GalleryPostRef) => Promise<void>;
       kv: LockingKeyValueStore;
       logger: Logger;
       now: () => number;
@@ -222,7 +231,12 @@ export class GalleryPoster {
    */
   async post(job: JobRecord): Promise<'posted' | 'skipped' | 'failed'> {
     const guildId = job.message.guildId;
-    if (job.state !== 'finished' || guildId === undefined || !operations[job.operation].inGallery)
+    if (
+      job.state !== 'finished' ||
+      guildId === undefined ||
+      job.removed !== undefined ||
+      !operations[job.operation].inGallery
+    )
       return 'skipped';
     const gallery = (await this.deps.settings.get(guildId)).gallery;
     if (gallery === undefined) return 'skipped';
@@ -257,31 +271,39 @@ export class GalleryPoster {
     }
     const once = oncePerJob('gallery', job.id);
     const send = (attach: typeof files, links: typeof linked) =>
-      this.withBudget(gallery, () =>
-        this.deps.rest.post(Routes.channelMessages(gallery), {
-          body: {
-            ...renderGalleryPost(
-              job,
-              attach.map((f) => ({ filename: f.name })),
-              links,
-            ),
-            ...once,
-          },
-          files: attach,
-        }),
+      this.withBudget(gallery, async () =>
+        postedSchema.parse(
+          await this.deps.rest.post(Routes.channelMessages(gallery), {
+            body: {
+              ...renderGalleryPost(
+                job,
+                attach.map((f) => ({ filename: f.name })),
+                links,
+              ),
+              ...once,
+            },
+            files: attach,
+          }),
+        ),
       );
     // Downloads took a while: post only if the claim is still ours (a paused instance whose
     // claim lapsed and was taken leaves the post to the taker).
     if (!(await this.renewClaim(job.id, token))) return 'skipped';
     try {
+      let posted: z.infer<typeof postedSchema>;
       try {
-        await send(files, linked);
+        posted = await send(files, linked);
       } catch (err) {
         // Too large for Discord after all (its limit changed, or a total cap): link everything instead.
         if (!(err instanceof DiscordAPIError && err.code === 40005) || files.length === 0) throw err;
-        await send([], [...urls.map((url) => ({ url, reason: 'too large for this server' }))]);
+        posted = await send([], [...urls.map((url) => ({ url, reason: 'too large for this server' }))]);
       }
       await this.markPosted(job.id);
+      await this.deps
+        .recordPost(job.id, { channelId: posted.channel_id, messageId: posted.id })
+        .catch((err: unknown) =>
+          this.deps.logger.warn({ err, jobId: job.id }, 'could not record the gallery post'),
+        );
       await this.deps.settings.clearGalleryError(guildId);
       this.deps.logger.info(
         { jobId: job.id, guildId, files: files.length, linked: linked.length },
@@ -301,6 +323,37 @@ export class GalleryPoster {
         .recordGalleryError(guildId, what, this.deps.now())
         .catch((e: unknown) => this.deps.logger.warn({ err: e }, 'could not record the gallery error'));
       return 'failed';
+    }
+  }
+
+  /**
+   * Takes a job's gallery post down (Remove result, /privacy delete): a forum or media
+   * post's whole thread, else the message. The job's mark stays "posted", so it is never
+   * posted again. A post already gone counts as deleted.
+   */
+  async takeDown(job: Pick<JobRecord, 'id' | 'galleryPost'>): Promise<TakeDown> {
+    const post = job.galleryPost;
+    if (post === undefined) return { kind: 'none' };
+    try {
+      await this.deps.rest.delete(
+        post.threadId !== undefined
+          ? Routes.channel(post.threadId)
+          : Routes.channelMessage(post.channelId, post.messageId),
+      );
+      this.deps.logger.info({ jobId: job.id, channelId: post.channelId }, 'gallery post deleted');
+      return { kind: 'deleted' };
+    } catch (err) {
+      if (err instanceof DiscordAPIError && typeof err.code === 'number' && GONE_CODES.has(err.code))
+        return { kind: 'deleted' };
+      this.deps.logger.warn(
+        { err, jobId: job.id, channelId: post.channelId },
+        'gallery post could not be deleted',
+      );
+      const reason =
+        err instanceof DiscordAPIError
+          ? `${err.message} (${String(err.code)})`
+          : 'Discord could not be reached';
+      return { kind: 'failed', reason };
     }
   }
 }

@@ -102,3 +102,22 @@ export function parseTrainingCustomId(
   if (!m?.[1] || !m[2]) return undefined;
   return { action: m[1] as TrainingAction, ownerId: m[2] };
 }
+
+/**
+ * `/privacy delete`'s confirmation: `privacy:delete:{userId}:{issued, epoch s}` and
+ * `privacy:cancel:{userId}`. The member is in the id so that only they can confirm; the
+ * time lets an old confirmation expire (PRIVACY_CONFIRM_MS).
+ */
+export type PrivacyButton = { kind: 'delete'; userId: string; issuedAt: number } | { kind: 'cancel'; userId: string };
+export const PRIVACY_CONFIRM_MS = 10 * 60_000;
+export const privacyDeleteId = (userId: string, issuedAtMs: number): string =>
+  `privacy:delete:${userId}:${Math.floor(issuedAtMs / 1000)}`;
+export const privacyCancelId = (userId: string): string => `privacy:cancel:${userId}`;
+
+export function parsePrivacyId(customId: string): PrivacyButton | undefined {
+  const del = /^privacy:delete:(\d{17,20}):(\d{1,12})$/.exec(customId);
+  if (del?.[1] && del[2]) return { kind: 'delete', userId: del[1], issuedAt: Number(del[2]) * 1000 };
+  const cancel = /^privacy:cancel:(\d{17,20})$/.exec(customId);
+  if (cancel?.[1]) return { kind: 'cancel', userId: cancel[1] };
+  return undefined;
+}

@@ -22,6 +22,7 @@ import type {
  *   job:{jobId}     JobRecord (JSON)      TTL unfinishedTtlMs while unfinished (from the
  *                                         last write), jobTtlMs once finished/failed
  *   task:{taskId}   jobId                 same TTL as its job
+ *   msg:{messageId} jobId                 its message, channel reply and gallery post; same TTL
  *   user-jobs:{userId}  sorted index (score createdAt): every job of the member, pruned by
  *                       the retention sweep and /privacy delete (older versions kept a bounded
  *                       JSON list at user:{userId}, still read until it expires)
@@ -78,6 +79,12 @@ const idListSchema = z.array(z.string());
 const jobKey = (jobId: string): string => `job:${jobId}`;
 const isJobKey = (key: string): boolean => key.startsWith('job:');
 const taskKey = (taskId: string): string => `task:${taskId}`;
+const messageKey = (messageId: string): string => `msg:${messageId}`;
+/** Every Discord message of a job (its message, channel reply, gallery post), for getByMessageId. */
+const messageIds = (job: JobRecord): string[] =>
+  [job.message.messageId, job.reply?.messageId, job.galleryPost?.messageId].filter(
+    (id): id is string => id !== undefined && id !== '',
+  );
 /** Older versions' bounded JSON list of a member's jobs (read until it expires). */
 const legacyUserKey = (userId: string): string => `user:${userId}`;
 const userJobsKey = (userId: string): string => `user-jobs:${userId}`;
@@ -491,6 +498,7 @@ class KeyvJobStore implements JobStore {
         if (record.taskId !== undefined) {
           await core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record));
         }
+        for (const id of messageIds(record)) await core.set('create', messageKey(id), record.id, core.jobTtl(record));
         const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
         await core.call('index', () => sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl));
         if (isTerminalState(record.state)) {
@@ -510,16 +518,25 @@ class KeyvJobStore implements JobStore {
   }
 
   async getByTaskId(taskId: string): Promise<JobRecord | undefined> {
+    const job = await this.byIndex(taskKey(taskId));
+    return job?.taskId === taskId ? job : undefined;
+  }
+
+  async getByMessageId(messageId: string): Promise<JobRecord | undefined> {
+    const job = await this.byIndex(messageKey(messageId));
+    return job && messageIds(job).includes(messageId) ? job : undefined;
+  }
+
+  /** The job an index key names (undefined when absent or not a job id). */
+  private async byIndex(key: string): Promise<JobRecord | undefined> {
     const { core } = this;
-    const key = taskKey(taskId);
     const jobId = await core.get('get', key);
     if (jobId === undefined || jobId === null) return undefined;
     if (typeof jobId !== 'string') {
       core.corrupt(key, 'not a job id');
       return undefined;
     }
-    const job = await core.readJob(jobId);
-    return job?.taskId === taskId ? job : undefined;
+    return core.readJob(jobId);
   }
 
   apply(jobId: string, update: JobUpdate, opts?: ApplyOptions): Promise<ApplyResult | undefined> {
@@ -591,7 +608,8 @@ class KeyvJobStore implements JobStore {
     const marked =
       next.finalShownAt !== current.finalShownAt ||
       next.settledAt !== current.settledAt ||
-      next.messageGone !== current.messageGone;
+      next.messageGone !== current.messageGone ||
+      next.galleryPost !== current.galleryPost;
     if (
       !merged.changed &&
       !marked &&
@@ -627,6 +645,10 @@ class KeyvJobStore implements JobStore {
     try {
       if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
         await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+      }
+      const known = new Set(messageIds(current));
+      for (const id of messageIds(record)) {
+        if (becameFinal || !known.has(id)) await core.set('apply', messageKey(id), record.id, core.jobTtl(record));
       }
       if (seen.raw !== undefined) {
         raw = await core.writeJobIfUnchanged(record, seen.raw);
@@ -722,6 +744,7 @@ class KeyvJobStore implements JobStore {
       this.recent.delete(jobId);
       await core.delete('delete', jobKey(jobId));
       if (job?.taskId !== undefined) await core.delete('delete', taskKey(job.taskId));
+      for (const id of job ? messageIds(job) : []) await core.delete('delete', messageKey(id));
       const { sorted } = core.backend;
       if (job) await core.call('index', () => sorted.remove(userJobsKey(job.userId), [jobId]));
       await core.call('index', () => sorted.remove(ENDED, [jobId]));

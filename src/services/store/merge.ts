@@ -13,8 +13,10 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  *   state wins.
  * - waitingUntil (a 429 being waited out) is the latest given, and goes once the
  *   job moves past `submitting`.
- * - finalShown, messageGone and settled are bookkeeping set once, even on a terminal
- *   job: a new object comes back with `changed: false` (persisted, never shown).
+ * - finalShown, messageGone, settled and galleryPost are bookkeeping set once, even on a
+ *   terminal job: a new object comes back with `changed: false` (persisted, never shown).
+ * - removed (a moderator's take-down) is set once, even on a terminal job, and is shown:
+ *   `changed: true` and a version bump.
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
  * - taskId and message.messageId are set once; an update naming another task id is
  *   ignored entirely (it is about another task), a later different message id too.
@@ -35,7 +37,19 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
 export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; changed: boolean } {
   const at = update.at;
   if (!Number.isFinite(at)) throw new TypeError(`JobUpdate.at must be a finite number, got ${String(at)}`);
-  if (update.finalShown || update.messageGone || update.settled) {
+  if (update.removed && job.removed === undefined) {
+    const base = markJob(job, update);
+    return {
+      job: {
+        ...base,
+        removed: { at, by: update.removed.by },
+        updatedAt: Math.max(job.updatedAt, at),
+        version: job.version + 1,
+      },
+      changed: true,
+    };
+  }
+  if (update.finalShown || update.messageGone || update.settled || update.galleryPost) {
     const marked = markJob(job, update);
     if (marked !== job) return { job: marked, changed: false };
   }
@@ -137,11 +151,13 @@ function markJob(job: JobRecord, update: JobUpdate): JobRecord {
   const finalShown = update.finalShown === true && job.finalShownAt === undefined;
   const gone = update.messageGone === true && job.messageGone !== true;
   const settled = update.settled === true && job.settledAt === undefined;
-  if (!finalShown && !gone && !settled) return job;
+  const post = update.galleryPost !== undefined && job.galleryPost === undefined;
+  if (!finalShown && !gone && !settled && !post) return job;
   const next: JobRecord = { ...job };
   if (finalShown) next.finalShownAt = update.at;
   if (gone) next.messageGone = true;
   if (settled) next.settledAt = update.at;
+  if (post && update.galleryPost) next.galleryPost = { ...update.galleryPost };
   return next;
 }
 

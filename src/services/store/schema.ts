@@ -60,6 +60,12 @@ const jobMessageRefSchema = z.object({
 
 const epochMs = z.number().finite();
 
+const galleryPostSchema = z.object({
+  channelId: z.string(),
+  messageId: z.string(),
+  threadId: z.string().exactOptional(),
+});
+
 export const jobRecordSchema = z.object({
   id: z.string().min(1),
   secret: z.string(),
@@ -87,6 +93,8 @@ export const jobRecordSchema = z.object({
   finalShownAt: epochMs.exactOptional(),
   messageGone: z.boolean().exactOptional(),
   settledAt: epochMs.exactOptional(),
+  galleryPost: galleryPostSchema.exactOptional(),
+  removed: z.object({ at: epochMs, by: z.string() }).exactOptional(),
   version: z.number().int().min(0),
 });
 

@@ -27,6 +27,13 @@ export interface JobMessageRef {
   interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
 }
 
+export interface GalleryPostRef {
+  channelId: string;
+  messageId: string;
+  /** A forum or media channel's post: the thread the message starts. */
+  threadId?: string;
+}
+
 export interface JobRecord {
   id: string;
   /** Per-job webhook secret (hex). Never logged. */
@@ -73,6 +80,10 @@ export interface JobRecord {
   messageGone?: boolean;
   /** The after-final work (fair-use slot, refund, gallery, thread) is done: the job leaves the open set. */
   settledAt?: number;
+  /** Its post in the server's gallery channel: a message, or a forum/media post (`threadId`). */
+  galleryPost?: GalleryPostRef;
+  /** Taken down by a moderator (Remove result): shown as removed everywhere, never posted again. */
+  removed?: { at: number; by: string };
   /** Bumped on every change. */
   version: number;
 }
@@ -98,6 +109,10 @@ export interface JobUpdate {
   finalShown?: true;
   messageGone?: true;
   settled?: true;
+  /** Bookkeeping set once: where the gallery post went. */
+  galleryPost?: GalleryPostRef;
+  /** A moderator took the result down (set once, even on a final job; shown). */
+  removed?: { by: string };
   /** Epoch ms the event was observed. */
   at: number;
 }
@@ -126,6 +141,8 @@ export interface JobStore {
   create(job: JobRecord): Promise<void>;
   get(jobId: string): Promise<JobRecord | undefined>;
   getByTaskId(taskId: string): Promise<JobRecord | undefined>;
+  /** The job whose message, channel reply or gallery post has this id (Remove result). */
+  getByMessageId(messageId: string): Promise<JobRecord | undefined>;
   /**
    * Applies an update through the monotonic merge (see ./merge.ts), serialised per
    * job within the process. Indexes task_id on first sight; drops the job from the

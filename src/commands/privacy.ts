@@ -1,0 +1,167 @@
+import { gzipSync } from 'node:zlib';
+import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
+import { ButtonStyle, ComponentType } from 'discord-api-types/v10';
+import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import {
+  PRIVACY_CONFIRM_MS,
+  parsePrivacyId,
+  privacyCancelId,
+  privacyDeleteId,
+} from '../services/discord/custom-ids.js';
+import { translatorFor, type Translator } from '../i18n/index.js';
+import { StoreUnavailableError } from '../services/store/errors.js';
+import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+
+/**
+ * `/privacy`: what the bot keeps about the member, from a server or a DM, always
+ * ephemeral. `show` counts it and says how long each kind is kept, `export` hands
+ * it over as a JSON file, `delete` deletes it after a confirmation button.
+ */
+
+const data = new SlashCommandBuilder()
+  .setName('privacy')
+  .setDescription('What the bot keeps about you: see it, export it or delete it')
+  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
+  .addSubcommand((s) => s.setName('show').setDescription('What the bot keeps about you, and for how long'))
+  .addSubcommand((s) =>
+    s.setName('export').setDescription('Everything the bot keeps about you, as a JSON file'),
+  )
+  .addSubcommand((s) =>
+    s.setName('delete').setDescription('Delete your jobs, photo sessions and gallery posts in every server'),
+  )
+  .toJSON();
+
+/** An export larger than this goes gzipped (Discord's smallest upload limit is 10 MiB). */
+const GZIP_OVER_BYTES = 8 * 1024 * 1024;
+const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+
+/** The member's data could not be read or changed: the store is down (nothing was changed). */
+async function withStore<T>(tr: Translator, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StoreUnavailableError)
+      throw new UserError('store_unavailable', tr.t('privacy.store_down'));
+    throw err;
+  }
+}
+
+async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
+  const s = await withStore(tr, () => ctx.memberData.summary(i.user.id));
+  const r = ctx.retention;
+  const content = [
+    tr.t('privacy.show.title'),
+    tr.t('privacy.show.jobs', { count: s.jobs, days: r.jobDays }),
+    tr.t('privacy.show.sessions', { count: s.sessions, hours: r.sessionHours }),
+    tr.t('privacy.show.consents', { count: s.consents, days: r.consentDays }),
+    tr.t('privacy.show.gallery'),
+    '',
+    tr.t('privacy.show.service'),
+  ].join('\n');
+  await i.reply({ content }, { ephemeral: true });
+}
+
+async function exportData(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
+  const data = await withStore(tr, () => ctx.memberData.export(i.user.id));
+  let file = Buffer.from(JSON.stringify(data, null, 2));
+  let name = `media-bot-data-${data.generatedAt.slice(0, 10)}.json`;
+  if (file.length > GZIP_OVER_BYTES) {
+    file = gzipSync(file);
+    name += '.gz';
+  }
+  if (file.length > MAX_UPLOAD_BYTES) {
+    ctx.logger.warn({ bytes: file.length }, 'privacy export larger than an upload even gzipped');
+    throw new UserError('export_too_large', tr.t('privacy.export.too_large'));
+  }
+  await i.reply(
+    { content: tr.t('privacy.export.done'), files: [{ name, data: file, contentType: 'application/json' }] },
+    { ephemeral: true },
+  );
+}
+
+async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
+  const s = await withStore(tr, () => ctx.memberData.summary(i.user.id));
+  if (s.jobs === 0 && s.sessions === 0 && s.consents === 0) {
+    await i.reply({ content: tr.t('privacy.delete.nothing') }, { ephemeral: true });
+    return;
+  }
+  await i.reply(
+    {
+      content: tr.t('privacy.delete.confirm', {
+        jobs: s.jobs,
+        sessions: s.sessions,
+        days: ctx.retention.consentDays,
+      }),
+      components: [
+        {
+          type: ComponentType.ActionRow,
+          components: [
+            {
+              type: ComponentType.Button,
+              style: ButtonStyle.Danger,
+              label: tr.t('buttons.confirm_delete'),
+              custom_id: privacyDeleteId(i.user.id, ctx.now()),
+            },
+            {
+              type: ComponentType.Button,
+              style: ButtonStyle.Secondary,
+              label: tr.t('buttons.cancel'),
+              custom_id: privacyCancelId(i.user.id),
+            },
+          ],
+        },
+      ],
+    },
+    { ephemeral: true },
+  );
+}
+
+export const privacy: Command = {
+  data,
+  ephemeral: true,
+  async execute(interaction, ctx) {
+    const tr = translatorFor(interaction);
+    const sub = interaction.options.getSubcommand();
+    if (sub === 'show') await show(interaction, ctx, tr);
+    else if (sub === 'export') await exportData(interaction, ctx, tr);
+    else await askToDelete(interaction, ctx, tr);
+  },
+};
+
+/** The confirmation's buttons: only the member who asked, within PRIVACY_CONFIRM_MS. */
+export const privacyButtons: ComponentHandler = {
+  prefix: 'privacy:',
+  async button(interaction, ctx) {
+    const tr = translatorFor(interaction);
+    const parsed = parsePrivacyId(interaction.customId);
+    if (!parsed) throw new UserError('unknown_component', tr.t('privacy.delete.expired'));
+    if (parsed.userId !== interaction.user.id) {
+      throw new UserError('not_yours', tr.t('privacy.delete.not_yours'));
+    }
+    if (parsed.kind === 'cancel') {
+      await interaction.update({ content: tr.t('privacy.delete.cancelled'), components: [] });
+      return;
+    }
+    if (ctx.now() - parsed.issuedAt > PRIVACY_CONFIRM_MS) {
+      await interaction.update({ content: tr.t('privacy.delete.expired'), components: [] });
+      return;
+    }
+    // The buttons go at once (a second press cannot start a second deletion from this message).
+    await interaction.update({ content: tr.t('privacy.delete.working'), components: [] });
+    const report = await withStore(tr, () => ctx.memberData.delete(interaction.user.id));
+    const lines = [
+      tr.t('privacy.delete.done', {
+        jobs: report.jobs,
+        sessions: report.sessions,
+        posts: report.posts,
+        running: report.running,
+      }),
+    ];
+    if (report.postsLeft > 0) lines.push(tr.t('privacy.delete.posts_left', { count: report.postsLeft }));
+    if (report.consentsKept > 0)
+      lines.push(
+        tr.t('privacy.delete.kept', { consents: report.consentsKept, days: ctx.retention.consentDays }),
+      );
+    await interaction.editReply({ content: lines.join('\n') });
+  },
+};
