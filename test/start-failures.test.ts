@@ -14,6 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { freePort, REDIS_URL } from './helpers/harness.js';
 import { holdNewSqliteFile } from './helpers/held-sqlite.js';
+import { HAS_REDIS_SERVER, privateRedis } from './helpers/private-redis.js';
+
+if (!HAS_REDIS_SERVER)
+  console.warn('[start-failures] the maxmemory-policy test is SKIPPED: no redis-server binary on PATH');
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -185,6 +189,34 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     const line = expectOneLine(r, /refused the credentials/, /REDIS_URL/);
     expect(line).not.toContain('hunter2-wrong');
   });
+
+  // BullMQ's production rule and ours: an evicted lock, budget or job would lose work or money.
+  it.skipIf(!HAS_REDIS_SERVER).concurrent(
+    'Redis with an evicting maxmemory-policy is refused at once, in one line',
+    async () => {
+      const redis = await privateRedis({ maxmemoryPolicy: 'allkeys-lru' });
+      await redis.start();
+      try {
+        const started = Date.now();
+        const r = await startBot({
+          ...base,
+          REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+          PORT: String(await freePort()),
+        });
+        expectOneLine(
+          r,
+          /maxmemory-policy allkeys-lru/,
+          /noeviction/,
+          /redis-cli CONFIG SET maxmemory-policy noeviction/,
+        );
+        // Refused at the check, not after waiting REDIS_START_TIMEOUT_SECONDS for a "better" answer.
+        expect(Date.now() - started).toBeLessThan(15_000);
+        expect(r.stdout).not.toMatch(/HTTP server listening|registered/);
+      } finally {
+        await redis.remove();
+      }
+    },
+  );
 
   it.concurrent('DATA_DIR is not a usable directory', async () => {
     const file = join(dataDir, 'a-file');
