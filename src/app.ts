@@ -33,6 +33,9 @@ import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
+import { compileAllowList } from './services/net/address-policy.js';
+import { createSafeDownloader } from './services/net/safe-download.js';
+import { createSafePhotoDownloader } from './services/training/download.js';
 import { RetentionSweeper } from './services/privacy/retention.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
@@ -241,12 +244,20 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const renderers: JobRenderers = { render: renderJob, renderReply: renderThreadLine };
   // Built in a cycle (the lifecycle queues work whose runners call the lifecycle back): the
   // runners reach `lifecycle` and `watch` through closures, called only once both exist.
+  // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
+  const outboundAllow = compileAllowList(config.outbound.allow);
+  const downloader = createSafeDownloader();
   const trainingServices = createTrainingServices({
     config,
     kv: stores.kv,
     jobState: async (jobId) => (await stores.jobs.get(jobId))?.state,
     refreshUrls: async (urls) =>
       (await botRest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } })) as unknown,
+    download: createSafePhotoDownloader({
+      downloader,
+      allow: outboundAllow,
+      maxBytes: config.photos.maxBytes,
+    }),
     logger: logger.child({ component: 'training' }),
     now,
   });
@@ -639,6 +650,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         account.stop();
         taskReader.close();
         await media.close().catch(() => undefined);
+        await downloader.close().catch(() => undefined);
         await stores.close().catch((err: unknown) => logger.warn({ err }, 'store close failed'));
         logger.info('stopped');
       })();

@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { YieldingSha256 } from '../shared/hash.js';
 import { Agent, interceptors, request, errors as undiciErrors, type Dispatcher } from 'undici';
 import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } from './image-sniff.js';
+import type { AllowList } from '../net/address-policy.js';
+import { SafeDownloadError, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
 
 /**
  * Streaming downloads of training photos: only http(s), with timeouts and a
@@ -268,4 +270,72 @@ export async function downloadVerified(
   }
   if (at !== size || hash.hex() !== expectedSha256) throw new DownloadError('mismatch', CHANGED_MESSAGE);
   return out;
+}
+
+/**
+ * The training downloader on the SSRF-safe one (net/safe-download.ts): public addresses
+ * only (or what OUTBOUND_ALLOW trusts), each redirect re-checked, the connection pinned to
+ * the checked address. Its refusals become DownloadErrors the member can read.
+ */
+export function createSafePhotoDownloader(opts: {
+  downloader: SafeDownloader;
+  allow: AllowList;
+  maxBytes: number;
+  /** The whole download's deadline (the caller's signal may end it sooner). */
+  timeoutMs?: number;
+}): Downloader {
+  return async (url, o) => {
+    let res: SafeResponse;
+    try {
+      res = await opts.downloader.download(url, {
+        maxBytes: opts.maxBytes,
+        timeoutMs: opts.timeoutMs ?? DEFAULT_DOWNLOAD_LIMITS.totalTimeoutMs ?? 60_000,
+        allow: opts.allow,
+        accept: 'image/*',
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+    } catch (err) {
+      throw fromSafeError(err, opts.maxBytes);
+    }
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      try {
+        yield* res.body;
+      } catch (err) {
+        throw fromSafeError(err, opts.maxBytes);
+      }
+    }
+    return {
+      ...(res.contentLength !== undefined ? { contentLength: res.contentLength } : {}),
+      ...(res.contentType !== undefined ? { contentType: res.contentType } : {}),
+      body: chunks(),
+      abort: () => res.abort(),
+    };
+  };
+}
+
+function fromSafeError(err: unknown, maxBytes: number): DownloadError {
+  if (!(err instanceof SafeDownloadError)) return toDownloadError(err);
+  switch (err.kind) {
+    case 'invalid_url':
+    case 'scheme':
+    case 'credentials':
+      return new DownloadError('invalid_url', 'its link is not a plain http(s) URL', { cause: err });
+    case 'blocked_address':
+      return new DownloadError('network', 'its link points to an address the bot does not fetch from', {
+        cause: err,
+      });
+    case 'http':
+      return new DownloadError('http', `the download failed (HTTP ${err.detail.status ?? '?'})`, {
+        cause: err,
+      });
+    case 'too_large':
+      return new DownloadError('too_large', tooLargeMessage(undefined, maxBytes), { cause: err });
+    case 'timeout':
+    case 'aborted':
+      return new DownloadError('timeout', 'the download timed out', { cause: err });
+    default:
+      return new DownloadError('network', `the download failed (${err.detail.code ?? err.kind})`, {
+        cause: err,
+      });
+  }
 }

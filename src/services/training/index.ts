@@ -12,6 +12,7 @@ import { PhotoCleaner } from './clean-photo.js';
 import { ConsentPrompts } from './consent.js';
 import { PhotoSpool } from './photo-spool.js';
 import type { RefreshUrls } from './refresh-urls.js';
+import type { Downloader } from './download.js';
 import { TrainingSessions } from './sessions.js';
 import { TrainingUploader } from './upload.js';
 
@@ -34,6 +35,8 @@ export interface TrainingServicesOptions {
   /** An upload job's state (the job store), to settle a submission whose end was not reported. */
   jobState: (jobId: string) => Promise<JobState | undefined>;
   refreshUrls: RefreshUrls;
+  /** Fetches the photos (the SSRF-safe downloader in production). */
+  download?: Downloader;
   logger: Logger;
   now?: () => number;
 }
@@ -48,6 +51,7 @@ export function createTrainingServices(opts: TrainingServicesOptions): TrainingS
     maxBytes: config.photos.maxBytes,
     ttlMs: config.photos.sessionTtlMs,
     refreshUrls: opts.refreshUrls,
+    ...(opts.download ? { download: opts.download } : {}),
     now,
   });
   const records = new ConsentStore({
