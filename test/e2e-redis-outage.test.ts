@@ -7,7 +7,6 @@
  * with persistence; cleanup is `SHUTDOWN NOSAVE`.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { rm } from 'node:fs/promises';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, percentagesShown, startHarness, type Harness } from './helpers/harness.js';

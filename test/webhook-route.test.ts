@@ -11,7 +11,6 @@ import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import type { Operation, TaskResult } from '../src/services/media/types.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, type JobRecord, type Stores } from '../src/services/store/index.js';
-import type { MessagePayload } from '../src/services/discord/render.js';
 import { secretMatches } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';

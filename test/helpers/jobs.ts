@@ -48,7 +48,6 @@ export function inProcessJobs(opts: {
       opts.onChanged?.(job);
     },
   };
-  let lifecycle!: JobLifecycle;
   const work = new AfterFinalWork({
     store: opts.store,
     lifecycle: { mark: (id, flags) => lifecycle.mark(id, flags) },
@@ -58,7 +57,7 @@ export function inProcessJobs(opts: {
     },
   });
   const afterFinal = new InProcessAfterFinal({ work, logger: opts.logger });
-  lifecycle = new JobLifecycle({
+  const lifecycle: JobLifecycle = new JobLifecycle({
     store: opts.store,
     checks,
     messages,

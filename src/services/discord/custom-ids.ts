@@ -108,7 +108,8 @@ export function parseTrainingCustomId(
  * `privacy:cancel:{userId}`. The member is in the id so that only they can confirm; the
  * time lets an old confirmation expire (PRIVACY_CONFIRM_MS).
  */
-export type PrivacyButton = { kind: 'delete'; userId: string; issuedAt: number } | { kind: 'cancel'; userId: string };
+export type PrivacyButton =
+  { kind: 'delete'; userId: string; issuedAt: number } | { kind: 'cancel'; userId: string };
 export const PRIVACY_CONFIRM_MS = 10 * 60_000;
 export const privacyDeleteId = (userId: string, issuedAtMs: number): string =>
   `privacy:delete:${userId}:${Math.floor(issuedAtMs / 1000)}`;

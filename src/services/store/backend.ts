@@ -84,7 +84,10 @@ export interface SortedIndexes {
   add(key: string, member: string, score: number, ttlMs?: number): Promise<void>;
   remove(key: string, members: readonly string[]): Promise<void>;
   /** Members in score order (`rev`: highest first), those scoring below `before`, paged. */
-  range(key: string, opts: { before?: number; rev?: boolean; offset?: number; limit: number }): Promise<string[]>;
+  range(
+    key: string,
+    opts: { before?: number; rev?: boolean; offset?: number; limit: number },
+  ): Promise<string[]>;
   count(key: string): Promise<number>;
 }
 
@@ -398,7 +401,10 @@ async function openSqlite(
       return rows.map((r) => r.member);
     },
     async count(key) {
-      const rows = (await adapter.query(`SELECT COUNT(*) AS n FROM ${indexTable} WHERE k = ?`, prefix + key)) as {
+      const rows = (await adapter.query(
+        `SELECT COUNT(*) AS n FROM ${indexTable} WHERE k = ?`,
+        prefix + key,
+      )) as {
         n: number;
       }[];
       return Number(rows[0]?.n ?? 0);

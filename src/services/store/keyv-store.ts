@@ -498,9 +498,12 @@ class KeyvJobStore implements JobStore {
         if (record.taskId !== undefined) {
           await core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record));
         }
-        for (const id of messageIds(record)) await core.set('create', messageKey(id), record.id, core.jobTtl(record));
+        for (const id of messageIds(record))
+          await core.set('create', messageKey(id), record.id, core.jobTtl(record));
         const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
-        await core.call('index', () => sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl));
+        await core.call('index', () =>
+          sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl),
+        );
         if (isTerminalState(record.state)) {
           await core.call('index', () => sorted.add(ENDED, record.id, record.finishedAt ?? record.updatedAt));
         }
@@ -648,7 +651,8 @@ class KeyvJobStore implements JobStore {
       }
       const known = new Set(messageIds(current));
       for (const id of messageIds(record)) {
-        if (becameFinal || !known.has(id)) await core.set('apply', messageKey(id), record.id, core.jobTtl(record));
+        if (becameFinal || !known.has(id))
+          await core.set('apply', messageKey(id), record.id, core.jobTtl(record));
       }
       if (seen.raw !== undefined) {
         raw = await core.writeJobIfUnchanged(record, seen.raw);
