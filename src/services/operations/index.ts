@@ -2,7 +2,7 @@
  * The registry of media operations: one module each (./types.ts says what a
  * module declares). Typed against every `Operation`, so adding an operation to
  * OPERATIONS without its module here (or a module without a piece) does not
- * compile. Adding one: see "Adding an operation" in the README.
+ * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
  */
 import type { NextStep } from '../discord/custom-ids.js';
 import type { MessagePayload } from '../discord/render-limits.js';
