@@ -14,7 +14,7 @@ import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/j
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
 import { Gateway } from './services/discord/gateway/gateway.js';
-import { renderJob, renderThreadLine } from './services/discord/render.js';
+import { renderJob, renderRemoved, renderThreadLine } from './services/discord/render.js';
 import { AfterFinalWork, InProcessAfterFinal } from './services/jobs/after-final.js';
 import { JobLifecycle } from './services/jobs/lifecycle.js';
 import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
@@ -29,6 +29,8 @@ import { TaskReader } from './services/media/task-batcher.js';
 import { TaskLookup } from './services/media/task-lookup.js';
 import type { BullContext } from './services/queues/bull.js';
 import type { BullJobEdits } from './services/queues/job-edits.js';
+import { AutoModWithholding } from './services/moderation/automod.js';
+import { ResultTakeDown } from './services/moderation/take-down.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
@@ -271,6 +273,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     },
   });
   const check = (jobId: string) => watch.check(jobId);
+  // AutoMod refusing a job's text never fails the job: it is shown without it (one note to the member).
+  const autoMod = new AutoModWithholding({
+    lifecycle: { withholdText: (id) => lifecycle.withholdText(id) },
+    rest: botRest,
+    logger: logger.child({ component: 'moderation' }),
+    now,
+  });
   // Session messages (training photos) always go through the in-process queue; job messages
   // too in embedded mode.
   const sessionEdits = new EditQueue({
@@ -310,6 +319,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       logger: logger.child({ component: 'edits' }),
       metrics,
       now,
+      onAutoMod: (id) => autoMod.refused(id, 'message'),
     });
     messages = bullEdits;
     checks = new BullChecks(bull, check, {
@@ -318,7 +328,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     });
     afterFinal = new BullAfterFinal(bull, (id) => afterFinalWork.runFor(id));
   } else {
-    messages = new QueuedJobMessages({ edits: sessionEdits, renderers, now });
+    messages = new QueuedJobMessages({
+      edits: sessionEdits,
+      renderers,
+      now,
+      onAutoMod: (id) => void autoMod.refused(id, 'message'),
+    });
     const timers = new TimerChecks({
       logger: logger.child({ component: 'jobs' }),
       retryMs: config.jobs.pollInitialMs,
@@ -410,6 +425,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       now,
     }),
     retention,
+    autoMod,
+    moderation: new ResultTakeDown({
+      store: stores.jobs,
+      rest: botRest,
+      gallery,
+      renderRemoved,
+      logger: logger.child({ component: 'moderation' }),
+      now,
+    }),
     now,
   };
   const retentionSweeper = new RetentionSweeper({

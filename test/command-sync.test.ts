@@ -83,10 +83,11 @@ function asDiscordReturns(commands: JsonObject[], style: DiscordStyle): JsonObje
       application_id: APP_ID,
       version: `20000000000000000${i}`,
       default_member_permissions: c['default_member_permissions'] ?? null,
-      type: 1,
+      type: c['type'] ?? 1,
       name: c['name'] ?? null,
       name_localizations: null,
-      description: c['description'] ?? null,
+      // A message command has no description: Discord answers "".
+      description: c['description'] ?? '',
       description_localizations: null,
       dm_permission: true,
       contexts: style.forceContexts ? style.contexts : (c['contexts'] ?? style.contexts),
@@ -130,6 +131,8 @@ describe('normalizeCommands', () => {
       'training-photos',
       'tasks',
       'settings',
+      'privacy',
+      'Remove result',
     ]);
   });
 
@@ -221,9 +224,12 @@ describe('normalizeCommands', () => {
   });
 
   it('regression: one command declaring contexts does not make the others’ default contexts a difference', () => {
-    // /settings is guild-only (contexts [0]); the rest leave contexts to Discord, which reports [0, 1, 2].
-    const code = ours();
-    expect(code.filter((c) => c['contexts'] !== undefined).map((c) => c['name'])).toEqual(['settings']);
+    // A command that leaves contexts to Discord (reported as [0, 1, 2]) beside ones that declare them.
+    const code = ours().map((c) => {
+      if (c['name'] !== 'upscale') return c;
+      const { contexts: _contexts, ...rest } = c;
+      return rest;
+    });
     const discord = code.map((c) => ({ ...c, contexts: c['contexts'] ?? [0, 1, 2] }));
     expect(normalizeCommands(discord, code)).toBe(normalizeCommands(code));
     const widened = code.map((c) => ({ ...c, contexts: [0, 1, 2] }));
@@ -284,7 +290,7 @@ describe('syncCommands', () => {
   it('unchanged (global): one GET, no PUT', async () => {
     const { rest, calls } = stubRest(asDiscordReturns(ours(), UNCHANGED_STYLE));
     const r = await syncCommands({ rest, applicationId: APP_ID, commands: code(), logger: silent });
-    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 6 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 8 });
     expect(calls).toEqual([{ method: 'get', route: Routes.applicationCommands(APP_ID) }]);
   });
 
@@ -297,7 +303,7 @@ describe('syncCommands', () => {
       commands: code(),
       logger: silent,
     });
-    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 6 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 8 });
     expect(calls).toEqual([{ method: 'get', route: Routes.applicationGuildCommands(APP_ID, GUILD_ID) }]);
   });
 
@@ -305,7 +311,7 @@ describe('syncCommands', () => {
     const { rest, calls } = stubRest([]);
     const commands = code();
     const r = await syncCommands({ rest, applicationId: APP_ID, commands, logger: silent });
-    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 6 });
+    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 8 });
     expect(calls.map((c) => c.method)).toEqual(['get', 'put']);
     expect(calls[1]?.route).toBe(Routes.applicationCommands(APP_ID));
     expect(calls[1]?.body).toEqual(commands);

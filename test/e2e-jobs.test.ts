@@ -28,16 +28,19 @@ describe.each([
     await h?.close();
   });
 
-  it('registers the slash commands on first start', () => {
-    const names = h.fake.guildCommands().map((c) => c['name']);
-    expect(names.sort()).toEqual([
+  it('registers exactly the eight commands on first start (seven slash commands, one message command)', () => {
+    const commands = h.fake.guildCommands();
+    expect(commands.map((c) => c['name']).sort()).toEqual([
+      'Remove result',
       'extend-song',
       'extend-video',
+      'privacy',
       'settings',
       'tasks',
       'training-photos',
       'upscale',
     ]);
+    expect(commands.filter((c) => c['type'] === 3).map((c) => c['name'])).toEqual(['Remove result']);
   });
 
   it('/extend-song goes from queued through percentages to both songs', async () => {

@@ -192,6 +192,22 @@ describe('mergeJob', () => {
     expect(again.job).toBe(first.job);
   });
 
+  it('textWithheld: set once (AutoMod), even on a final job, and shown (changed, version bump)', () => {
+    const done = baseJob({
+      state: 'finished',
+      percentage: 100,
+      finishedAt: 2_000,
+      updatedAt: 2_000,
+      version: 3,
+    });
+    const r = mergeJob(deepFreeze(done), { textWithheld: true, at: 5_000 });
+    expect(r).toMatchObject({ changed: true, job: { textWithheld: true, version: 4, state: 'finished' } });
+    expect(mergeJob(deepFreeze(r.job), { textWithheld: true, at: 6_000 })).toEqual({
+      job: r.job,
+      changed: false,
+    });
+  });
+
   it('removed: set once by a moderator, even on a final job, and shown (changed, version bump)', () => {
     const done = baseJob({
       state: 'finished',

@@ -306,14 +306,18 @@ describe('npm run invite / register', () => {
       const url = new URL(/https:\/\/discord\.com\/oauth2\/authorize\S+/.exec(r.stdout)?.[0] ?? '');
       expect(url.searchParams.get('client_id')).toBe('123456789012345678');
       expect(url.searchParams.get('scope')).toBe('bot applications.commands');
-      // Send Messages, Embed Links, Attach Files, Read Message History, Create Public Threads, Send Messages in Threads.
-      const bits = [1n << 11n, 1n << 14n, 1n << 15n, 1n << 16n, 1n << 35n, 1n << 38n].reduce((a, b) => a | b);
+      // Send Messages, Embed Links, Attach Files, Read Message History, Create Public Threads,
+      // Send Messages in Threads, Manage Threads.
+      const bits = [1n << 11n, 1n << 14n, 1n << 15n, 1n << 16n, 1n << 35n, 1n << 38n, 1n << 34n].reduce(
+        (a, b) => a | b,
+      );
       expect(url.searchParams.get('permissions')).toBe(bits.toString());
       for (const name of [
         'Send Messages',
         'Attach Files',
         'Create Public Threads',
         'Send Messages in Threads',
+        'Manage Threads',
       ]) {
         expect(r.stdout).toContain(name);
       }

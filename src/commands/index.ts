@@ -6,6 +6,7 @@ import { trainingPhotos, trainingComponents } from './training-photos.js';
 import { tasks, tasksButtons } from './tasks.js';
 import { settings } from './settings.js';
 import { privacy, privacyButtons } from './privacy.js';
+import { removeResult } from './remove-result.js';
 import { extendVideoModal, nextStepButtons } from './next-steps.js';
 
 /** The one registry of slash commands: what is here is what gets registered. */
@@ -17,6 +18,7 @@ export const commands: readonly Command[] = [
   tasks,
   settings,
   privacy,
+  removeResult,
 ];
 
 /** Buttons and modals, matched by custom_id prefix. */

@@ -11,6 +11,8 @@ import {
   type MessagePayload,
 } from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
+import { isAutoModRefusal } from '../services/moderation/automod.js';
+import { translatorFor } from '../i18n/index.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
@@ -129,8 +131,25 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
 
   let messageId: string | undefined;
   try {
-    const body = toReplyOptions(renderJob(job, ctx.now()));
-    const msg = req.inPlace ? await interaction.editReply(body) : await interaction.reply(body);
+    const send = (j: JobRecord) => {
+      const body = toReplyOptions(renderJob(j, ctx.now()));
+      return req.inPlace ? interaction.editReply(body) : interaction.reply(body);
+    };
+    const msg = await send(job).catch(async (err: unknown) => {
+      if (!isAutoModRefusal(err)) throw err;
+      // AutoMod refused the member's text: the job goes on, shown without it; they are told once.
+      job = (await ctx.jobs.withholdText(job.id, false)) ?? { ...job, textWithheld: true };
+      const sent = await send(job);
+      await interaction
+        .followUp(
+          { content: translatorFor(interaction).t('moderation.automod.message') },
+          { ephemeral: true },
+        )
+        .catch((e: unknown) =>
+          ctx.logger.warn({ err: e, jobId: job.id }, 'could not tell the member about AutoMod'),
+        );
+      return sent;
+    });
     messageId = msg?.id;
   } catch (err) {
     // Nothing was sent to the service: end the job (its reservation comes back with the
@@ -178,7 +197,15 @@ async function moveIntoThread(
 ): Promise<JobRecord> {
   const channelId = job.message.channelId;
   try {
-    const thread = await ctx.threads.startThread(channelId, replyId, threadName(job));
+    let withheld = false;
+    const thread = await ctx.threads
+      .startThread(channelId, replyId, threadName(job))
+      .catch((err: unknown) => {
+        if (!isAutoModRefusal(err)) throw err;
+        // AutoMod refused a name made from the prompt: a neutral one, and the job goes on.
+        withheld = true;
+        return ctx.threads.startThread(channelId, replyId, threadName({ ...job, textWithheld: true }));
+      });
     const live = await ctx.threads.postMessage(thread.id, job.id, renderJob(job, ctx.now()));
     const moved = await ctx.jobs.moveToThread(
       job.id,
@@ -191,6 +218,7 @@ async function moveIntoThread(
     );
     if (!moved) return job;
     await interaction.editReply(toReplyOptions(renderThreadLine(moved)));
+    if (withheld) await ctx.autoMod.refused(job.id, 'thread_name');
     return moved;
   } catch (err) {
     const why =

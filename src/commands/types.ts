@@ -17,6 +17,8 @@ import type { TrainingUploader } from '../services/training/upload.js';
 import type { ConsentPrompts } from '../services/training/consent.js';
 import type { ConsentStore } from '../services/privacy/consent-store.js';
 import type { MemberData } from '../services/privacy/member-data.js';
+import type { AutoModWithholding } from '../services/moderation/automod.js';
+import type { ResultTakeDown } from '../services/moderation/take-down.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
@@ -25,7 +27,7 @@ import type { ThreadApi } from '../services/community/threads.js';
 export { UserError };
 
 /** Jobs as stored, read-only: commands change a job only through the job service. */
-export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'listByUser'>;
+export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'getByMessageId' | 'listByUser'>;
 
 /**
  * What commands use, passed in (no singletons), so tests can swap parts. No
@@ -36,7 +38,7 @@ export interface BotContext {
   /** The one writer of jobs. */
   jobs: Pick<
     JobLifecycle,
-    'create' | 'attachMessage' | 'moveToThread' | 'submit' | 'applyResult' | 'abandon'
+    'create' | 'attachMessage' | 'moveToThread' | 'submit' | 'applyResult' | 'abandon' | 'withholdText'
   >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
@@ -69,6 +71,10 @@ export interface BotContext {
     /** Largest input image or training photo (bytes). */
     maxImageBytes: number;
   };
+  /** AutoMod refused a job's text (a thread name): shown without it, the member told once. */
+  autoMod: Pick<AutoModWithholding, 'refused'>;
+  /** Remove result: a moderator takes a job's result down everywhere. */
+  moderation: Pick<ResultTakeDown, 'remove' | 'editOrphan'>;
   /** What the bot keeps about a member (/privacy show, export, delete). */
   memberData: Pick<MemberData, 'summary' | 'export' | 'delete'>;
   /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */

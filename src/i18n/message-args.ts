@@ -202,6 +202,7 @@ export interface MessageArgs {
   'moderation.remove.not_a_result': undefined;
   'moderation.remove.not_moderator': undefined;
   'moderation.remove.thread_locked': undefined;
+  'moderation.remove.thread_not_locked': undefined;
   'moderation.removed': undefined;
   'operations.song.label': undefined;
   'operations.song.title': undefined;

@@ -15,6 +15,8 @@ const DEFAULTS: Record<string, Json> = {
   default_permission: true,
   name_localizations: null,
   description_localizations: null,
+  // A user or message command has no description; Discord reports "".
+  description: '',
 };
 /** Server-assigned fields that are not part of what we declare. */
 const SERVER_FIELDS = new Set([

@@ -52,6 +52,11 @@ export interface EditRequest {
   final: boolean;
   /** Called (besides `onMessageGone`) when this message turns out deleted or inaccessible. */
   onGone?: (reason: string) => void;
+  /**
+   * Discord's AutoMod refused this body (200000, 200001): the caller renders the message
+   * again without the member's text and pushes it. Without it, the refusal is an invalid edit.
+   */
+  onAutoMod?: () => void;
 }
 
 export interface EditQueueOptions {
@@ -147,6 +152,7 @@ interface Slot {
   jobId: string;
   ref: EditMessageRef;
   onGone: ((reason: string) => void) | undefined;
+  onAutoMod: (() => void) | undefined;
   messageCreatedAt: number;
   /** Latest state not yet sent (the in-flight one is held by its request). */
   pending: QueuedState | undefined;
@@ -172,8 +178,12 @@ export type Failure =
   | { kind: 'gone'; reason: string }
   | { kind: 'token_invalid' }
   | { kind: 'old_message' }
+  | { kind: 'automod'; code: number }
   | { kind: 'invalid'; code: number | string; message: string }
   | { kind: 'transient'; message: string };
+
+/** AutoMod blocked the message (200000) or a thread name / title (200001). */
+export const AUTOMOD_CODES: ReadonlySet<number> = new Set([200000, 200001]);
 
 export class EditQueue {
   private readonly opts: EditQueueOptions;
@@ -218,6 +228,7 @@ export class EditQueue {
         jobId: req.jobId,
         ref: req.ref,
         onGone: req.onGone,
+        onAutoMod: req.onAutoMod,
         messageCreatedAt: req.messageCreatedAt,
         pending: undefined,
         waitingSince: t,
@@ -236,6 +247,7 @@ export class EditQueue {
     // The latest ref wins: the messageId may only be known after the first edit.
     slot.ref = req.ref;
     if (req.onGone) slot.onGone = req.onGone;
+    slot.onAutoMod = req.onAutoMod;
     slot.messageCreatedAt = req.messageCreatedAt;
     slot.touchedAt = t;
     const replaced = slot.pending !== undefined;
@@ -578,7 +590,9 @@ export class EditQueue {
         ? 'error'
         : failure.kind === 'rate_limited'
           ? 'rate_limited'
-          : failure.kind;
+          : failure.kind === 'automod'
+            ? 'invalid'
+            : failure.kind;
     this.deps.metrics?.editsSent(route, outcome);
     if (this.closed) {
       if (state.final)
@@ -623,6 +637,26 @@ export class EditQueue {
           return;
         }
         this.retryLater(slot, state, 'old-message edit limit (30046)');
+        return;
+      }
+      case 'automod': {
+        const again = slot.onAutoMod;
+        if (again) {
+          // The same body would be refused again: the slot goes (not ended), the caller pushes
+          // the message anew without the member's text.
+          log.warn(
+            { jobId: slot.jobId, route, code: failure.code },
+            'AutoMod refused the edit; text withheld',
+          );
+          if (this.slots.get(slot.jobId) === slot) this.slots.delete(slot.jobId);
+          this.safeCall(again);
+          return;
+        }
+        log.error(
+          { jobId: slot.jobId, route, code: failure.code, final: state.final },
+          'AutoMod refused the edit',
+        );
+        if (state.final) this.endSlot(slot);
         return;
       }
       case 'invalid': {
@@ -745,6 +779,7 @@ export function classify(err: unknown, route: EditRoute): Failure {
       return { kind: 'token_invalid' };
     }
     if (code === OLD_MESSAGE_EDIT_LIMIT) return { kind: 'old_message' };
+    if (AUTOMOD_CODES.has(code)) return { kind: 'automod', code };
     if (err.status >= 500) return { kind: 'transient', message: err.message };
     // 50035 invalid form body and any other 4xx: the request itself is wrong.
     return { kind: 'invalid', code: err.code, message: err.message };

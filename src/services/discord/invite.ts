@@ -36,6 +36,11 @@ export const BOT_PERMISSIONS = [
     bit: PermissionFlagsBits.SendMessagesInThreads,
     why: "the job's live message inside its thread",
   },
+  {
+    name: 'Manage Threads',
+    bit: PermissionFlagsBits.ManageThreads,
+    why: "Remove result locks the job's thread, and deletes a gallery post in a forum or media channel",
+  },
 ] as const;
 
 export const INVITE_SCOPES = [OAuth2Scopes.Bot, OAuth2Scopes.ApplicationsCommands] as const;

@@ -7,6 +7,7 @@
  * from users (prompts) is untrusted: URLs pass through `safeHttpUrl`, text through
  * `escapeMarkdown`, and `fitToDiscordLimits` is the last step of every render.
  */
+import { publicTranslator } from '../../i18n/index.js';
 import { ButtonStyle, type APIEmbed } from 'discord-api-types/v10';
 import { operations, renderResult } from '../operations/index.js';
 import { discordTimestamp } from '../shared/format.js';
@@ -249,14 +250,18 @@ export function renderJobSummaryLine(job: JobRecord, now: number): string {
     .join(' · ');
 }
 
-/** A job's thread: the command and the first words of its prompt (or the task it extends), ≤ 100 chars. */
-export function threadName(job: Pick<JobRecord, 'operation' | 'params'>): string {
+/**
+ * A job's thread: the command and the first words of its prompt (or the task it extends),
+ * ≤ 100 chars; with the member's text withheld (AutoMod), the command and the job's short id.
+ */
+export function threadName(job: Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>): string {
+  const command = operations[job.operation].command;
+  if (job.textWithheld === true) return `${command} · ${job.id.slice(0, 8)}`;
   const p = job.params;
   const subject = [p['prompt'], p['task_id']].find(
     (v): v is string => typeof v === 'string' && v.trim() !== '',
   );
   const words = subject === undefined ? '' : subject.trim().replace(/\s+/g, ' ');
-  const command = operations[job.operation].command;
   const name = words === '' ? command : `${command} · ${words}`;
   return name.length <= 100 ? name : `${name.slice(0, 99).trimEnd()}…`;
 }
@@ -306,4 +311,9 @@ export function renderGalleryPost(
   );
   const base = payload(`**${title(job)}** by ${mention(job.userId)}`.trim(), [embed]);
   return { ...base, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
+}
+
+/** A result a moderator took down (Remove result): only that it was removed, in the server's language. */
+export function renderRemoved(job?: Pick<JobRecord, 'locale'>): MessagePayload {
+  return payload(publicTranslator(job?.locale).t('moderation.removed'), []);
 }

@@ -291,6 +291,19 @@ export class JobLifecycle {
     return job;
   }
 
+  /**
+   * AutoMod refused text made from the member's input: from now on the job's public
+   * renders leave it out, and its message follows (unless `show` is false: the caller
+   * sends the message itself). Resolves the job only for the call that set it (so the
+   * member is told once).
+   */
+  async withholdText(jobId: string, show = true): Promise<JobRecord | undefined> {
+    const r = await this.deps.store.apply(jobId, { textWithheld: true, at: this.now() });
+    if (!r?.changed) return undefined;
+    if (show) this.deps.messages.jobChanged(r.job);
+    return r.job;
+  }
+
   /** Bookkeeping (never shown): the final reached the message, the message is gone, the job is settled. */
   async mark(jobId: string, flags: Pick<JobUpdate, 'finalShown' | 'messageGone' | 'settled'>): Promise<void> {
     await this.deps.store.apply(jobId, { ...flags, at: this.now() }, { remember: false });

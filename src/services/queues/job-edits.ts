@@ -56,6 +56,8 @@ export interface JobEditsDeps {
   metrics?: Metrics;
   now?: () => number;
   concurrency?: number;
+  /** AutoMod refused the job's text: mark it withheld (its message is then queued again). */
+  onAutoMod?: (jobId: string) => Promise<void>;
   /** The edit reached Discord (latency metric, tests). */
   onDelivered?: (jobId: string, final: boolean) => void;
 }
@@ -173,7 +175,14 @@ export class BullJobEdits implements MessageUpdates {
       const outcome = await this.send(route, ref, payload);
       this.deps.metrics?.editsSent.inc({
         route,
-        outcome: outcome.kind === 'ok' ? 'ok' : outcome.kind === 'transient' ? 'error' : outcome.kind,
+        outcome:
+          outcome.kind === 'ok'
+            ? 'ok'
+            : outcome.kind === 'transient'
+              ? 'error'
+              : outcome.kind === 'automod'
+                ? 'invalid'
+                : outcome.kind,
       });
       switch (outcome.kind) {
         case 'ok':
@@ -213,6 +222,14 @@ export class BullJobEdits implements MessageUpdates {
         case 'old_message':
           if (!final) return;
           throw new Error('old-message edit limit (30046)');
+        case 'automod':
+          if (record.textWithheld !== true && this.deps.onAutoMod) {
+            // The change queues this message again, rendered without the member's text.
+            await this.deps.onAutoMod(jobId);
+            return;
+          }
+          this.log.error({ jobId, target, route, code: outcome.code, final }, 'AutoMod refused the edit');
+          return;
         case 'invalid':
           this.log.error(
             { jobId, target, route, code: outcome.code, final },

@@ -15,8 +15,8 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  *   job moves past `submitting`.
  * - finalShown, messageGone, settled and galleryPost are bookkeeping set once, even on a
  *   terminal job: a new object comes back with `changed: false` (persisted, never shown).
- * - removed (a moderator's take-down) is set once, even on a terminal job, and is shown:
- *   `changed: true` and a version bump.
+ * - removed (a moderator's take-down) and textWithheld (AutoMod refused the member's text)
+ *   are set once, even on a terminal job, and are shown: `changed: true` and a version bump.
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
  * - taskId and message.messageId are set once; an update naming another task id is
  *   ignored entirely (it is about another task), a later different message id too.
@@ -43,6 +43,17 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
       job: {
         ...base,
         removed: { at, by: update.removed.by },
+        updatedAt: Math.max(job.updatedAt, at),
+        version: job.version + 1,
+      },
+      changed: true,
+    };
+  }
+  if (update.textWithheld && job.textWithheld !== true) {
+    return {
+      job: {
+        ...markJob(job, update),
+        textWithheld: true,
         updatedAt: Math.max(job.updatedAt, at),
         version: job.version + 1,
       },

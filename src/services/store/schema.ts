@@ -95,6 +95,7 @@ export const jobRecordSchema = z.object({
   settledAt: epochMs.exactOptional(),
   galleryPost: galleryPostSchema.exactOptional(),
   removed: z.object({ at: epochMs, by: z.string() }).exactOptional(),
+  textWithheld: z.boolean().exactOptional(),
   version: z.number().int().min(0),
 });
 

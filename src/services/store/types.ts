@@ -84,6 +84,8 @@ export interface JobRecord {
   galleryPost?: GalleryPostRef;
   /** Taken down by a moderator (Remove result): shown as removed everywhere, never posted again. */
   removed?: { at: number; by: string };
+  /** Discord's AutoMod refused text made from the member's input: public renders leave it out. */
+  textWithheld?: boolean;
   /** Bumped on every change. */
   version: number;
 }
@@ -113,6 +115,8 @@ export interface JobUpdate {
   galleryPost?: GalleryPostRef;
   /** A moderator took the result down (set once, even on a final job; shown). */
   removed?: { by: string };
+  /** AutoMod refused member-written text in a message or thread name (set once, even on a final job; shown). */
+  textWithheld?: true;
   /** Epoch ms the event was observed. */
   at: number;
 }

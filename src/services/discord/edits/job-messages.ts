@@ -32,6 +32,8 @@ export class QueuedJobMessages implements MessageUpdates {
       edits: Pick<EditQueue, 'push'>;
       renderers: JobRenderers;
       now: () => number;
+      /** AutoMod refused the job's text: mark it withheld (its message is then pushed again). */
+      onAutoMod?: (jobId: string) => void;
     },
   ) {}
 
@@ -39,12 +41,16 @@ export class QueuedJobMessages implements MessageUpdates {
     if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
     const final = isFinalState(job);
     const { render, renderReply } = this.deps.renderers;
+    const onAutoMod = this.deps.onAutoMod;
+    // Once withheld, a refusal is about text that is not the member's: an invalid edit.
+    const autoMod = onAutoMod && job.textWithheld !== true ? { onAutoMod: () => onAutoMod(job.id) } : {};
     this.deps.edits.push({
       jobId: job.id,
       ref: job.message,
       messageCreatedAt: job.createdAt,
       payload: () => render(job, this.deps.now()),
       final,
+      ...autoMod,
     });
     // A job in its own thread: the channel's one-line reply ends on the final state.
     if (job.reply && final) {
@@ -54,6 +60,7 @@ export class QueuedJobMessages implements MessageUpdates {
         messageCreatedAt: job.createdAt,
         payload: () => renderReply(job),
         final: true,
+        ...autoMod,
       });
     }
   }
