@@ -5,7 +5,7 @@ import {
   ApplicationCommandType,
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord-api-types/v10';
-import { REST, Routes, SlashCommandBuilder, InteractionContextType } from 'discord.js';
+import { REST, Routes } from 'discord.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { argumentsOf, messageArgsSource, parseMessage, type ArgumentKind } from '../scripts/i18n-types.js';
 import { commandData } from '../src/commands/index.js';
