@@ -75,6 +75,7 @@ export const jobRecordSchema = z.object({
   reply: jobMessageRefSchema.exactOptional(),
   params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
   locale: z.string().max(16).exactOptional(),
+  textWithheld: z.boolean().exactOptional(),
   taskId: z.string().exactOptional(),
   cost: z.number().int().min(0).exactOptional(),
   state: jobStateSchema,

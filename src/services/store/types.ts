@@ -50,6 +50,8 @@ export interface JobRecord {
   params: Record<string, string | number | boolean | string[]>;
   /** The server's language (Discord's guild_locale) when the job started: its public messages speak it. */
   locale?: string;
+  /** Discord's AutoMod refused the job's text: public places (thread names, gallery posts) leave it out. */
+  textWithheld?: boolean;
   taskId?: string;
   /** Credits the job costs (CREDIT_COSTS), shown while it waits. */
   cost?: number;
