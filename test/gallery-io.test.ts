@@ -1,18 +1,21 @@
 /**
- * The gallery's memory: the files of every post of a process are held within one byte
+ * The gallery's I/O. Memory: the files of every post of a process are held within one byte
  * budget. A post reserves before it downloads (one reservation per post, shrunk as it
  * learns the real sizes), so concurrent posts wait for each other instead of exceeding
  * the budget; a file that does not fit what is left is linked; a budget that stays full
- * links the files rather than blocking the post forever.
+ * links the files rather than blocking the post forever. Logs: a refused upload is
+ * logged without its files or body.
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { DiscordAPIError } from '@discordjs/rest';
+import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GalleryPoster } from '../src/services/community/gallery.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
+import { createLogger } from '../src/logger.js';
 import { compileAllowList } from '../src/services/net/address-policy.js';
 import { ByteBudget } from '../src/services/net/byte-budget.js';
 import { createSafeDownloader, type SafeDownloader } from '../src/services/net/safe-download.js';
@@ -77,7 +80,11 @@ describe('gallery memory budget', () => {
   });
 
   /** A poster on a small budget whose Discord holds each post until `release(label)`. */
-  async function setup(memory: ByteBudget, opts: { memoryWaitMs?: number } = {}) {
+  async function setup(
+    memory: ByteBudget,
+    opts: { memoryWaitMs?: number; logger?: Logger; refuse?: DiscordAPIError } = {},
+  ) {
+    const { refuse, ...options } = opts;
     const kv = new MemoryKv();
     const settings = new GuildSettingsStore({
       kv,
@@ -99,6 +106,10 @@ describe('gallery memory budget', () => {
         peak = Math.max(peak, inFlight);
         const label = files[0]?.name ?? 'none';
         events.push(`post ${label}`);
+        if (refuse) {
+          inFlight -= bytes;
+          throw refuse;
+        }
         await new Promise<void>((r) => gates.set(label, r));
         inFlight -= bytes;
         posted.push({ route, files, body: o?.body });
@@ -117,7 +128,7 @@ describe('gallery memory budget', () => {
       downloader,
       allow: compileAllowList({ origins: [base], cidrs: [] }),
       memory,
-      ...opts,
+      ...options,
     });
     const release = async (label: string) => {
       for (let i = 0; i < 500 && !gates.has(label); i++) await new Promise((r) => setTimeout(r, 10));
@@ -194,6 +205,36 @@ describe('gallery memory budget', () => {
     );
     expect(events.filter((e) => e.startsWith('download'))).toEqual([]);
     held.release();
+    expect(memory.available).toBe(memory.capacity);
+  });
+
+  // Regression (issue 26): the failure line carried the upload's request body, files included.
+  it('a refused upload is logged without its files or body, in a short line', async () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: 'debug', destination: { write: (l: string) => void lines.push(l) } });
+    const MARK = 'GALLERY-FILE-BYTES-';
+    const refused = new DiscordAPIError(
+      { message: 'Missing Permissions', code: 50013 },
+      50013,
+      403,
+      'POST',
+      `https://discord.com/api/v10/channels/${GALLERY}/messages`,
+      {
+        body: { content: 'a private prompt' },
+        files: [{ name: 'x.png', data: Buffer.from(MARK.repeat(50_000)) }],
+      },
+    );
+    const memory = new ByteBudget(3 * MIB);
+    const { poster } = await setup(memory, { logger: log, refuse: refused });
+    expect(await poster.post(finished([`${base}/sized/${MIB}/e1.png`]))).toBe('failed');
+    const failure = lines.find((l) => l.includes('gallery post failed'));
+    expect(failure).toBeDefined();
+    expect(failure).toContain('50013');
+    for (const l of lines) {
+      expect(l).not.toContain(MARK);
+      expect(l).not.toContain('a private prompt');
+      expect(Buffer.byteLength(l)).toBeLessThan(4096);
+    }
     expect(memory.available).toBe(memory.capacity);
   });
 });
