@@ -45,7 +45,8 @@ import { CommunityService } from './services/community/community.js';
 import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
 import { createThreadApi } from './services/community/threads.js';
-import { GalleryPoster } from './services/community/gallery.js';
+import { GALLERY_MEMORY_BYTES, GalleryPoster } from './services/community/gallery.js';
+import { ByteBudget } from './services/net/byte-budget.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
 import { JobKeys } from './webhooks/job-keys.js';
 import { GatewayLease } from './services/cluster/gateway-lease.js';
@@ -223,6 +224,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
   const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
+  const outboundAllow = compileAllowList(config.outbound.allow);
+  const downloader = createSafeDownloader();
   const gallery = new GalleryPoster({
     rest: botRest,
     settings: guildSettings,
@@ -232,6 +236,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     kv: stores.kv,
     logger: logger.child({ component: 'gallery' }),
     now,
+    downloader,
+    allow: outboundAllow,
+    // One budget for the process: concurrent posts wait for memory rather than exceed it.
+    memory: new ByteBudget(GALLERY_MEMORY_BYTES),
     ...(channelBudget ? { budget: channelBudget } : {}),
   });
   const community = new CommunityService({
@@ -246,9 +254,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const renderers: JobRenderers = { render: renderJob, renderReply: renderThreadLine };
   // Built in a cycle (the lifecycle queues work whose runners call the lifecycle back): the
   // runners reach `lifecycle` and `watch` through closures, called only once both exist.
-  // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
-  const outboundAllow = compileAllowList(config.outbound.allow);
-  const downloader = createSafeDownloader();
   const trainingServices = createTrainingServices({
     config,
     kv: stores.kv,

@@ -12,6 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairUseLedger, nextUtcMidnight } from '../src/services/community/fair-use.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
 import { GalleryPoster, UPLOAD_LEASE_MS } from '../src/services/community/gallery.js';
+import { compileAllowList } from '../src/services/net/address-policy.js';
+import { ByteBudget } from '../src/services/net/byte-budget.js';
+import { createSafeDownloader } from '../src/services/net/safe-download.js';
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
@@ -21,6 +24,12 @@ import { NONCE_WINDOW_MS } from './fake-discord/index.js';
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 
 const logger = pino({ level: 'silent' });
+/** The gallery's download side (these jobs have no files). */
+const downloads = () => ({
+  downloader: createSafeDownloader(),
+  allow: compileAllowList({ origins: [], cidrs: [] }),
+  memory: new ByteBudget(16 * 1024 * 1024),
+});
 const DEFAULTS = { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 };
 
 describe.each([
@@ -76,7 +85,15 @@ describe.each([
     };
     const recorded: unknown[] = [];
     const recordPost = async (jobId: string, post: unknown) => void recorded.push({ jobId, post });
-    const poster = new GalleryPoster({ rest, settings, recordPost, kv: stores.kv, logger, now });
+    const poster = new GalleryPoster({
+      rest,
+      settings,
+      recordPost,
+      kv: stores.kv,
+      logger,
+      now,
+      ...downloads(),
+    });
     const job = finishedUpscale(g);
     // An instance claimed the post and died: its claim is live for a while, then lapses.
     await stores.kv.set(
@@ -120,7 +137,15 @@ describe.each([
     });
     const recordPost = async () => undefined;
     const job = finishedUpscale(g);
-    const dying = new GalleryPoster({ rest: rest(true), settings, recordPost, kv: stores.kv, logger, now });
+    const dying = new GalleryPoster({
+      rest: rest(true),
+      settings,
+      recordPost,
+      kv: stores.kv,
+      logger,
+      now,
+      ...downloads(),
+    });
     void dying.post(job);
     await eventually(() => bodies.length === 1, 5_000, 'the first post reaching Discord');
     const postedAt = clock;
@@ -129,7 +154,15 @@ describe.each([
     expect(UPLOAD_LEASE_MS).toBeLessThan(NONCE_WINDOW_MS);
     // Until the claim lapses the next owner leaves it alone; then it posts, same nonce.
     clock = mark.until + 1;
-    const next = new GalleryPoster({ rest: rest(false), settings, recordPost, kv: stores.kv, logger, now });
+    const next = new GalleryPoster({
+      rest: rest(false),
+      settings,
+      recordPost,
+      kv: stores.kv,
+      logger,
+      now,
+      ...downloads(),
+    });
     expect(await next.post(job)).toBe('posted');
     expect(bodies).toHaveLength(2);
     expect(bodies[1]).toMatchObject(oncePerJob('gallery', job.id));

@@ -6,8 +6,11 @@
  * /settings show.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uploadLimitForTier } from '../src/services/community/gallery.js';
+import { galleryPostName, uploadLimitForTier } from '../src/services/community/gallery.js';
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from './emulator/server.js';
+import type { Emulator } from './emulator/types.js';
+import { DEFAULT_BOT_PERMISSIONS } from './fake-discord/constants.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 
@@ -147,6 +150,18 @@ describe('gallery', () => {
     }
   });
 
+  it('a forum post’s title: the command and the first words of the prompt (≤ 100), neutral when the job’s text is withheld', () => {
+    const job = {
+      id: 'abcdef12-3456',
+      operation: 'upscale' as const,
+      params: { prompt: 'a cat '.repeat(40) },
+    };
+    const name = galleryPostName(job);
+    expect(name.startsWith('upscale · a cat a cat')).toBe(true);
+    expect(name.length).toBeLessThanOrEqual(100);
+    expect(galleryPostName({ ...job, textWithheld: true })).toBe('upscale · abcdef12');
+  });
+
   it('upload limits by boost tier', () => {
     expect([0, 1, 2, 3].map(uploadLimitForTier)).toEqual([10 * MIB, 10 * MIB, 50 * MIB, 100 * MIB]);
   });
@@ -187,6 +202,220 @@ describe('gallery the bot cannot post to', () => {
       expect(h.fake.channelMessages(galleryId)).toHaveLength(0);
     } finally {
       await h.close();
+    }
+  });
+});
+
+const extendSong = (h: Harness, userId: string) =>
+  h.fake.sendCommand({
+    name: 'extend-song',
+    userId,
+    options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+  });
+
+/** Every file of the latest song task, as the service linked them. */
+function latestSongFiles(h: Harness): string[] {
+  const tasks = [...h.emulator.tasks.values()].filter((t) => t.operation === 'song');
+  const body = tasks[tasks.length - 1]?.body as {
+    video_url: string;
+    songs: { audio_url: string; image_url: string; video_url: string }[];
+  };
+  return [...body.songs.flatMap((s) => [s.audio_url, s.image_url, s.video_url]), body.video_url];
+}
+const names = (urls: string[]) => urls.map((u) => decodeURIComponent(u.split('/').pop() ?? '')).sort();
+
+describe('gallery: song jobs', () => {
+  // Regression: only the two audio files and the top-level video were posted.
+  it('a text gallery gets every file of a song job: both audio files, both covers, each song’s video, the top-level video', async () => {
+    const { h, admin, galleryId } = await startWithGallery();
+    try {
+      await extendSong(h, admin).waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+      const post = await eventually(() => h.fake.channelMessages(galleryId)[0], 15_000, 'gallery post');
+      const attachments = post.data['attachments'] as unknown as Attachment[];
+      const files = latestSongFiles(h);
+      expect(files).toHaveLength(7);
+      expect(attachments.map((a) => a.filename).sort()).toEqual(names(files));
+      h.fake.assertNoViolations();
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('gallery in forum and media channels', () => {
+  let h: Harness;
+  let admin: string;
+  let forum: { id: string; tagIds: Record<string, string> };
+  let media: { id: string; tagIds: Record<string, string> };
+  const useGallery = async (channelId: string) => {
+    const set = h.fake.sendCommand({
+      name: 'settings',
+      subcommand: 'set',
+      userId: admin,
+      options: { gallery: channelId },
+    });
+    expect(text(await set.message(10_000))).toContain(`<#${channelId}>`);
+  };
+  const threadPosts = (channelId: string) =>
+    h.fake.requests.filter((r) => r.method === 'POST' && r.path === `/channels/${channelId}/threads`);
+
+  beforeAll(async () => {
+    h = await startHarness({ webhooks: true });
+    admin = h.fake.addUser({ username: 'admin', permissions: String((1n << 5n) | (1n << 11n)) });
+    // Tag names match the operation whatever their case; a tag of another name is left alone.
+    forum = h.fake.addForumChannel({ name: 'forum-gallery', tags: ['Upscale', 'SONG', 'staff pick'] });
+    media = h.fake.addForumChannel({ name: 'media-gallery', tags: ['favourites'], media: true });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a forum gallery: one post per job, named after the command and prompt, tagged with its operation, files attached, recorded with its thread', async () => {
+    await useGallery(forum.id);
+    const job = await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+    const post = await eventually(() => h.fake.forumPosts(forum.id)[0], 15_000, 'forum post');
+    expect(post.name).toBe('upscale · a gallery cat');
+    expect(post.appliedTags).toEqual([forum.tagIds['Upscale']]);
+    expect(post.message?.attachments.map((a) => a['filename'])).toEqual(names(latestUpscaleUrls(h)));
+    const t = JSON.stringify(post.message?.data ?? {});
+    expect(t).toContain(`<@${admin}>`);
+    expect(t).toContain(`/channels/${h.fake.guildId}/${job.channelId}/${job.id}`);
+    const record = await eventually(async () => {
+      const j = await h.app.store.getByMessageId(job.id);
+      return j?.galleryPost !== undefined ? j : undefined;
+    }, 10_000);
+    expect(record.galleryPost).toEqual({ channelId: forum.id, messageId: post.id, threadId: post.id });
+    // One post, and nothing sent as a plain message to the forum.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.fake.forumPosts(forum.id)).toHaveLength(1);
+    expect(h.fake.requests.filter((r) => r.path === `/channels/${forum.id}/messages`)).toEqual([]);
+    h.fake.assertNoViolations();
+  });
+
+  it('a song job in the forum: tagged song, every file attached', async () => {
+    await useGallery(forum.id);
+    const before = h.fake.forumPosts(forum.id).length;
+    await extendSong(h, admin).waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+    const post = await eventually(() => h.fake.forumPosts(forum.id)[before], 15_000, 'song post');
+    expect(post.name).toBe(`extend-song · ${FIXTURE_SONG_TASK_ID}`);
+    expect(post.appliedTags).toEqual([forum.tagIds['SONG']]);
+    expect(post.message?.attachments.map((a) => String(a['filename'])).sort()).toEqual(
+      names(latestSongFiles(h)),
+    );
+    h.fake.assertNoViolations();
+  });
+
+  it('a media gallery without a tag of the operation: a post with no applied_tags', async () => {
+    await useGallery(media.id);
+    await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+    const post = await eventually(() => h.fake.forumPosts(media.id)[0], 15_000, 'media post');
+    expect(post.appliedTags).toEqual([]);
+    const [sent] = threadPosts(media.id);
+    expect(sent?.body).not.toHaveProperty('applied_tags');
+    expect(post.message?.attachments).toHaveLength(4);
+    h.fake.assertNoViolations();
+  });
+
+  it('AutoMod refuses the post’s title: posted once more under a neutral name', async () => {
+    await useGallery(forum.id);
+    const before = h.fake.forumPosts(forum.id).length;
+    const blocked = h.fake.injectFault({
+      method: 'POST',
+      route: `/channels/${forum.id}/threads`,
+      status: 400,
+      body: { message: 'Title was blocked by automatic moderation', code: 200001 },
+    });
+    try {
+      const job = await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+      const post = await eventually(() => h.fake.forumPosts(forum.id)[before], 15_000, 'forum post');
+      expect(blocked.hits).toBe(1);
+      const record = await eventually(() => h.app.store.getByMessageId(job.id), 10_000);
+      expect(post.name).toBe(`upscale · ${record.id.slice(0, 8)}`);
+      expect(post.appliedTags).toEqual([forum.tagIds['Upscale']]);
+      expect(post.message?.attachments).toHaveLength(4);
+    } finally {
+      blocked.remove();
+    }
+  });
+
+  it('taken down with the member’s data (/privacy delete): the forum post’s thread is deleted', async () => {
+    h.fake.setBotPermissions(String(BigInt(DEFAULT_BOT_PERMISSIONS) | (1n << 34n)));
+    const member = h.fake.addUser({ username: 'poster' });
+    await useGallery(forum.id);
+    const before = h.fake.forumPosts(forum.id).length;
+    await upscale(h, member).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+    const post = await eventually(() => h.fake.forumPosts(forum.id)[before], 15_000, 'forum post');
+    await eventually(
+      async () => (await h.app.store.listByUser(member)).some((j) => j.galleryPost !== undefined),
+      10_000,
+      'the post recorded',
+    );
+    const ask = await h.fake
+      .sendCommand({ name: 'privacy', subcommand: 'delete', userId: member })
+      .message(10_000);
+    const confirm = (
+      ask.data['components'] as unknown as { components: { label?: string; custom_id?: string }[] }[]
+    )
+      .flatMap((row) => row.components)
+      .find((b) => b.label?.startsWith('Confirm'));
+    const done = await h.fake
+      .sendButton({ customId: confirm?.custom_id ?? '', messageId: ask.id, userId: member })
+      .waitForMessage((m) => m.content.startsWith('Deleted:'), 20_000);
+    expect(done.content).toContain('1 gallery post');
+    expect(h.fake.thread(post.id)?.deleted).toBe(true);
+    const others = h.fake.forumPosts(forum.id).filter((p) => p.id !== post.id);
+    expect(others.every((p) => !p.deleted)).toBe(true);
+  });
+});
+
+describe('gallery: result links to private addresses', () => {
+  // The service's origin (MEDIA_API_URL) is trusted; its files are linked from another
+  // origin on a loopback address, as a misbehaving or compromised service could.
+  const start = (emulator: Emulator, allow?: string) =>
+    startHarness({
+      webhooks: true,
+      fake: { guild: { channels: [{ name: 'general' }, { name: 'gallery' }] } },
+      reuse: { emulator },
+      env: {
+        MEDIA_API_URL: emulator.url.replace('//127.0.0.1:', '//localhost:'),
+        ...(allow !== undefined ? { OUTBOUND_ALLOW: allow } : {}),
+      },
+    });
+
+  it('refused and linked with the reason unless OUTBOUND_ALLOW trusts the address', async () => {
+    for (const allow of [undefined, '127.0.0.1/32']) {
+      const emulator = await startEmulator({ scenario: { stepMs: 40 } });
+      const h = await start(emulator, allow);
+      try {
+        const admin = h.fake.addUser({ username: 'admin', permissions: String((1n << 5n) | (1n << 11n)) });
+        const galleryId = h.fake.channelIdByName('gallery');
+        await h.fake
+          .sendCommand({
+            name: 'settings',
+            subcommand: 'set',
+            userId: admin,
+            options: { gallery: galleryId },
+          })
+          .message(10_000);
+        await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+        const post = await eventually(() => h.fake.channelMessages(galleryId)[0], 15_000, 'gallery post');
+        const urls = latestUpscaleUrls(h);
+        expect(urls[0]).toMatch(/^http:\/\/127\.0\.0\.1:/);
+        const attachments = post.data['attachments'] as unknown as Attachment[];
+        if (allow === undefined) {
+          expect(attachments).toEqual([]);
+          for (const url of urls)
+            expect(text(post)).toContain(
+              `${url} (refused: the link points to a non-public address (loopback))`,
+            );
+        } else {
+          expect(attachments.map((a) => a.filename)).toEqual(names(urls));
+        }
+        h.fake.assertNoViolations();
+      } finally {
+        await h.close();
+        await emulator.close();
+      }
     }
   });
 });

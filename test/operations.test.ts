@@ -16,7 +16,7 @@ import { parseNextStepId } from '../src/services/discord/custom-ids.js';
 import { renderJob } from '../src/services/discord/render.js';
 import { normalizeTaskResult } from '../src/services/media/schemas.js';
 import { OPERATIONS, type Operation, type TaskOutputs } from '../src/services/media/types.js';
-import { NEXT_STEP_TARGETS, checkParams, operations } from '../src/services/operations/index.js';
+import { NEXT_STEP_TARGETS, checkParams, operations, resultFiles } from '../src/services/operations/index.js';
 import type { OperationModule, ParamsOf } from '../src/services/operations/types.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { finishedResult, upscaleResult } from './emulator/results.js';
@@ -269,6 +269,27 @@ describe('extend-song: options → body → result → render → next steps', (
       songId: 's-2',
     });
     expect(m.continueFrom?.({ ...job, taskId: 'task-song' }, { songIndex: 5 })).toHaveProperty('cannot');
+  });
+
+  // Regression: the gallery kept the two audio files and the top-level video only; the
+  // covers and each song's video (links that expire) were lost.
+  it('the gallery keeps every file: both audio files, both covers, each song’s video, the top-level video', () => {
+    const { result } = normalizeTaskResult(
+      'song',
+      finishedResult('song', { baseUrl: BASE, taskId: 'task-song', songIds: ['s-1', 's-2'] }),
+    );
+    expect(resultFiles(result.outputs)).toEqual(
+      ['1.wav', '2.wav', '1.png', '2.png', '1.mp4', '2.mp4']
+        .map((f) => `${BASE}/files/task-song-${f}`)
+        .concat(`${BASE}/files/task-song.mp4`),
+    );
+    // A link the service repeats (the top-level video is song 1's) is kept once; missing ones are skipped.
+    const repeated: TaskOutputs = {
+      kind: 'song',
+      songs: [{ songId: 'a', audioUrl: `${BASE}/a.wav`, videoUrl: `${BASE}/a.mp4` }, { songId: 'b' }],
+      videoUrl: `${BASE}/a.mp4`,
+    };
+    expect(resultFiles(repeated)).toEqual([`${BASE}/a.wav`, `${BASE}/a.mp4`]);
   });
 });
 

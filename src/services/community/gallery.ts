@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes } from '../shared/format.js';
-import { DiscordAPIError, type REST } from '@discordjs/rest';
+import { DiscordAPIError, type RawFile, type REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
-import { request } from 'undici';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
-import { renderGalleryPost } from '../discord/render.js';
+import { renderGalleryPost, threadName } from '../discord/render.js';
+import type { AllowList } from '../net/address-policy.js';
+import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-budget.js';
+import { SafeDownloadError, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
 import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/channel-budget.js';
@@ -15,24 +17,32 @@ import type { ChannelBudget } from '../discord/channel-budget.js';
 /**
  * The gallery: every finished upscale, song and video job posted once to the
  * server's gallery channel, its result files re-hosted as Discord attachments so
- * they outlive the service's links. Downloads are streamed with a timeout and cut
- * at the guild's upload limit; a file that does not fit or fails is linked
- * instead. Nothing here ever fails the job: errors are recorded for /settings show.
+ * they outlive the service's links. A text or announcement channel gets a message; a
+ * forum or media channel a post of its own (a thread named after the job, tagged with
+ * its operation). Files come through the SSRF-safe downloader (public addresses or
+ * OUTBOUND_ALLOW), each cut at the guild's upload limit, and are held within one memory
+ * budget shared by every post of the process; a file that does not fit or fails is
+ * linked instead, with why. Nothing here ever fails the job: errors are recorded for
+ * /settings show.
  */
 
 const MAX_FILES = 10;
 const MIB = 1024 * 1024;
+/** Memory all gallery posts of a process may hold in downloaded files at once. */
+export const GALLERY_MEMORY_BYTES = 256 * MIB;
 /** Discord's per-file upload limit by boost tier. */
 export const uploadLimitForTier = (tier: number): number =>
   tier >= 3 ? 100 * MIB : tier === 2 ? 50 * MIB : 10 * MIB;
 /** Posted-marks live as long as a job record can. */
 const POSTED_TTL_MS = 45 * 86_400_000;
+/** Longest wait for room in the memory budget before a post's files are linked instead. */
+const MEMORY_WAIT_MS = 2 * 60_000;
 /**
- * How long a claim to post lasts while the files download: longer than ten downloads of
- * at most 30 s each. An instance that died holding it leaves a claim that lapses, and the
- * job's next owner posts.
+ * How long a claim to post lasts while the files download: longer than the wait for
+ * memory plus ten downloads of at most 30 s each. An instance that died holding it leaves
+ * a claim that lapses, and the job's next owner posts.
  */
-const POSTING_LEASE_MS = 6 * 60_000;
+const POSTING_LEASE_MS = 8 * 60_000;
 /**
  * The claim once the files are in hand, set just before the upload: longer than the
  * upload takes (a minute at most waiting for the channel's budget, then REST's 15 s
@@ -58,50 +68,13 @@ const markSchema = z.object({
 type Mark = z.infer<typeof markSchema>;
 type Claim = { kind: 'claimed'; token: string } | { kind: 'done' } | { kind: 'busy'; until: number };
 const TIER_CACHE_MS = 3_600_000;
+/** A channel's type and tags change rarely: read again after this long. */
+const CHANNEL_CACHE_MS = 10 * 60_000;
 
-export type Download = { ok: true; bytes: Buffer; contentType?: string } | { ok: false; reason: string };
-
-/** GET `url` streamed, abandoned past `maxBytes` or `timeoutMs`; never buffers more than `maxBytes`. */
-async function downloadCapped(url: string, maxBytes: number, timeoutMs: number): Promise<Download> {
-  const signal = AbortSignal.timeout(timeoutMs);
-  try {
-    const res = await request(url, { method: 'GET', signal });
-    if (res.statusCode !== 200) {
-      await res.body.dump().catch(() => undefined);
-      return { ok: false, reason: `download failed (HTTP ${res.statusCode})` };
-    }
-    const declared = Number(res.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      await res.body.dump().catch(() => undefined);
-      return { ok: false, reason: `over the ${formatBytes(maxBytes)} upload limit` };
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      const buf = chunk as Buffer;
-      size += buf.length;
-      if (size > maxBytes) {
-        res.body.destroy();
-        return { ok: false, reason: `over the ${formatBytes(maxBytes)} upload limit` };
-      }
-      chunks.push(buf);
-    }
-    const type = res.headers['content-type'];
-    return {
-      ok: true,
-      bytes: Buffer.concat(chunks, size),
-      ...(typeof type === 'string' ? { contentType: type } : {}),
-    };
-  } catch (err) {
-    const reason = signal.aborted
-      ? `download timed out after ${Math.round(timeoutMs / 1000)} s`
-      : 'download failed';
-    return {
-      ok: false,
-      reason: err instanceof Error && !signal.aborted ? `${reason} (${err.message})` : reason,
-    };
-  }
-}
+/** Discord's forum (15) and media (16) channels: each job is a post (a thread) of its own. */
+const POST_CHANNEL_TYPES = new Set([15, 16]);
+/** AutoMod refused the message (200000) or the title (200001). */
+const AUTOMOD_CODES = new Set([200000, 200001]);
 
 function fileName(url: string, index: number): string {
   try {
@@ -115,8 +88,97 @@ function fileName(url: string, index: number): string {
   }
 }
 
+/** A post title without the job's text: the command and the job id's first characters. */
+export function neutralPostName(job: Pick<JobRecord, 'id' | 'operation'>): string {
+  return `${operations[job.operation].command} · ${job.id.slice(0, 8)}`;
+}
+
+/** A forum post's title: like the job's thread, or neutral when AutoMod refused the job's text. */
+export function galleryPostName(
+  job: Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>,
+): string {
+  return job.textWithheld === true ? neutralPostName(job) : threadName(job);
+}
+
 const guildSchema = z.object({ premium_tier: z.number().int().min(0).max(3) });
 const postedSchema = z.object({ id: z.string(), channel_id: z.string() });
+const threadPostedSchema = z.object({ id: z.string(), message: z.object({ id: z.string() }).nullish() });
+const channelSchema = z.object({
+  type: z.number().int(),
+  available_tags: z.array(z.object({ id: z.string(), name: z.string() })).nullish(),
+});
+
+type ChannelKind = { kind: 'posts'; tags: { id: string; name: string }[] } | { kind: 'messages' };
+
+/** The tag of a forum or media channel named after the job's operation (or its command), any case. */
+export function tagFor(
+  tags: readonly { id: string; name: string }[],
+  operation: JobRecord['operation'],
+): string | undefined {
+  const names = [operation, operations[operation].command].map((n) => n.toLowerCase());
+  for (const name of names) {
+    const tag = tags.find((t) => t.name.trim().toLowerCase() === name);
+    if (tag) return tag.id;
+  }
+  return undefined;
+}
+
+type Gathered = {
+  files: RawFile[];
+  linked: { url: string; reason: string }[];
+  /** Gives the files' memory back. */
+  release: () => void;
+};
+
+/** Why a file was linked instead of attached, short and fit for the post (never its URL). */
+function downloadReason(err: unknown, uploadLimit: number, cap: number): string {
+  if (err instanceof SafeDownloadError) {
+    switch (err.kind) {
+      case 'too_large':
+        return cap >= uploadLimit
+          ? `over the ${formatBytes(uploadLimit)} upload limit`
+          : `over the ${formatBytes(cap)} of memory left for this post`;
+      case 'http':
+        return `download failed (HTTP ${err.detail.status ?? '?'})`;
+      case 'timeout':
+        return `download ${err.message}`;
+      case 'blocked_address':
+      case 'scheme':
+      case 'credentials':
+      case 'invalid_url':
+        return `refused: ${err.message}`;
+      default:
+        return err.message;
+    }
+  }
+  return 'download failed';
+}
+
+/** A downloaded body in one buffer: its declared size allocated once, else the chunks joined. */
+async function readBody(res: SafeResponse): Promise<Buffer> {
+  if (res.contentLength === undefined) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+      chunks.push(buf);
+      size += buf.length;
+    }
+    return Buffer.concat(chunks, size);
+  }
+  const out = Buffer.allocUnsafe(res.contentLength);
+  let at = 0;
+  for await (const chunk of res.body) {
+    // A body longer than declared: the downloader's cap (≤ what was reserved) still holds.
+    if (at + chunk.byteLength > out.length) {
+      res.abort();
+      throw new SafeDownloadError('network', 'the download failed (longer than declared)');
+    }
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out.subarray(0, at);
+}
 
 /** What became of a job's gallery post when it was taken down. */
 export type TakeDown = { kind: 'deleted' } | { kind: 'none' } | { kind: 'failed'; reason: string };
@@ -126,6 +188,7 @@ const GONE_CODES = new Set([10003, 10008]);
 
 export class GalleryPoster {
   readonly #tiers = new Map<string, { tier: number; at: number }>();
+  readonly #channels = new Map<string, { kind: ChannelKind; at: number }>();
 
   constructor(
     private readonly deps: {
@@ -136,7 +199,14 @@ export class GalleryPoster {
       kv: LockingKeyValueStore;
       logger: Logger;
       now: () => number;
+      /** The SSRF-safe downloader the process shares, and what OUTBOUND_ALLOW trusts. */
+      downloader: SafeDownloader;
+      allow: AllowList;
+      /** Memory for files waiting for their upload, one budget for every post of the process. */
+      memory: ByteBudget;
       downloadTimeoutMs?: number;
+      /** Longest wait for room in `memory` (default 2 min); then the post links its files. */
+      memoryWaitMs?: number;
       /**
        * Several instances: the channel budget they share (a gallery post uses the same
        * per-channel bucket as message edits), so posts from several instances cause no 429.
@@ -180,6 +250,95 @@ export class GalleryPoster {
       this.deps.logger.debug({ err, guildId }, 'guild upload limit unknown; using 10 MiB');
       return uploadLimitForTier(0);
     }
+  }
+
+  /**
+   * Whether the gallery takes posts (forum, media) or messages, and its tags (cached for a
+   * while). Unknown (Discord unreachable, or an answer that is not a channel): messages,
+   * whose post then fails or succeeds on its own.
+   */
+  private async channelKind(channelId: string): Promise<ChannelKind> {
+    const now = this.deps.now();
+    const cached = this.#channels.get(channelId);
+    if (cached && now - cached.at < CHANNEL_CACHE_MS) return cached.kind;
+    try {
+      const channel = channelSchema.parse(await this.deps.rest.get(Routes.channel(channelId)));
+      const kind: ChannelKind = POST_CHANNEL_TYPES.has(channel.type)
+        ? { kind: 'posts', tags: channel.available_tags ?? [] }
+        : { kind: 'messages' };
+      this.#channels.set(channelId, { kind, at: now });
+      return kind;
+    } catch (err) {
+      this.deps.logger.debug({ err, channelId }, 'gallery channel type unknown; posting a message');
+      return { kind: 'messages' };
+    }
+  }
+
+  /**
+   * Downloads the files, at most MAX_FILES, each within the upload limit, all of them
+   * within one reservation of the shared memory budget (one per post, so two posts never
+   * wait on each other while holding memory). The reservation starts at a full upload
+   * limit per file (or the whole budget) and shrinks after each file to what was read
+   * plus a limit per file still to come, so other posts get the rest at once.
+   */
+  private async gather(urls: string[], limit: number): Promise<Gathered> {
+    const timeoutMs = this.deps.downloadTimeoutMs ?? 30_000;
+    const files: RawFile[] = [];
+    const linked: { url: string; reason: string }[] = [];
+    const wanted = urls.slice(0, MAX_FILES);
+    for (const url of urls.slice(MAX_FILES))
+      linked.push({ url, reason: `Discord takes ${MAX_FILES} files a message` });
+    if (wanted.length === 0) return { files, linked, release: () => undefined };
+    const memory = this.deps.memory;
+    let reservation: Reservation;
+    try {
+      reservation = await memory.reserve(Math.min(memory.capacity, wanted.length * limit), {
+        timeoutMs: this.deps.memoryWaitMs ?? MEMORY_WAIT_MS,
+      });
+    } catch (err) {
+      const reason =
+        err instanceof ByteBudgetError && err.kind === 'timeout'
+          ? 'the bot’s memory for gallery files stayed busy'
+          : 'no memory for gallery files';
+      this.deps.logger.warn({ err, files: wanted.length }, 'gallery files linked: no memory free');
+      return {
+        files,
+        linked: [...wanted.map((url) => ({ url, reason })), ...linked],
+        release: () => undefined,
+      };
+    }
+    const failed: { url: string; reason: string }[] = [];
+    let used = 0;
+    try {
+      for (const [i, url] of wanted.entries()) {
+        const cap = Math.min(limit, reservation.bytes - used);
+        if (cap <= 0) {
+          failed.push({ url, reason: 'no memory left for it in this post' });
+          continue;
+        }
+        try {
+          const res = await this.deps.downloader.download(url, {
+            maxBytes: cap,
+            timeoutMs,
+            allow: this.deps.allow,
+          });
+          const data = await readBody(res);
+          used += data.length;
+          files.push({
+            name: fileName(url, i),
+            data,
+            ...(res.contentType !== undefined ? { contentType: res.contentType } : {}),
+          });
+        } catch (err) {
+          failed.push({ url, reason: downloadReason(err, limit, cap) });
+        }
+        reservation.shrink(used + (wanted.length - i - 1) * limit);
+      }
+    } catch (err) {
+      reservation.release();
+      throw err;
+    }
+    return { files, linked: [...failed, ...linked], release: () => reservation.release() };
   }
 
   private markKey(jobId: string): string {
@@ -252,45 +411,77 @@ export class GalleryPoster {
 
     const limit = await this.uploadLimit(guildId);
     const urls = resultFiles(job.result);
-    const files: { name: string; data: Buffer; contentType?: string }[] = [];
-    const linked: { url: string; reason: string }[] = [];
-    // One at a time: at most one file (≤ the upload limit) is being read at once.
-    for (const [i, url] of urls.entries()) {
-      if (files.length >= MAX_FILES) {
-        linked.push({ url, reason: `Discord takes ${MAX_FILES} files a message` });
-        continue;
-      }
-      const d = await downloadCapped(url, limit, this.deps.downloadTimeoutMs ?? 30_000);
-      if (d.ok)
-        files.push({
-          name: fileName(url, i),
-          data: d.bytes,
-          ...(d.contentType ? { contentType: d.contentType } : {}),
-        });
-      else linked.push({ url, reason: d.reason });
-    }
-    const once = oncePerJob('gallery', job.id);
-    const send = (attach: typeof files, links: typeof linked) =>
-      this.withBudget(gallery, async () =>
-        postedSchema.parse(
-          await this.deps.rest.post(Routes.channelMessages(gallery), {
-            body: {
-              ...renderGalleryPost(
-                job,
-                attach.map((f) => ({ filename: f.name })),
-                links,
-              ),
-              ...once,
-            },
-            files: attach,
-          }),
-        ),
-      );
-    // Downloads took a while: post only if the claim is still ours (a paused instance whose
-    // claim lapsed and was taken leaves the post to the taker).
-    if (!(await this.renewClaim(job.id, token))) return 'skipped';
+    const where = await this.channelKind(gallery);
+    const { files, linked, release } = await this.gather(urls, limit);
     try {
-      let posted: z.infer<typeof postedSchema>;
+      // Downloads took a while: post only if the claim is still ours (a paused instance whose
+      // claim lapsed and was taken leaves the post to the taker).
+      if (!(await this.renewClaim(job.id, token))) return 'skipped';
+      return await this.publish(job, guildId, gallery, where, files, linked, urls);
+    } finally {
+      release();
+    }
+  }
+
+  /** Sends the post (a message, or a forum/media post), records it; errors are recorded, never thrown. */
+  private async publish(
+    job: JobRecord,
+    guildId: string,
+    gallery: string,
+    where: ChannelKind,
+    files: RawFile[],
+    linked: { url: string; reason: string }[],
+    urls: string[],
+  ): Promise<'posted' | 'failed'> {
+    const message = (attach: RawFile[], links: typeof linked) =>
+      renderGalleryPost(
+        job,
+        attach.map((f) => ({ filename: f.name })),
+        links,
+      );
+    const send = async (attach: RawFile[], links: typeof linked): Promise<GalleryPostRef> => {
+      if (where.kind === 'messages') {
+        const posted = await this.withBudget(gallery, async () =>
+          postedSchema.parse(
+            await this.deps.rest.post(Routes.channelMessages(gallery), {
+              body: { ...message(attach, links), ...oncePerJob('gallery', job.id) },
+              files: attach,
+            }),
+          ),
+        );
+        return { channelId: posted.channel_id, messageId: posted.id };
+      }
+      const tag = tagFor(where.tags, job.operation);
+      const create = (name: string) =>
+        this.withBudget(gallery, async () =>
+          threadPostedSchema.parse(
+            await this.deps.rest.post(Routes.threads(gallery), {
+              body: {
+                name,
+                message: message(attach, links),
+                ...(tag !== undefined ? { applied_tags: [tag] } : {}),
+              },
+              files: attach,
+            }),
+          ),
+        );
+      const name = galleryPostName(job);
+      let thread: z.infer<typeof threadPostedSchema>;
+      try {
+        thread = await create(name);
+      } catch (err) {
+        // AutoMod refused the title made from the job's words: once more with a neutral one.
+        const neutral = neutralPostName(job);
+        if (!(err instanceof DiscordAPIError && AUTOMOD_CODES.has(Number(err.code))) || name === neutral)
+          throw err;
+        this.deps.logger.info({ jobId: job.id, code: err.code }, 'gallery post title refused by AutoMod');
+        thread = await create(neutral);
+      }
+      // A post's starter message has the thread's id.
+      return { channelId: gallery, messageId: thread.message?.id ?? thread.id, threadId: thread.id };
+    };
+    try {
+      let posted: GalleryPostRef;
       try {
         posted = await send(files, linked);
       } catch (err) {
@@ -300,13 +491,19 @@ export class GalleryPoster {
       }
       await this.markPosted(job.id);
       await this.deps
-        .recordPost(job.id, { channelId: posted.channel_id, messageId: posted.id })
+        .recordPost(job.id, posted)
         .catch((err: unknown) =>
           this.deps.logger.warn({ err, jobId: job.id }, 'could not record the gallery post'),
         );
       await this.deps.settings.clearGalleryError(guildId);
       this.deps.logger.info(
-        { jobId: job.id, guildId, files: files.length, linked: linked.length },
+        {
+          jobId: job.id,
+          guildId,
+          files: files.length,
+          linked: linked.length,
+          ...(posted.threadId !== undefined ? { threadId: posted.threadId } : {}),
+        },
         'posted to the gallery',
       );
       return 'posted';

@@ -154,9 +154,17 @@ export const songOperation: OperationModule<'song'> = {
       ? { kind: 'song', songs: b.songs.map(songOf), ...(b.video_url ? { videoUrl: b.video_url } : {}) }
       : undefined,
   inGallery: true,
+  // Every file of the result (the service's links expire): the audio files, the covers, each
+  // song's video, the top-level video; a link given twice is kept once.
   files: (out) => [
-    ...out.songs.flatMap((s) => (s.audioUrl ? [s.audioUrl] : [])),
-    ...(out.videoUrl ? [out.videoUrl] : []),
+    ...new Set(
+      [
+        ...out.songs.map((s) => s.audioUrl),
+        ...out.songs.map((s) => s.imageUrl),
+        ...out.songs.map((s) => s.videoUrl),
+        out.videoUrl,
+      ].filter((u): u is string => u !== undefined && u !== ''),
+    ),
   ],
   // "Extend song N": the parent task and its N-th song (a new song: its own length, so no continue_at).
   continueFrom(parent, input) {
