@@ -22,7 +22,8 @@ import { spawnBot, type BotProcess } from '../bench/common.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually } from './helpers/harness.js';
-import { HAS_REDIS_SERVER, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './helpers/round-robin-proxy.js';
 
 const JOBS = 100;
@@ -100,10 +101,9 @@ function polls(bot: BotProcess): Map<string, [number, number][]> {
   return out;
 }
 
-describe
-  .skipIf(!HAS_REDIS_SERVER)
-  .each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gateway' | 'http')[])(
+describe.each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gateway' | 'http')[])(
   'three instances on one Redis, %s interactions',
+  needs('redisServer'),
   (mode) => {
     let redis: PrivateRedis;
     let fake: FakeDiscord;
