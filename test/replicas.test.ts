@@ -19,6 +19,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnBot, type BotProcess } from '../bench/common.js';
+import { commands } from '../src/commands/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually } from './helpers/harness.js';
@@ -179,7 +180,7 @@ describe.each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gat
         60_000,
         'bot-0 ready (gateway mode: holding the gateway)',
       );
-      await eventually(() => fake.guildCommands().length === 6, 30_000, 'commands registered');
+      await eventually(() => fake.guildCommands().length === commands.length, 30_000, 'commands registered');
       const others = [await start(1), await start(2)];
       for (const b of others) {
         await eventually(async () => (await readyz(b))?.ok === true, 60_000, 'instance ready');
