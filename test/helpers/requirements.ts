@@ -31,7 +31,11 @@ export function capabilities(): Capabilities {
 
 /** Options for describe/it: skipped, with the reason, unless every capability named is there. */
 export function needs(...wanted: Capability[]): TestOptions {
-  const caps = capabilities();
+  return skipOptions(capabilities(), wanted);
+}
+
+/** needs() against given capabilities. */
+export function skipOptions(caps: Capabilities, wanted: Capability[]): TestOptions {
   const reasons = wanted.flatMap((c) => {
     const d = caps[c];
     return d.ok ? [] : [d.reason];
