@@ -7,6 +7,11 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Integration suites start servers on ephemeral ports; files run in parallel forks.
     pool: 'forks',
-    reporters: ['default'],
+    // Detects Redis, redis-server, Chromium and nginx once; suites skip through needs() (test/helpers/requirements.ts).
+    globalSetup: ['test/global-setup.ts'],
+    // Compile-time tests (*.test-d.ts): tsc checks them as part of `npm test`; a type error fails the run.
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
+    // A command-line --reporter replaces these: .ci/run names the skip reporter again.
+    reporters: ['default', './test/helpers/skip-reporter.ts'],
   },
 });

@@ -14,7 +14,8 @@ import { pino } from 'pino';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
-import { HAS_REDIS_SERVER, privateRedis } from '../test/helpers/private-redis.js';
+import { redisServerInstalled } from '../test/helpers/detect.js';
+import { privateRedis } from '../test/helpers/private-redis.js';
 import { openBackend } from '../src/services/store/backend.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { buildBot, mib, spawnBot, vmOf, type BotProcess } from './common.js';
@@ -152,7 +153,7 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
 }
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {
-  if (!HAS_REDIS_SERVER) return [{ scenario: 'bot RSS', skipped: 'redis-server not installed' }];
+  if (!redisServerInstalled()) return [{ scenario: 'bot RSS', skipped: 'redis-server not installed' }];
   if (!TSX) buildBot();
   const how = TSX ? 'node --import tsx src/main.ts' : 'node dist/src/main.js';
   return [

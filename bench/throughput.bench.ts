@@ -23,7 +23,8 @@ import { pino } from 'pino';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
-import { HAS_REDIS_SERVER, privateRedis } from '../test/helpers/private-redis.js';
+import { redisServerInstalled } from '../test/helpers/detect.js';
+import { privateRedis } from '../test/helpers/private-redis.js';
 import { createStores } from '../src/services/store/index.js';
 import {
   buildBot,
@@ -82,7 +83,8 @@ function gcSince(before: GcTotals, after: GcTotals): GcTotals {
 const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
 
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
-  if (!HAS_REDIS_SERVER) return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
+  if (!redisServerInstalled())
+    return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
   buildBot();
   const redis = await privateRedis();
   await redis.start();

@@ -21,15 +21,13 @@ import { spawnBot, type BotProcess } from '../bench/common.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually } from './helpers/harness.js';
-import { HAS_REDIS_SERVER, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './helpers/round-robin-proxy.js';
 
 const run = promisify(execFile);
 
-if (!HAS_REDIS_SERVER)
-  console.warn('[cluster-faults] redis-server / redis-cli not found on PATH: these tests are SKIPPED');
-
-describe.skipIf(!HAS_REDIS_SERVER)('several instances when Redis or an instance misbehaves', () => {
+describe('several instances when Redis or an instance misbehaves', needs('redisServer'), () => {
   let redis: PrivateRedis;
   let fake: FakeDiscord;
   let emulator: Emulator;

@@ -7,11 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConsentStore } from '../src/services/privacy/consent-store.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { REDIS_URL } from './helpers/harness.js';
-import { redisAnswers } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const logger = pino({ level: 'silent' });
-const REDIS_UP = await redisAnswers(REDIS_URL);
-if (!REDIS_UP) console.warn(`[consent-store] nothing answers at ${REDIS_URL}: the Redis runs are SKIPPED`);
 
 const hash = (): string => randomBytes(32).toString('hex');
 
@@ -35,13 +33,9 @@ async function stores(backend: 'sqlite' | 'redis', namespace: string): Promise<S
   return s;
 }
 
-describe.each([
-  ['sqlite', true],
-  ['redis', REDIS_UP],
-] as const)('ConsentStore on %s', (backend, available) => {
-  it.skipIf(!available)(
-    'records, lists only the member’s own records, expires them, minimizes and deletes',
-    async () => {
+for (const backend of ['sqlite', 'redis'] as const)
+  describe(`ConsentStore on ${backend}`, backend === 'redis' ? needs('redis') : {}, () => {
+    it('records, lists only the member’s own records, expires them, minimizes and deletes', async () => {
       const ns = `consent${randomBytes(4).toString('hex')}`;
       const { kv } = await stores(backend, ns);
       let now = 1_700_000_000_000;
@@ -103,31 +97,30 @@ describe.each([
       expect(await store.deleteForMember('111')).toBe(1);
       expect(await store.listByMember('111')).toEqual([]);
       expect(await store.listByMember('222')).toHaveLength(1);
-    },
-  );
+    });
 
-  it.skipIf(!available)('records written at once by two store instances are all kept', async () => {
-    const ns = `consent${randomBytes(4).toString('hex')}`;
-    const first = await stores(backend, ns);
-    // Redis: a second instance on the same namespace; SQLite serves one process (its file lock), so the same store.
-    const second = backend === 'redis' ? await stores(backend, ns) : first;
-    const one = new ConsentStore({ kv: first.kv, retentionMs: 60_000 });
-    const two = new ConsentStore({ kv: second.kv, retentionMs: 60_000 });
-    const written = await Promise.all(
-      Array.from({ length: 12 }, (_, i) =>
-        (i % 2 === 0 ? one : two).record({
-          userId: '444',
-          jobId: `job-${i}`,
-          wording: 'consent-v1',
-          sha256: [hash()],
-        }),
-      ),
-    );
-    const listed = await one.listByMember('444');
-    expect(listed.map((r) => r.id).sort()).toEqual(written.map((r) => r.id).sort());
-  });
+    it('records written at once by two store instances are all kept', async () => {
+      const ns = `consent${randomBytes(4).toString('hex')}`;
+      const first = await stores(backend, ns);
+      // Redis: a second instance on the same namespace; SQLite serves one process (its file lock), so the same store.
+      const second = backend === 'redis' ? await stores(backend, ns) : first;
+      const one = new ConsentStore({ kv: first.kv, retentionMs: 60_000 });
+      const two = new ConsentStore({ kv: second.kv, retentionMs: 60_000 });
+      const written = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          (i % 2 === 0 ? one : two).record({
+            userId: '444',
+            jobId: `job-${i}`,
+            wording: 'consent-v1',
+            sha256: [hash()],
+          }),
+        ),
+      );
+      const listed = await one.listByMember('444');
+      expect(listed.map((r) => r.id).sort()).toEqual(written.map((r) => r.id).sort());
+    });
 
-  it('refuses a non-positive retention', () => {
-    expect(() => new ConsentStore({ kv: {} as never, retentionMs: 0 })).toThrow(RangeError);
+    it('refuses a non-positive retention', () => {
+      expect(() => new ConsentStore({ kv: {} as never, retentionMs: 0 })).toThrow(RangeError);
+    });
   });
-});

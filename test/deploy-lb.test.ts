@@ -8,7 +8,7 @@
  * bytes), headers kept, X-Forwarded-For is the sender, requests spread round
  * robin, a dead replica is skipped, per-instance routes are not exposed, and the
  * body limit. Plus the compose file and the config agree with each other and
- * with the bot's defaults. Skipped where nginx is not installed, except in CI (.ci/run installs it).
+ * with the bot's defaults. Skipped where nginx is not installed (CI installs it and skips nothing).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -18,11 +18,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './helpers/harness.js';
+import { foundAt, needs } from './helpers/requirements.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find(
-  (p) => spawnSync(p, ['-v'], { stdio: 'ignore' }).status === 0,
-);
 
 interface Seen {
   upstream: number;
@@ -64,156 +62,152 @@ describe('deploy: compose file and load balancer config agree', () => {
   });
 });
 
-// CI installs nginx (.ci/run): there a missing one fails rather than skips.
-describe.skipIf(!NGINX && process.env.CI !== 'true')(
-  'deploy: nginx load balancer in front of three replicas',
-  () => {
-    const seen: Seen[] = [];
-    const upstreams: Server[] = [];
-    const ports: number[] = [];
-    let dir: string;
-    let nginx: ChildProcess | undefined;
-    let lb: string;
+describe('deploy: nginx load balancer in front of three replicas', needs('nginx'), () => {
+  const seen: Seen[] = [];
+  const upstreams: Server[] = [];
+  const ports: number[] = [];
+  let dir: string;
+  let nginx: ChildProcess | undefined;
+  let lb: string;
 
-    beforeAll(async () => {
-      for (let i = 0; i < 3; i++) {
-        const server = createServer((req, res) => {
-          const chunks: Buffer[] = [];
-          req.on('data', (c: Buffer) => chunks.push(c));
-          req.on('end', () => {
-            seen.push({
-              upstream: i,
-              method: req.method ?? '',
-              url: req.url ?? '',
-              headers: req.headers,
-              body: Buffer.concat(chunks),
-            });
-            res.writeHead(202, { 'content-type': 'application/json' });
-            res.end(JSON.stringify({ ok: true, upstream: i }));
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) {
+      const server = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          seen.push({
+            upstream: i,
+            method: req.method ?? '',
+            url: req.url ?? '',
+            headers: req.headers,
+            body: Buffer.concat(chunks),
           });
+          res.writeHead(202, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ ok: true, upstream: i }));
         });
-        upstreams.push(server);
-        ports.push(await listen(server));
-      }
-      dir = await mkdtemp(join(tmpdir(), 'mediabot-nginx-'));
-      const port = await freePort();
-      const original = await readFile(join(ROOT, 'deploy/nginx.conf'), 'utf8');
-      // Only what Docker provides is swapped: its DNS name for the replicas, the paths and port.
-      const conf = original
-        .replace(/server bot:3000 resolve;/, ports.map((p) => `server 127.0.0.1:${p};`).join(' '))
-        .replace(/resolver [^;]*;/, '')
-        .replace(/listen 8080;/, `listen 127.0.0.1:${port};`)
-        .replaceAll('/etc/nginx/bot-proxy.conf', join(ROOT, 'deploy/bot-proxy.conf'))
-        .replace(
-          /http \{/,
-          `http {\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n` +
-            `  fastcgi_temp_path ${dir}/fastcgi;\n  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;`,
-        );
-      expect(conf).not.toBe(original);
-      await writeFile(
-        join(dir, 'nginx.conf'),
-        `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nuser root;\n${conf}`,
-      );
-      const test = spawnSync(NGINX ?? 'nginx', ['-t', '-p', dir, '-c', join(dir, 'nginx.conf')], {
-        encoding: 'utf8',
       });
-      expect(test.status, test.stderr).toBe(0);
-      nginx = spawn(NGINX ?? 'nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      lb = `http://127.0.0.1:${port}`;
-      await eventually(
-        async () => (await fetch(`${lb}/healthz`).catch(() => undefined))?.status === 202,
-        10_000,
-        'nginx up',
+      upstreams.push(server);
+      ports.push(await listen(server));
+    }
+    dir = await mkdtemp(join(tmpdir(), 'mediabot-nginx-'));
+    const port = await freePort();
+    const original = await readFile(join(ROOT, 'deploy/nginx.conf'), 'utf8');
+    // Only what Docker provides is swapped: its DNS name for the replicas, the paths and port.
+    const conf = original
+      .replace(/server bot:3000 resolve;/, ports.map((p) => `server 127.0.0.1:${p};`).join(' '))
+      .replace(/resolver [^;]*;/, '')
+      .replace(/listen 8080;/, `listen 127.0.0.1:${port};`)
+      .replaceAll('/etc/nginx/bot-proxy.conf', join(ROOT, 'deploy/bot-proxy.conf'))
+      .replace(
+        /http \{/,
+        `http {\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n` +
+          `  fastcgi_temp_path ${dir}/fastcgi;\n  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;`,
       );
-      seen.length = 0;
+    expect(conf).not.toBe(original);
+    await writeFile(
+      join(dir, 'nginx.conf'),
+      `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nuser root;\n${conf}`,
+    );
+    const test = spawnSync(foundAt('nginx'), ['-t', '-p', dir, '-c', join(dir, 'nginx.conf')], {
+      encoding: 'utf8',
     });
-
-    afterAll(async () => {
-      nginx?.kill('SIGQUIT');
-      await Promise.all(upstreams.map((s) => new Promise((r) => s.close(r))));
-      if (dir) await rm(dir, { recursive: true, force: true });
+    expect(test.status, test.stderr).toBe(0);
+    nginx = spawn(foundAt('nginx'), ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
+    lb = `http://127.0.0.1:${port}`;
+    await eventually(
+      async () => (await fetch(`${lb}/healthz`).catch(() => undefined))?.status === 202,
+      10_000,
+      'nginx up',
+    );
+    seen.length = 0;
+  });
 
-    it('passes a webhook through byte for byte with its secret, the sender in X-Forwarded-For, round robin over the three', async () => {
-      // Not valid UTF-8 and larger than nginx's in-memory body buffer: it must not be re-encoded.
-      const body = Buffer.concat([
-        Buffer.from('{"task_id":"t","x":"'),
-        Buffer.alloc(300_000, 0xe9),
-        Buffer.from('"}'),
-      ]);
-      const first = seen.length;
-      for (let i = 0; i < 6; i++) {
-        const res = await fetch(`${lb}/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-webhook-secret': 's3cret' },
-          body,
-        });
-        expect(res.status).toBe(202);
-      }
-      const got = seen.slice(first);
-      expect(got).toHaveLength(6);
-      for (const s of got) {
-        expect(s.url).toBe('/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10');
-        expect(s.body.equals(body)).toBe(true);
-        expect(s.headers['x-webhook-secret']).toBe('s3cret');
-        expect(s.headers['x-forwarded-for']).toBe('127.0.0.1');
-      }
-      expect([0, 1, 2].map((u) => got.filter((s) => s.upstream === u).length)).toEqual([2, 2, 2]);
-    });
+  afterAll(async () => {
+    nginx?.kill('SIGQUIT');
+    await Promise.all(upstreams.map((s) => new Promise((r) => s.close(r))));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
 
-    it('passes a signed interaction through with its signature headers and exact bytes', async () => {
-      const body = Buffer.from('{"type":1, "id":"1",\n "x":"é"}');
-      const first = seen.length;
-      const res = await fetch(`${lb}/interactions`, {
+  it('passes a webhook through byte for byte with its secret, the sender in X-Forwarded-For, round robin over the three', async () => {
+    // Not valid UTF-8 and larger than nginx's in-memory body buffer: it must not be re-encoded.
+    const body = Buffer.concat([
+      Buffer.from('{"task_id":"t","x":"'),
+      Buffer.alloc(300_000, 0xe9),
+      Buffer.from('"}'),
+    ]);
+    const first = seen.length;
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${lb}/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10`, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-signature-ed25519': 'ab'.repeat(32),
-          'x-signature-timestamp': '1700000000',
-        },
+        headers: { 'content-type': 'application/json', 'x-webhook-secret': 's3cret' },
         body,
       });
       expect(res.status).toBe(202);
-      const s = seen[first];
-      expect(s?.body.equals(body)).toBe(true);
-      expect(s?.headers['x-signature-ed25519']).toBe('ab'.repeat(32));
-      expect(s?.headers['x-signature-timestamp']).toBe('1700000000');
-    });
+    }
+    const got = seen.slice(first);
+    expect(got).toHaveLength(6);
+    for (const s of got) {
+      expect(s.url).toBe('/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10');
+      expect(s.body.equals(body)).toBe(true);
+      expect(s.headers['x-webhook-secret']).toBe('s3cret');
+      expect(s.headers['x-forwarded-for']).toBe('127.0.0.1');
+    }
+    expect([0, 1, 2].map((u) => got.filter((s) => s.upstream === u).length)).toEqual([2, 2, 2]);
+  });
 
-    it('does not expose per-instance routes; bodies over 2 MiB are refused at the door', async () => {
-      const first = seen.length;
-      for (const path of ['/metrics', '/readyz', '/']) {
-        expect((await fetch(`${lb}${path}`)).status, path).toBe(404);
-      }
-      const big = await fetch(`${lb}/webhooks/media/x`, {
+  it('passes a signed interaction through with its signature headers and exact bytes', async () => {
+    const body = Buffer.from('{"type":1, "id":"1",\n "x":"é"}');
+    const first = seen.length;
+    const res = await fetch(`${lb}/interactions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-signature-ed25519': 'ab'.repeat(32),
+        'x-signature-timestamp': '1700000000',
+      },
+      body,
+    });
+    expect(res.status).toBe(202);
+    const s = seen[first];
+    expect(s?.body.equals(body)).toBe(true);
+    expect(s?.headers['x-signature-ed25519']).toBe('ab'.repeat(32));
+    expect(s?.headers['x-signature-timestamp']).toBe('1700000000');
+  });
+
+  it('does not expose per-instance routes; bodies over 2 MiB are refused at the door', async () => {
+    const first = seen.length;
+    for (const path of ['/metrics', '/readyz', '/']) {
+      expect((await fetch(`${lb}${path}`)).status, path).toBe(404);
+    }
+    const big = await fetch(`${lb}/webhooks/media/x`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.alloc(3 * 1024 * 1024, 0x20),
+    });
+    expect(big.status).toBe(413);
+    expect(seen.length).toBe(first);
+  });
+
+  it('a dead replica is skipped: every delivery still reaches a live one', async () => {
+    const dead = upstreams[1];
+    await new Promise((r) => dead?.close(r));
+    const first = seen.length;
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${lb}/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.alloc(3 * 1024 * 1024, 0x20),
+        headers: { 'content-type': 'application/json', 'x-webhook-secret': 's3cret' },
+        body: `{"n":${i}}`,
       });
-      expect(big.status).toBe(413);
-      expect(seen.length).toBe(first);
-    });
-
-    it('a dead replica is skipped: every delivery still reaches a live one', async () => {
-      const dead = upstreams[1];
-      await new Promise((r) => dead?.close(r));
-      const first = seen.length;
-      for (let i = 0; i < 9; i++) {
-        const res = await fetch(`${lb}/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-webhook-secret': 's3cret' },
-          body: `{"n":${i}}`,
-        });
-        expect(res.status).toBe(202);
-      }
-      const got = seen.slice(first);
-      expect(got).toHaveLength(9);
-      expect(got.every((s) => s.upstream !== 1)).toBe(true);
-      expect(got.map((s) => s.body.toString()).sort()).toEqual(
-        Array.from({ length: 9 }, (_, i) => `{"n":${i}}`).sort(),
-      );
-    });
-  },
-);
+      expect(res.status).toBe(202);
+    }
+    const got = seen.slice(first);
+    expect(got).toHaveLength(9);
+    expect(got.every((s) => s.upstream !== 1)).toBe(true);
+    expect(got.map((s) => s.body.toString()).sort()).toEqual(
+      Array.from({ length: 9 }, (_, i) => `{"n":${i}}`).sort(),
+    );
+  });
+});

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './emulator/server.js';
-import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import type { FakeMessage } from './fake-discord/index.js';
-import { redisAnswers } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -250,13 +250,8 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
   });
 });
 
-const REDIS_UP = await redisAnswers(REDIS_URL);
-if (!REDIS_UP) {
-  console.warn(`[e2e-http-interactions] nothing answers at ${REDIS_URL}: the two-instance test is SKIPPED`);
-}
-
 /** Two instances on one Redis behind "a load balancer": either takes any interaction, each runs once. */
-describe.skipIf(!REDIS_UP)('http interactions: two instances sharing Redis', () => {
+describe('http interactions: two instances sharing Redis', needs('redis'), () => {
   let h1: Harness;
   let h2: Harness;
   beforeAll(async () => {

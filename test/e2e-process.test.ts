@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commands } from '../src/commands/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually, freePort } from './helpers/harness.js';
@@ -67,7 +68,7 @@ describe('bot process killed mid-job', () => {
 
   it('delivers the final message after SIGKILL and restart, never leaking secrets in logs', async () => {
     const first = startBot();
-    await eventually(() => fake.guildCommands().length === 6, 30_000, 'commands registered');
+    await eventually(() => fake.guildCommands().length === commands.length, 30_000, 'commands registered');
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 15_000, 'ready');
 
     const cmd = fake.sendCommand({

@@ -10,12 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, percentagesShown, startHarness, type Harness } from './helpers/harness.js';
-import { HAS_REDIS_SERVER as HAS_REDIS, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
-
-if (!HAS_REDIS)
-  console.warn(
-    '[e2e-redis-outage] redis-server / redis-cli not found on PATH: the Redis outage test is SKIPPED',
-  );
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const wire = (m: FakeMessage): string => JSON.stringify(m.data);
 const isFinalSong = (text: string): boolean => text.includes('Extend song 2');
@@ -25,7 +21,7 @@ async function getJson(url: string): Promise<{ status: number; body: Record<stri
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-describe.skipIf(!HAS_REDIS)('Redis outage and recovery, without restarting the bot', () => {
+describe('Redis outage and recovery, without restarting the bot', needs('redisServer'), () => {
   let redis: PrivateRedis;
   /** The test's harness, closed after each test. */
   let current: Harness | undefined;

@@ -6,7 +6,6 @@
  * SIGTERM leave behind.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,10 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlayground, type Playground } from '../playground/server.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { eventually, percentagesShown } from './helpers/harness.js';
+import { foundAt, needs } from './helpers/requirements.js';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-if (!CHROMIUM)
-  console.warn('[playground.browser.test] SKIPPED: no chromium binary (apt-get install chromium)');
 const ROOT = new URL('..', import.meta.url).pathname;
 const ARTIFACTS = new URL('../.ci/artifacts/', import.meta.url).pathname;
 const DOCS = new URL('../docs/', import.meta.url).pathname;
@@ -82,7 +79,7 @@ const cssOf = (l: Locator, prop: string) =>
     prop,
   );
 
-describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () => {
+describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, () => {
   let pg: Playground;
   let browser: Browser;
   let page: Page;
@@ -103,7 +100,7 @@ describe.skipIf(!CHROMIUM)('playground in Chromium', { timeout: 120_000 }, () =>
     await mkdir(ARTIFACTS, { recursive: true });
     pg = await startPlayground({ port: 0, stepMs: [300, 600], failureRate: 0, log: () => undefined });
     browser = await chromium.launch({
-      executablePath: CHROMIUM ?? '',
+      executablePath: foundAt('chromium'),
       headless: true,
       args: [
         '--no-sandbox',

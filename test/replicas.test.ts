@@ -19,10 +19,12 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnBot, type BotProcess } from '../bench/common.js';
+import { commands } from '../src/commands/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually } from './helpers/harness.js';
-import { HAS_REDIS_SERVER, privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './helpers/round-robin-proxy.js';
 
 const JOBS = 100;
@@ -100,10 +102,9 @@ function polls(bot: BotProcess): Map<string, [number, number][]> {
   return out;
 }
 
-describe
-  .skipIf(!HAS_REDIS_SERVER)
-  .each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gateway' | 'http')[])(
+describe.each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gateway' | 'http')[])(
   'three instances on one Redis, %s interactions',
+  needs('redisServer'),
   (mode) => {
     let redis: PrivateRedis;
     let fake: FakeDiscord;
@@ -179,7 +180,7 @@ describe
         60_000,
         'bot-0 ready (gateway mode: holding the gateway)',
       );
-      await eventually(() => fake.guildCommands().length === 6, 30_000, 'commands registered');
+      await eventually(() => fake.guildCommands().length === commands.length, 30_000, 'commands registered');
       const others = [await start(1), await start(2)];
       for (const b of others) {
         await eventually(async () => (await readyz(b))?.ok === true, 60_000, 'instance ready');

@@ -18,11 +18,9 @@ import type { JobRecord } from '../src/services/store/types.js';
 import { TrainingSessions } from '../src/services/training/sessions.js';
 import { FairUseLedger } from '../src/services/community/fair-use.js';
 import { REDIS_URL } from './helpers/harness.js';
-import { redisAnswers } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const logger = pino({ level: 'silent' });
-const REDIS_UP = await redisAnswers(REDIS_URL);
-if (!REDIS_UP) console.warn(`[retention] nothing answers at ${REDIS_URL}: the Redis runs are SKIPPED`);
 const DAY = 86_400_000;
 
 const dirs: string[] = [];
@@ -66,13 +64,9 @@ function job(id: string, userId: string, at: number): JobRecord {
   };
 }
 
-describe.each([
-  ['sqlite', true],
-  ['redis', REDIS_UP],
-] as const)('retention on %s', (backend, available) => {
-  it.skipIf(!available)(
-    'an ended job goes RETENTION_DAYS after it ended (hourly sweep); younger and open ones stay',
-    async () => {
+for (const backend of ['sqlite', 'redis'] as const)
+  describe(`retention on ${backend}`, backend === 'redis' ? needs('redis') : {}, () => {
+    it('an ended job goes RETENTION_DAYS after it ended (hourly sweep); younger and open ones stay', async () => {
       const stores = await open(backend);
       const t0 = Date.UTC(2026, 0, 1);
       let now = t0;
@@ -107,32 +101,29 @@ describe.each([
       expect((await stores.jobs.get('young'))?.state).toBe('failed');
       expect((await stores.jobs.get('open'))?.state).toBe('queued');
       expect((await stores.jobs.listByUser('u1')).map((j) => j.id).sort()).toEqual(['open', 'young']);
-    },
-  );
-
-  it.skipIf(!available)('a store that is down fails a sweep quietly; the next one catches up', async () => {
-    const stores = await open(backend);
-    let calls = 0;
-    const sweeper = new RetentionSweeper({
-      jobs: {
-        sweepEnded: (before) => {
-          calls++;
-          return calls === 1 ? Promise.reject(new Error('store down')) : stores.jobs.sweepEnded(before);
-        },
-      },
-      retentionMs: DAY,
-      logger,
-      now: () => Date.now(),
     });
-    expect(await sweeper.sweep()).toBe(0);
-    await stores.jobs.create(job('gone', 'u2', 0));
-    await stores.jobs.apply('gone', { state: 'finished', result: { kind: 'upload' }, at: 1 });
-    expect(await sweeper.sweep()).toBe(1);
-  });
 
-  it.skipIf(!available)(
-    'MemberData: sessions exported without photo links and deleted; consent records kept, minimal',
-    async () => {
+    it('a store that is down fails a sweep quietly; the next one catches up', async () => {
+      const stores = await open(backend);
+      let calls = 0;
+      const sweeper = new RetentionSweeper({
+        jobs: {
+          sweepEnded: (before) => {
+            calls++;
+            return calls === 1 ? Promise.reject(new Error('store down')) : stores.jobs.sweepEnded(before);
+          },
+        },
+        retentionMs: DAY,
+        logger,
+        now: () => Date.now(),
+      });
+      expect(await sweeper.sweep()).toBe(0);
+      await stores.jobs.create(job('gone', 'u2', 0));
+      await stores.jobs.apply('gone', { state: 'finished', result: { kind: 'upload' }, at: 1 });
+      expect(await sweeper.sweep()).toBe(1);
+    });
+
+    it('MemberData: sessions exported without photo links and deleted; consent records kept, minimal', async () => {
       const stores = await open(backend);
       const now = () => Date.now();
       const sessions = new TrainingSessions({
@@ -196,6 +187,5 @@ describe.each([
       expect(kept).toMatchObject({ minimized: true, guildId: 'g1', photoCount: 1 });
       expect(kept?.jobId).toBeUndefined();
       expect(kept?.channelId).toBeUndefined();
-    },
-  );
-});
+    });
+  });

@@ -10,11 +10,12 @@ import { productionEnv, productionNodeFlags } from './helpers/production-node-fl
 const read = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
 
 describe('runtime settings (scripts/start.sh)', () => {
+  // What keeps the settings in one place: both go through the launcher (whatever follows it).
   it('npm start and the Docker image both start the bot through the launcher', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
-    expect(pkg.scripts.start).toBe('sh scripts/start.sh --import tsx src/main.ts');
+    expect(pkg.scripts.start).toMatch(/^sh scripts\/start\.sh /);
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
-    expect(JSON.parse(cmd ?? '[]')).toEqual(['sh', 'scripts/start.sh', 'dist/src/main.js']);
+    expect((JSON.parse(cmd ?? '[]') as string[]).slice(0, 2)).toEqual(['sh', 'scripts/start.sh']);
     // The Dockerfile adds no Node flags or malloc settings of its own.
     expect(read('Dockerfile')).not.toMatch(/MALLOC_|--max-semi-space-size|NODE_OPTIONS/);
   });

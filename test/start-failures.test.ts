@@ -14,10 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { freePort, REDIS_URL } from './helpers/harness.js';
 import { holdNewSqliteFile } from './helpers/held-sqlite.js';
-import { HAS_REDIS_SERVER, privateRedis } from './helpers/private-redis.js';
-
-if (!HAS_REDIS_SERVER)
-  console.warn('[start-failures] the maxmemory-policy test is SKIPPED: no redis-server binary on PATH');
+import { privateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -181,18 +179,23 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     expect(r.stdout).not.toMatch(/retrying|registered|HTTP server listening/);
   });
 
-  it.concurrent('Redis refuses the credentials: no waiting, one line without the password', async () => {
-    const url = new URL(REDIS_URL);
-    url.username = 'no-such-user';
-    url.password = 'hunter2-wrong';
-    const r = await startBot({ ...base, REDIS_URL: url.toString(), PORT: String(await freePort()) });
-    const line = expectOneLine(r, /refused the credentials/, /REDIS_URL/);
-    expect(line).not.toContain('hunter2-wrong');
-  });
+  it.concurrent(
+    'Redis refuses the credentials: no waiting, one line without the password',
+    needs('redis'),
+    async () => {
+      const url = new URL(REDIS_URL);
+      url.username = 'no-such-user';
+      url.password = 'hunter2-wrong';
+      const r = await startBot({ ...base, REDIS_URL: url.toString(), PORT: String(await freePort()) });
+      const line = expectOneLine(r, /refused the credentials/, /REDIS_URL/);
+      expect(line).not.toContain('hunter2-wrong');
+    },
+  );
 
   // BullMQ's production rule and ours: an evicted lock, budget or job would lose work or money.
-  it.skipIf(!HAS_REDIS_SERVER).concurrent(
+  it.concurrent(
     'Redis with an evicting maxmemory-policy is refused at once, in one line',
+    needs('redisServer'),
     async () => {
       const redis = await privateRedis({ maxmemoryPolicy: 'allkeys-lru' });
       await redis.start();

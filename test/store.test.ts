@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { HAS_REDIS_SERVER, privateRedis, redisAnswers, type PrivateRedis } from './helpers/private-redis.js';
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { REDIS_URL } from './helpers/detect.js';
+import { needs } from './helpers/requirements.js';
 import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,21 +16,8 @@ import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, mergeJob, type StoreOptions, type Stores } from '../src/services/store/index.js';
 import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
 
-// ---------------------------------------------------------------------------
-// Backend selection: SQLite always; Redis at REDIS_URL (CI), else the local
-// default when it answers, else skipped with a visible message.
-// ---------------------------------------------------------------------------
-
-const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-
-const envRedisUrl = process.env.REDIS_URL?.trim() || undefined;
-const redisUrl = envRedisUrl ?? ((await redisAnswers(DEFAULT_REDIS_URL)) ? DEFAULT_REDIS_URL : undefined);
-const REDIS_SKIP_REASON = 'REDIS_URL is unset and nothing answers on 127.0.0.1:6379';
-if (redisUrl === undefined)
-  console.warn(`[store.test] Redis conformance suite SKIPPED: ${REDIS_SKIP_REASON}`);
-
-const hasRedisServer = HAS_REDIS_SERVER;
-if (!hasRedisServer) console.warn('[store.test] Redis outage test SKIPPED: no redis-server binary on PATH');
+// Backends: SQLite always; the Redis at REDIS_URL (skipped, saying so, when none answers).
+const redisUrl = REDIS_URL;
 
 const RUN_ID = `t${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
 let nsCounter = 0;
@@ -144,542 +133,565 @@ async function expectUnavailableWithin(
 // Conformance suite, run against every available backend
 // ---------------------------------------------------------------------------
 
-interface BackendCase {
-  name: 'sqlite' | 'redis';
-  redisUrl: string | undefined;
-}
+for (const url of [undefined, redisUrl])
+  describe(
+    `JobStore conformance: ${url === undefined ? 'sqlite' : 'redis'}`,
+    url ? needs('redis') : {},
+    () => {
+      const { logger, lines } = captureLogger();
+      let dataDir: string;
+      let stores: Stores;
+      let raw: Backend;
+      const opened: { stores: Stores; raw: Backend }[] = [];
 
-const backends: BackendCase[] = [{ name: 'sqlite', redisUrl: undefined }];
-if (redisUrl !== undefined) backends.push({ name: 'redis', redisUrl });
-else
-  describe.skip(`JobStore conformance: redis — SKIPPED (${REDIS_SKIP_REASON})`, () =>
-    it('skipped', () => {}));
-
-describe.each(backends)('JobStore conformance: $name', ({ redisUrl: url }) => {
-  const { logger, lines } = captureLogger();
-  let dataDir: string;
-  let stores: Stores;
-  let raw: Backend;
-  const opened: { stores: Stores; raw: Backend }[] = [];
-
-  /** A store (and a raw handle on the same namespace) with its own namespace. */
-  async function open(extra: Partial<StoreOptions> = {}): Promise<{ stores: Stores; raw: Backend }> {
-    const namespace = uniqueNamespace(url === undefined ? 'sql' : 'red');
-    const s = await createStores({ redisUrl: url, dataDir, namespace, logger, ...extra });
-    const r = await openBackend({ redisUrl: url, dataDir, namespace, opTimeoutMs: 2_000, logger });
-    const pair = { stores: s, raw: r };
-    opened.push(pair);
-    return pair;
-  }
-
-  beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'store-test-'));
-    ({ stores, raw } = await open({ userListLimit: 5 }));
-    expect(stores.backend).toBe(url === undefined ? 'sqlite' : 'redis');
-  });
-
-  afterAll(async () => {
-    for (const pair of opened) {
-      await pair.raw.clearNamespace();
-      await pair.stores.close();
-      await pair.raw.close();
-    }
-    await rm(dataDir, { recursive: true, force: true });
-    const all = lines.join('');
-    for (const secret of secretsSeen) expect(all.includes(secret), 'a secret reached the logs').toBe(false);
-  });
-
-  it('create / get round-trips the record exactly; unknown ids are undefined', async () => {
-    const job = makeJob('rt-1', { taskId: 'rt-task-1', statusText: 'hi', lastEventAt: 1_500 });
-    await stores.jobs.create(job);
-    expect(await stores.jobs.get('rt-1')).toStrictEqual(job);
-    expect(await stores.jobs.get('nope')).toBeUndefined();
-    await stores.jobs.ping();
-  });
-
-  it('a re-delivery that only moves lastEventAt is not written by itself; the next change carries it', async () => {
-    await stores.jobs.create(makeJob('le-1', { state: 'queued', taskId: 'task-le-1' }));
-    await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_000 });
-    const stored = await raw.get('job:le-1');
-    const dup = await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_500 });
-    expect(dup).toMatchObject({ changed: false, job: { lastEventAt: 2_500, version: 1 } });
-    expect(await raw.get('job:le-1')).toStrictEqual(stored);
-    const next = await stores.jobs.apply('le-1', { state: 'processing', percentage: 30, at: 2_400 });
-    expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_500, percentage: 30 } });
-    expect(await stores.jobs.get('le-1')).toMatchObject({ lastEventAt: 2_500, percentage: 30, version: 2 });
-  });
-
-  it('re-deliveries of a job this process has not written yet still carry their time to the next change', async () => {
-    // Regression: the memo only kept a re-delivery's time for records it already held,
-    // so a job read from the store (created, recovered, or written by another instance)
-    // lost it and was read again on every duplicate.
-    await stores.jobs.create(makeJob('le-2', { state: 'processing', percentage: 20, taskId: 'task-le-2' }));
-    const stored = await raw.get('job:le-2');
-    await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_500 });
-    await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_600 });
-    expect(await raw.get('job:le-2')).toStrictEqual(stored);
-    const next = await stores.jobs.apply('le-2', { state: 'processing', percentage: 30, at: 2_400 });
-    expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_600, percentage: 30 } });
-    expect(await stores.jobs.get('le-2')).toMatchObject({ lastEventAt: 2_600, percentage: 30 });
-  });
-
-  it('applyInMemory: a re-delivery of a remembered job is decided without the store; anything else is left to apply', async () => {
-    const jobs = stores.jobs;
-    const inMemory = jobs.applyInMemory?.bind(jobs);
-    if (!inMemory) throw new Error('the Keyv store decides re-deliveries in memory');
-    await jobs.create(makeJob('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1' }));
-    // Not remembered yet (created, never applied here): apply must read it.
-    expect(inMemory('im-1', { state: 'processing', percentage: 20, at: 2_000 })).toBeUndefined();
-    expect(inMemory('im-missing', { state: 'processing', at: 2_000 })).toBeUndefined();
-    await jobs.apply('im-1', { state: 'processing', percentage: 20, at: 2_000 });
-    const stored = await raw.get('job:im-1');
-
-    // A duplicate: decided here, nothing written, its time kept for the next write.
-    const dup = inMemory('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1', at: 2_700 });
-    expect(dup).toMatchObject({ changed: false, job: { id: 'im-1', percentage: 20 } });
-    // Lower than what is stored: no change either.
-    expect(inMemory('im-1', { state: 'queued', percentage: 5, at: 2_100 })?.changed).toBe(false);
-    expect(await raw.get('job:im-1')).toStrictEqual(stored);
-
-    // A change, a new status text, or a conflicting task id: apply's work, nothing merged here.
-    expect(inMemory('im-1', { state: 'processing', percentage: 30, at: 2_800 })).toBeUndefined();
-    expect(inMemory('im-1', { state: 'processing', statusText: 'rendering', at: 2_800 })).toBeUndefined();
-    expect(inMemory('im-1', { state: 'processing', taskId: 'task-other', at: 2_800 })).toBeUndefined();
-    expect(inMemory('im-1', { state: 'finished', at: 2_800 })).toBeUndefined();
-    expect(await raw.get('job:im-1')).toStrictEqual(stored);
-
-    // The next write carries the duplicate's time.
-    const next = await jobs.apply('im-1', { state: 'processing', percentage: 30, at: 2_500 });
-    expect(next).toMatchObject({ changed: true, job: { percentage: 30, lastEventAt: 2_700 } });
-    expect(await jobs.get('im-1')).toMatchObject({ percentage: 30, lastEventAt: 2_700 });
-  });
-
-  it('applyInMemory waits its turn: while an apply of the job runs, it defers to apply', async () => {
-    const jobs = stores.jobs;
-    await jobs.create(makeJob('im-2', { state: 'processing', percentage: 20, taskId: 'task-im-2' }));
-    await jobs.apply('im-2', { state: 'processing', percentage: 20, at: 2_000 });
-    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_001 })?.changed).toBe(
-      false,
-    );
-    // An apply between its read and its write: the in-memory path must not merge beside it.
-    const running = jobs.apply('im-2', { state: 'processing', percentage: 60, at: 2_100 });
-    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_002 })).toBeUndefined();
-    await running;
-    expect(jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 60, at: 2_003 })).toMatchObject({
-      changed: false,
-      job: { percentage: 60 },
-    });
-  });
-
-  // Regression (memory): every poll of thousands of jobs left a memo entry that lived 15 s,
-  // long enough to reach V8's old generation, and no re-delivery ever used it.
-  it('apply with remember: false (a poll) adds nothing to the memo, but keeps a remembered record current', async () => {
-    const jobs = stores.jobs;
-    const inMemory = jobs.applyInMemory?.bind(jobs);
-    if (!inMemory) throw new Error('the Keyv store decides re-deliveries in memory');
-    await jobs.create(makeJob('rm-1', { state: 'processing', percentage: 20, taskId: 'task-rm-1' }));
-    // Read, nothing changed, not remembered: the next duplicate is apply's again.
-    expect(
-      await jobs.apply('rm-1', { state: 'processing', percentage: 20, at: 2_000 }, { remember: false }),
-    ).toMatchObject({ changed: false });
-    expect(inMemory('rm-1', { state: 'processing', percentage: 20, at: 2_001 })).toBeUndefined();
-    // Written, not remembered either.
-    expect(
-      (await jobs.apply('rm-1', { state: 'processing', percentage: 30, at: 2_100 }, { remember: false }))
-        ?.changed,
-    ).toBe(true);
-    expect(inMemory('rm-1', { state: 'processing', percentage: 30, at: 2_101 })).toBeUndefined();
-    // Remembered by a webhook's apply: a poll's write updates that entry (no stale memo).
-    await jobs.apply('rm-1', { state: 'processing', percentage: 30, at: 2_200 });
-    expect(inMemory('rm-1', { state: 'processing', percentage: 30, at: 2_201 })?.changed).toBe(false);
-    await jobs.apply('rm-1', { state: 'processing', percentage: 50, at: 2_300 }, { remember: false });
-    expect(inMemory('rm-1', { state: 'processing', percentage: 50, at: 2_301 })).toMatchObject({
-      changed: false,
-      job: { percentage: 50 },
-    });
-    expect(await jobs.get('rm-1')).toMatchObject({ percentage: 50 });
-  });
-
-  it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
-    await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
-    expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');
-
-    await stores.jobs.create(makeJob('tk-2'));
-    expect(await stores.jobs.getByTaskId('task-tk-2')).toBeUndefined();
-    const r = await stores.jobs.apply('tk-2', { state: 'queued', taskId: 'task-tk-2', at: 2_000 });
-    expect(r?.changed).toBe(true);
-    expect((await stores.jobs.getByTaskId('task-tk-2'))?.id).toBe('tk-2');
-
-    // A conflicting later taskId is ignored and not indexed.
-    const conflict = await stores.jobs.apply('tk-2', { taskId: 'task-other', at: 2_001 });
-    expect(conflict?.job.taskId).toBe('task-tk-2');
-    expect(await stores.jobs.getByTaskId('task-other')).toBeUndefined();
-    expect(await stores.jobs.getByTaskId('unknown-task')).toBeUndefined();
-  });
-
-  it('apply: unknown job -> undefined; duplicates and backwards moves -> changed false', async () => {
-    expect(await stores.jobs.apply('missing-job', { state: 'queued', at: 1 })).toBeUndefined();
-    await stores.jobs.create(makeJob('ap-1'));
-    const first = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
-    expect(first).toMatchObject({ changed: true, job: { state: 'processing', percentage: 50, version: 1 } });
-    const dup = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
-    expect(dup?.changed).toBe(false);
-    const back = await stores.jobs.apply('ap-1', { state: 'queued', percentage: 10, at: 2_100 });
-    expect(back?.changed).toBe(false);
-    expect(await stores.jobs.get('ap-1')).toMatchObject({ state: 'processing', percentage: 50, version: 1 });
-    const fin = await stores.jobs.apply('ap-1', {
-      state: 'failed',
-      error: { code: 'timed_out', message: 'gave up' },
-      at: 3_000,
-    });
-    expect(fin?.job).toMatchObject({ state: 'failed', finishedAt: 3_000, version: 2 });
-    const late = await stores.jobs.apply('ap-1', { state: 'finished', at: 4_000 });
-    expect(late?.changed).toBe(false);
-    expect((await stores.jobs.get('ap-1'))?.state).toBe('failed');
-  });
-
-  it('per-user list: most-recent-first, `limit` at a time (default userListLimit), every job kept', async () => {
-    for (let i = 1; i <= 8; i += 1)
-      await stores.jobs.create(makeJob(`ul-${i}`, { userId: 'user-list', createdAt: 1_000 + i }));
-    await stores.jobs.create(makeJob('ul-other', { userId: 'user-other' }));
-    const ids = (await stores.jobs.listByUser('user-list')).map((j) => j.id);
-    expect(ids).toEqual(['ul-8', 'ul-7', 'ul-6', 'ul-5', 'ul-4']);
-    expect((await stores.jobs.listByUser('user-list', 2)).map((j) => j.id)).toEqual(['ul-8', 'ul-7']);
-    // The index holds every job (retention and /privacy delete prune it), not only the last few.
-    expect(await stores.jobs.listByUser('user-list', 100)).toHaveLength(8);
-    expect((await stores.jobs.listByUser('user-other')).map((j) => j.id)).toEqual(['ul-other']);
-    expect(await stores.jobs.listByUser('nobody')).toEqual([]);
-  });
-
-  it('listOpen: added on create, kept while final work is left, removed once closed', async () => {
-    await stores.jobs.create(makeJob('un-1'));
-    await stores.jobs.create(makeJob('un-2', { state: 'queued', taskId: 'task-un-2' }));
-    await stores.jobs.create(
-      makeJob('un-3', {
-        state: 'finished',
-        percentage: 100,
-        finishedAt: 1_000,
-        result: { kind: 'upload' },
-        settledAt: 1_000,
-        finalShownAt: 1_000,
-      }),
-    );
-    let ids = (await stores.jobs.listOpen()).map((j) => j.id);
-    expect(ids).toEqual(expect.arrayContaining(['un-1', 'un-2']));
-    expect(ids).not.toContain('un-3');
-
-    await stores.jobs.apply('un-2', {
-      state: 'finished',
-      result: { kind: 'video', videoUrl: 'https://v' },
-      at: 5_000,
-    });
-    // Final, but its final edit and after-final work are still to do: still open.
-    expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
-    expect((await stores.jobs.getByTaskId('task-un-2'))?.state).toBe('finished');
-    // Bookkeeping on a final job: stored (no version bump), and once both are done it leaves.
-    const shown = await stores.jobs.apply('un-2', { finalShown: true, at: 6_000 });
-    expect(shown?.changed).toBe(false);
-    expect(shown?.job.finalShownAt).toBe(6_000);
-    expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
-    await stores.jobs.apply('un-2', { settled: true, at: 7_000 });
-    ids = (await stores.jobs.listOpen()).map((j) => j.id);
-    expect(ids).toContain('un-1');
-    expect(ids).not.toContain('un-2');
-    const closed = await stores.jobs.get('un-2');
-    expect(closed).toMatchObject({ state: 'finished', finalShownAt: 6_000, settledAt: 7_000 });
-  });
-
-  // Regression (memory): restart recovery read every unfinished record at once; held together,
-  // 10 000 of them outlived young-generation GCs and were left as old-generation garbage.
-  it('openPages: at most 100 records a page, every open job once; closed ones leave the index', async () => {
-    const { stores: s, raw: r } = await open({});
-    const ids = Array.from({ length: 230 }, (_, i) => `pg-${i}`);
-    for (const id of ids) await s.jobs.create(makeJob(id, { taskId: `task-${id}` }));
-    // Final or gone behind the index's back (a crash between the two writes, an expired
-    // record): met on the way, not handed out, and dropped from the index.
-    const stale = await s.jobs.get('pg-7');
-    await r.set(
-      'job:pg-7',
-      {
-        ...stale,
-        state: 'failed',
-        error: { code: 'timed_out', message: 'x' },
-        settledAt: 5,
-        finalShownAt: 5,
-      },
-      60_000,
-    );
-    await r.delete('job:pg-150');
-    const sizes: number[] = [];
-    const seen: string[] = [];
-    for await (const page of s.jobs.openPages()) {
-      sizes.push(page.length);
-      seen.push(...page.map((j) => j.id));
-    }
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(100);
-    expect(sizes.length).toBeGreaterThanOrEqual(3);
-    const live = ids.filter((id) => id !== 'pg-7' && id !== 'pg-150');
-    expect(seen.slice().sort()).toEqual(live.slice().sort());
-    // Pruned: the index (a Redis set, a sorted index on SQLite) names only the live ones now.
-    const index = r.sets
-      ? await r.sets.members('unfinished-set')
-      : await r.sorted.range('open', { limit: 1_000 });
-    expect(index.slice().sort()).toEqual(live.slice().sort());
-  });
-
-  it('userPages: every job of the member, newest first, 100 a page; other members untouched', async () => {
-    const { stores: s } = await open({});
-    for (let i = 0; i < 230; i += 1)
-      await s.jobs.create(makeJob(`up-${i}`, { userId: 'user-pages', createdAt: 10_000 + i }));
-    await s.jobs.create(makeJob('up-other', { userId: 'user-else' }));
-    const sizes: number[] = [];
-    const seen: string[] = [];
-    for await (const page of s.jobs.userPages('user-pages')) {
-      sizes.push(page.length);
-      seen.push(...page.map((j) => j.id));
-    }
-    expect(sizes).toEqual([100, 100, 30]);
-    expect(seen[0]).toBe('up-229');
-    expect(seen.at(-1)).toBe('up-0');
-    expect(new Set(seen).size).toBe(230);
-    expect(seen).not.toContain('up-other');
-  });
-
-  it('delete: the record, its task id and every index entry go; an unknown id is a no-op', async () => {
-    const { stores: s, raw: r } = await open({});
-    await s.jobs.create(makeJob('del-1', { userId: 'user-del', taskId: 'task-del-1' }));
-    await s.jobs.create(makeJob('del-2', { userId: 'user-del', taskId: 'task-del-2' }));
-    await s.jobs.apply('del-2', { state: 'failed', error: { code: 'timed_out', message: 'x' }, at: 2_000 });
-    expect((await s.jobs.delete('del-1'))?.id).toBe('del-1');
-    expect((await s.jobs.delete('del-2'))?.state).toBe('failed');
-    expect(await s.jobs.delete('del-1')).toBeUndefined();
-    expect(await s.jobs.get('del-1')).toBeUndefined();
-    expect(await s.jobs.getByTaskId('task-del-1')).toBeUndefined();
-    expect(await s.jobs.getByTaskId('task-del-2')).toBeUndefined();
-    expect(await s.jobs.listByUser('user-del')).toEqual([]);
-    expect(await s.jobs.listOpen()).toEqual([]);
-    expect(await r.sorted.count('user-jobs:user-del')).toBe(0);
-    expect(await r.sorted.count('ended')).toBe(0);
-  });
-
-  it('sweepEnded: deletes jobs that ended before the cut-off, a page at a time; open and recent ones stay', async () => {
-    const { stores: s } = await open({});
-    for (let i = 0; i < 12; i += 1) {
-      await s.jobs.create(makeJob(`sw-${i}`, { userId: 'user-sweep', taskId: `task-sw-${i}` }));
-      await s.jobs.apply(`sw-${i}`, { state: 'finished', result: { kind: 'upload' }, at: 1_000 + i * 100 });
-    }
-    await s.jobs.create(makeJob('sw-open', { userId: 'user-sweep' }));
-    // Created already ended (an import, a test): indexed by its end too.
-    await s.jobs.create(
-      makeJob('sw-created-ended', { state: 'failed', finishedAt: 1_050, error: { code: 'x', message: 'y' } }),
-    );
-    expect(await s.jobs.sweepEnded(1_500, 2)).toBe(6); // sw-0..sw-4 (≤ 1 400) and sw-created-ended
-    expect(await s.jobs.get('sw-4')).toBeUndefined();
-    expect(await s.jobs.get('sw-created-ended')).toBeUndefined();
-    expect((await s.jobs.get('sw-5'))?.state).toBe('finished');
-    expect((await s.jobs.get('sw-open'))?.state).toBe('submitting');
-    const left = (await s.jobs.listByUser('user-sweep', 100)).map((j) => j.id).sort();
-    expect(left).toEqual(['sw-10', 'sw-11', 'sw-5', 'sw-6', 'sw-7', 'sw-8', 'sw-9', 'sw-open']);
-    expect(await s.jobs.sweepEnded(1_500)).toBe(0);
-  });
-
-  it('a member index entry whose record expired is pruned when read; clearUserIndex forgets the rest', async () => {
-    const { stores: s, raw: r } = await open({});
-    await s.jobs.create(makeJob('gone-1', { userId: 'user-gone', createdAt: 5 }));
-    await s.jobs.create(makeJob('kept-1', { userId: 'user-gone', createdAt: 6 }));
-    await r.delete('job:gone-1');
-    expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1']);
-    expect(await r.sorted.range('user-jobs:user-gone', { limit: 10 })).toEqual(['kept-1']);
-    // An older version's JSON list is still read, then forgotten with the index.
-    await r.set('user:user-gone', ['old-1'], 60_000);
-    await s.jobs.create(makeJob('old-1', { userId: 'user-gone', createdAt: 1 }));
-    await r.sorted.remove('user-jobs:user-gone', ['old-1']);
-    expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1', 'old-1']);
-    await s.jobs.clearUserIndex('user-gone');
-    expect(await r.sorted.count('user-jobs:user-gone')).toBe(0);
-    expect(await r.get('user:user-gone')).toBeUndefined();
-  });
-
-  it('getByMessageId: the job message, its channel reply and its gallery post all lead to the job', async () => {
-    const { stores: s } = await open({});
-    await s.jobs.create(makeJob('mi-1', { taskId: 'task-mi-1' }));
-    await s.jobs.apply('mi-1', { messageId: 'msg-reply', at: 2_000 });
-    expect((await s.jobs.getByMessageId('msg-reply'))?.id).toBe('mi-1');
-    await s.jobs.apply('mi-1', {
-      thread: {
-        message: { channelId: 'thread-1', guildId: 'guild-1', messageId: 'msg-live' },
-        reply: { channelId: 'chan-1', guildId: 'guild-1', messageId: 'msg-reply' },
-      },
-      at: 2_100,
-    });
-    await s.jobs.apply('mi-1', { state: 'finished', result: { kind: 'upload' }, at: 3_000 });
-    await s.jobs.apply('mi-1', { galleryPost: { channelId: 'gal', messageId: 'msg-post' }, at: 3_100 });
-    for (const id of ['msg-reply', 'msg-live', 'msg-post'])
-      expect((await s.jobs.getByMessageId(id))?.id).toBe('mi-1');
-    expect(await s.jobs.getByMessageId('msg-other')).toBeUndefined();
-    await s.jobs.delete('mi-1');
-    for (const id of ['msg-reply', 'msg-live', 'msg-post'])
-      expect(await s.jobs.getByMessageId(id)).toBeUndefined();
-  });
-
-  it('concurrent creates never lose a user-list or unfinished entry', async () => {
-    const { stores: s } = await open({ userListLimit: 50 });
-    const ids = Array.from({ length: 30 }, (_, i) => `cc-${i}`);
-    await Promise.all(ids.map((id) => s.jobs.create(makeJob(id, { userId: 'user-cc' }))));
-    const listed = (await s.jobs.listByUser('user-cc')).map((j) => j.id);
-    expect(listed.slice().sort()).toEqual(ids.slice().sort());
-    const unfinished = (await s.jobs.listOpen()).map((j) => j.id);
-    expect(unfinished.slice().sort()).toEqual(ids.slice().sort());
-  });
-
-  it('TTL: unfinished jobs expire after unfinishedTtlMs, final ones are kept jobTtlMs', async () => {
-    const { stores: s } = await open({ unfinishedTtlMs: 300, jobTtlMs: 1_200 });
-    await s.jobs.create(makeJob('ttl-open', { taskId: 'task-ttl-open' }));
-    await s.jobs.create(makeJob('ttl-done', { taskId: 'task-ttl-done' }));
-    await s.jobs.apply('ttl-done', { state: 'finished', result: { kind: 'upload' }, at: 2_000 });
-    await s.jobs.apply('ttl-done', { settled: true, finalShown: true, at: 2_001 });
-    expect((await s.jobs.listOpen()).map((j) => j.id)).toEqual(['ttl-open']);
-
-    await sleep(600);
-    expect(await s.jobs.get('ttl-open')).toBeUndefined();
-    expect(await s.jobs.getByTaskId('task-ttl-open')).toBeUndefined();
-    expect(await s.jobs.listOpen()).toEqual([]);
-    expect((await s.jobs.get('ttl-done'))?.state).toBe('finished');
-    expect((await s.jobs.getByTaskId('task-ttl-done'))?.id).toBe('ttl-done');
-
-    await sleep(900);
-    expect(await s.jobs.get('ttl-done')).toBeUndefined();
-    expect(await s.jobs.getByTaskId('task-ttl-done')).toBeUndefined();
-    expect(await s.jobs.listByUser('user-default')).toEqual([]);
-  });
-
-  it('kv: get / set / delete, with TTL', async () => {
-    const value = { photos: ['a', 'b'], count: 2, nested: { ok: true } };
-    await stores.kv.set('session:1', value, 10_000);
-    expect(await stores.kv.get<typeof value>('session:1')).toEqual(value);
-    await stores.kv.set('session:1', 'replaced', 10_000);
-    expect(await stores.kv.get<string>('session:1')).toBe('replaced');
-    await stores.kv.delete('session:1');
-    expect(await stores.kv.get('session:1')).toBeUndefined();
-    await stores.kv.delete('never-set');
-
-    await stores.kv.set('short', 42, 200);
-    expect(await stores.kv.get<number>('short')).toBe(42);
-    await sleep(450);
-    expect(await stores.kv.get('short')).toBeUndefined();
-
-    await expect(stores.kv.set('bad', 1, 0)).rejects.toThrow(RangeError);
-    // kv keys do not collide with job keys
-    await stores.kv.set('job:rt-1', 'not a job', 10_000);
-    expect((await stores.jobs.get('rt-1'))?.id).toBe('rt-1');
-  });
-
-  it('a corrupt record is logged and treated as absent', async () => {
-    await raw.writeRaw('job:bad-json', '{this is not json');
-    await raw.set('job:bad-shape', { id: 'bad-shape', state: 'exploded', secret: 1 }, undefined);
-    await raw.writeRaw('user:user-bad', '[1, 2');
-    await raw.set('task:task-bad', { not: 'an id' }, undefined);
-    await raw.writeRaw('kv:bad', 'garbage');
-
-    expect(await stores.jobs.get('bad-json')).toBeUndefined();
-    expect(await stores.jobs.get('bad-shape')).toBeUndefined();
-    expect(await stores.jobs.apply('bad-shape', { state: 'queued', at: 1 })).toBeUndefined();
-    expect(await stores.jobs.listByUser('user-bad')).toEqual([]);
-    expect(await stores.jobs.getByTaskId('task-bad')).toBeUndefined();
-    expect(await stores.kv.get('bad')).toBeUndefined();
-    const warnings = lines.filter((l) => l.includes('corrupt record'));
-    expect(warnings.some((l) => l.includes('job:bad-json'))).toBe(true);
-    expect(warnings.some((l) => l.includes('job:bad-shape'))).toBe(true);
-
-    // A corrupt id in the unfinished set is pruned, not thrown.
-    await stores.jobs.create(makeJob('un-corrupt'));
-    await raw.writeRaw('job:un-corrupt', 'nope');
-    expect((await stores.jobs.listOpen()).map((j) => j.id)).not.toContain('un-corrupt');
-  });
-
-  it('rejects invalid records on write instead of storing something unreadable', async () => {
-    await expect(stores.jobs.create(makeJob('inv-1', { percentage: 150 }))).rejects.toThrow(TypeError);
-    expect(await stores.jobs.get('inv-1')).toBeUndefined();
-  });
-
-  it('converges: 50 shuffled updates with duplicates applied concurrently (x5)', async () => {
-    const random = rng(7);
-    for (let round = 0; round < 5; round += 1) {
-      const id = `conv-${round}`;
-      const taskId = `task-conv-${round}`;
-      const job = makeJob(id);
-      await stores.jobs.create(job);
-      const updates = shuffle(lifecycleUpdates(random, taskId), random);
-      expect(updates.length).toBeGreaterThanOrEqual(48);
-
-      const results = await Promise.all(updates.map((u) => stores.jobs.apply(id, u)));
-      const final = await stores.jobs.get(id);
-      const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
-
-      expect(final).toBeDefined();
-      expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
-      expect(final).toMatchObject({ state: 'finished', percentage: 100, taskId, finishedAt: 9_000 });
-      // No lost update: every apply that reported a change bumped the version exactly once.
-      expect(results.every((r) => r !== undefined)).toBe(true);
-      expect(final?.version).toBe(results.filter((r) => r?.changed).length);
-      expect((await stores.jobs.getByTaskId(taskId))?.id).toBe(id);
-      // Final, with its final edit and after-final work still to do: open until closed.
-      expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain(id);
-    }
-  });
-
-  it.skipIf(url === undefined)(
-    'several instances on one Redis: updates spread over three store connections converge, none lost (x5)',
-    async () => {
-      // Three "instances" (own connection, own in-process lock and memo) on one namespace:
-      // the webhooks of one job land on any of them, concurrently.
-      const namespace = uniqueNamespace('multi');
-      const instances = [
-        (await open({ namespace })).stores,
-        (await open({ namespace })).stores,
-        (await open({ namespace })).stores,
-      ];
-      const first = instances[0] as Stores;
-      const random = rng(11);
-      for (let round = 0; round < 5; round += 1) {
-        const id = `multi-${round}`;
-        const taskId = `task-multi-${round}`;
-        const job = makeJob(id);
-        await first.jobs.create(job);
-        const updates = shuffle(lifecycleUpdates(random, taskId), random);
-        const results = await Promise.all(
-          updates.map((u, i) => (instances[i % instances.length] as Stores).jobs.apply(id, u)),
-        );
-        const final = await first.jobs.get(id);
-        const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
-        expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
-        // Every apply that reported a change bumped the version exactly once: none was overwritten.
-        expect(final?.version).toBe(results.filter((r) => r?.changed).length);
-        // Exactly one instance saw the job become final (so one final edit, one gallery post).
-        expect(
-          results.filter((r) => r?.changed && r.job.state === 'finished').length,
-          'one apply made the job final',
-        ).toBe(1);
+      /** A store (and a raw handle on the same namespace) with its own namespace. */
+      async function open(extra: Partial<StoreOptions> = {}): Promise<{ stores: Stores; raw: Backend }> {
+        const namespace = uniqueNamespace(url === undefined ? 'sql' : 'red');
+        const s = await createStores({ redisUrl: url, dataDir, namespace, logger, ...extra });
+        const r = await openBackend({ redisUrl: url, dataDir, namespace, opTimeoutMs: 2_000, logger });
+        const pair = { stores: s, raw: r };
+        opened.push(pair);
+        return pair;
       }
+
+      beforeAll(async () => {
+        dataDir = await mkdtemp(join(tmpdir(), 'store-test-'));
+        ({ stores, raw } = await open({ userListLimit: 5 }));
+        expect(stores.backend).toBe(url === undefined ? 'sqlite' : 'redis');
+      });
+
+      afterAll(async () => {
+        for (const pair of opened) {
+          await pair.raw.clearNamespace();
+          await pair.stores.close();
+          await pair.raw.close();
+        }
+        await rm(dataDir, { recursive: true, force: true });
+        const all = lines.join('');
+        for (const secret of secretsSeen)
+          expect(all.includes(secret), 'a secret reached the logs').toBe(false);
+      });
+
+      it('create / get round-trips the record exactly; unknown ids are undefined', async () => {
+        const job = makeJob('rt-1', { taskId: 'rt-task-1', statusText: 'hi', lastEventAt: 1_500 });
+        await stores.jobs.create(job);
+        expect(await stores.jobs.get('rt-1')).toStrictEqual(job);
+        expect(await stores.jobs.get('nope')).toBeUndefined();
+        await stores.jobs.ping();
+      });
+
+      it('a re-delivery that only moves lastEventAt is not written by itself; the next change carries it', async () => {
+        await stores.jobs.create(makeJob('le-1', { state: 'queued', taskId: 'task-le-1' }));
+        await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_000 });
+        const stored = await raw.get('job:le-1');
+        const dup = await stores.jobs.apply('le-1', { state: 'processing', percentage: 20, at: 2_500 });
+        expect(dup).toMatchObject({ changed: false, job: { lastEventAt: 2_500, version: 1 } });
+        expect(await raw.get('job:le-1')).toStrictEqual(stored);
+        const next = await stores.jobs.apply('le-1', { state: 'processing', percentage: 30, at: 2_400 });
+        expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_500, percentage: 30 } });
+        expect(await stores.jobs.get('le-1')).toMatchObject({
+          lastEventAt: 2_500,
+          percentage: 30,
+          version: 2,
+        });
+      });
+
+      it('re-deliveries of a job this process has not written yet still carry their time to the next change', async () => {
+        // Regression: the memo only kept a re-delivery's time for records it already held,
+        // so a job read from the store (created, recovered, or written by another instance)
+        // lost it and was read again on every duplicate.
+        await stores.jobs.create(
+          makeJob('le-2', { state: 'processing', percentage: 20, taskId: 'task-le-2' }),
+        );
+        const stored = await raw.get('job:le-2');
+        await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_500 });
+        await stores.jobs.apply('le-2', { state: 'processing', percentage: 20, at: 2_600 });
+        expect(await raw.get('job:le-2')).toStrictEqual(stored);
+        const next = await stores.jobs.apply('le-2', { state: 'processing', percentage: 30, at: 2_400 });
+        expect(next).toMatchObject({ changed: true, job: { lastEventAt: 2_600, percentage: 30 } });
+        expect(await stores.jobs.get('le-2')).toMatchObject({ lastEventAt: 2_600, percentage: 30 });
+      });
+
+      it('applyInMemory: a re-delivery of a remembered job is decided without the store; anything else is left to apply', async () => {
+        const jobs = stores.jobs;
+        const inMemory = jobs.applyInMemory?.bind(jobs);
+        if (!inMemory) throw new Error('the Keyv store decides re-deliveries in memory');
+        await jobs.create(makeJob('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1' }));
+        // Not remembered yet (created, never applied here): apply must read it.
+        expect(inMemory('im-1', { state: 'processing', percentage: 20, at: 2_000 })).toBeUndefined();
+        expect(inMemory('im-missing', { state: 'processing', at: 2_000 })).toBeUndefined();
+        await jobs.apply('im-1', { state: 'processing', percentage: 20, at: 2_000 });
+        const stored = await raw.get('job:im-1');
+
+        // A duplicate: decided here, nothing written, its time kept for the next write.
+        const dup = inMemory('im-1', { state: 'processing', percentage: 20, taskId: 'task-im-1', at: 2_700 });
+        expect(dup).toMatchObject({ changed: false, job: { id: 'im-1', percentage: 20 } });
+        // Lower than what is stored: no change either.
+        expect(inMemory('im-1', { state: 'queued', percentage: 5, at: 2_100 })?.changed).toBe(false);
+        expect(await raw.get('job:im-1')).toStrictEqual(stored);
+
+        // A change, a new status text, or a conflicting task id: apply's work, nothing merged here.
+        expect(inMemory('im-1', { state: 'processing', percentage: 30, at: 2_800 })).toBeUndefined();
+        expect(inMemory('im-1', { state: 'processing', statusText: 'rendering', at: 2_800 })).toBeUndefined();
+        expect(inMemory('im-1', { state: 'processing', taskId: 'task-other', at: 2_800 })).toBeUndefined();
+        expect(inMemory('im-1', { state: 'finished', at: 2_800 })).toBeUndefined();
+        expect(await raw.get('job:im-1')).toStrictEqual(stored);
+
+        // The next write carries the duplicate's time.
+        const next = await jobs.apply('im-1', { state: 'processing', percentage: 30, at: 2_500 });
+        expect(next).toMatchObject({ changed: true, job: { percentage: 30, lastEventAt: 2_700 } });
+        expect(await jobs.get('im-1')).toMatchObject({ percentage: 30, lastEventAt: 2_700 });
+      });
+
+      it('applyInMemory waits its turn: while an apply of the job runs, it defers to apply', async () => {
+        const jobs = stores.jobs;
+        await jobs.create(makeJob('im-2', { state: 'processing', percentage: 20, taskId: 'task-im-2' }));
+        await jobs.apply('im-2', { state: 'processing', percentage: 20, at: 2_000 });
+        expect(
+          jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_001 })?.changed,
+        ).toBe(false);
+        // An apply between its read and its write: the in-memory path must not merge beside it.
+        const running = jobs.apply('im-2', { state: 'processing', percentage: 60, at: 2_100 });
+        expect(
+          jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 20, at: 2_002 }),
+        ).toBeUndefined();
+        await running;
+        expect(
+          jobs.applyInMemory?.('im-2', { state: 'processing', percentage: 60, at: 2_003 }),
+        ).toMatchObject({
+          changed: false,
+          job: { percentage: 60 },
+        });
+      });
+
+      // Regression (memory): every poll of thousands of jobs left a memo entry that lived 15 s,
+      // long enough to reach V8's old generation, and no re-delivery ever used it.
+      it('apply with remember: false (a poll) adds nothing to the memo, but keeps a remembered record current', async () => {
+        const jobs = stores.jobs;
+        const inMemory = jobs.applyInMemory?.bind(jobs);
+        if (!inMemory) throw new Error('the Keyv store decides re-deliveries in memory');
+        await jobs.create(makeJob('rm-1', { state: 'processing', percentage: 20, taskId: 'task-rm-1' }));
+        // Read, nothing changed, not remembered: the next duplicate is apply's again.
+        expect(
+          await jobs.apply('rm-1', { state: 'processing', percentage: 20, at: 2_000 }, { remember: false }),
+        ).toMatchObject({ changed: false });
+        expect(inMemory('rm-1', { state: 'processing', percentage: 20, at: 2_001 })).toBeUndefined();
+        // Written, not remembered either.
+        expect(
+          (await jobs.apply('rm-1', { state: 'processing', percentage: 30, at: 2_100 }, { remember: false }))
+            ?.changed,
+        ).toBe(true);
+        expect(inMemory('rm-1', { state: 'processing', percentage: 30, at: 2_101 })).toBeUndefined();
+        // Remembered by a webhook's apply: a poll's write updates that entry (no stale memo).
+        await jobs.apply('rm-1', { state: 'processing', percentage: 30, at: 2_200 });
+        expect(inMemory('rm-1', { state: 'processing', percentage: 30, at: 2_201 })?.changed).toBe(false);
+        await jobs.apply('rm-1', { state: 'processing', percentage: 50, at: 2_300 }, { remember: false });
+        expect(inMemory('rm-1', { state: 'processing', percentage: 50, at: 2_301 })).toMatchObject({
+          changed: false,
+          job: { percentage: 50 },
+        });
+        expect(await jobs.get('rm-1')).toMatchObject({ percentage: 50 });
+      });
+
+      it('getByTaskId: indexed by create with a taskId and by a later apply', async () => {
+        await stores.jobs.create(makeJob('tk-1', { taskId: 'task-tk-1', state: 'queued' }));
+        expect((await stores.jobs.getByTaskId('task-tk-1'))?.id).toBe('tk-1');
+
+        await stores.jobs.create(makeJob('tk-2'));
+        expect(await stores.jobs.getByTaskId('task-tk-2')).toBeUndefined();
+        const r = await stores.jobs.apply('tk-2', { state: 'queued', taskId: 'task-tk-2', at: 2_000 });
+        expect(r?.changed).toBe(true);
+        expect((await stores.jobs.getByTaskId('task-tk-2'))?.id).toBe('tk-2');
+
+        // A conflicting later taskId is ignored and not indexed.
+        const conflict = await stores.jobs.apply('tk-2', { taskId: 'task-other', at: 2_001 });
+        expect(conflict?.job.taskId).toBe('task-tk-2');
+        expect(await stores.jobs.getByTaskId('task-other')).toBeUndefined();
+        expect(await stores.jobs.getByTaskId('unknown-task')).toBeUndefined();
+      });
+
+      it('apply: unknown job -> undefined; duplicates and backwards moves -> changed false', async () => {
+        expect(await stores.jobs.apply('missing-job', { state: 'queued', at: 1 })).toBeUndefined();
+        await stores.jobs.create(makeJob('ap-1'));
+        const first = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
+        expect(first).toMatchObject({
+          changed: true,
+          job: { state: 'processing', percentage: 50, version: 1 },
+        });
+        const dup = await stores.jobs.apply('ap-1', { state: 'processing', percentage: 50, at: 2_000 });
+        expect(dup?.changed).toBe(false);
+        const back = await stores.jobs.apply('ap-1', { state: 'queued', percentage: 10, at: 2_100 });
+        expect(back?.changed).toBe(false);
+        expect(await stores.jobs.get('ap-1')).toMatchObject({
+          state: 'processing',
+          percentage: 50,
+          version: 1,
+        });
+        const fin = await stores.jobs.apply('ap-1', {
+          state: 'failed',
+          error: { code: 'timed_out', message: 'gave up' },
+          at: 3_000,
+        });
+        expect(fin?.job).toMatchObject({ state: 'failed', finishedAt: 3_000, version: 2 });
+        const late = await stores.jobs.apply('ap-1', { state: 'finished', at: 4_000 });
+        expect(late?.changed).toBe(false);
+        expect((await stores.jobs.get('ap-1'))?.state).toBe('failed');
+      });
+
+      it('per-user list: most-recent-first, `limit` at a time (default userListLimit), every job kept', async () => {
+        for (let i = 1; i <= 8; i += 1)
+          await stores.jobs.create(makeJob(`ul-${i}`, { userId: 'user-list', createdAt: 1_000 + i }));
+        await stores.jobs.create(makeJob('ul-other', { userId: 'user-other' }));
+        const ids = (await stores.jobs.listByUser('user-list')).map((j) => j.id);
+        expect(ids).toEqual(['ul-8', 'ul-7', 'ul-6', 'ul-5', 'ul-4']);
+        expect((await stores.jobs.listByUser('user-list', 2)).map((j) => j.id)).toEqual(['ul-8', 'ul-7']);
+        // The index holds every job (retention and /privacy delete prune it), not only the last few.
+        expect(await stores.jobs.listByUser('user-list', 100)).toHaveLength(8);
+        expect((await stores.jobs.listByUser('user-other')).map((j) => j.id)).toEqual(['ul-other']);
+        expect(await stores.jobs.listByUser('nobody')).toEqual([]);
+      });
+
+      it('listOpen: added on create, kept while final work is left, removed once closed', async () => {
+        await stores.jobs.create(makeJob('un-1'));
+        await stores.jobs.create(makeJob('un-2', { state: 'queued', taskId: 'task-un-2' }));
+        await stores.jobs.create(
+          makeJob('un-3', {
+            state: 'finished',
+            percentage: 100,
+            finishedAt: 1_000,
+            result: { kind: 'upload' },
+            settledAt: 1_000,
+            finalShownAt: 1_000,
+          }),
+        );
+        let ids = (await stores.jobs.listOpen()).map((j) => j.id);
+        expect(ids).toEqual(expect.arrayContaining(['un-1', 'un-2']));
+        expect(ids).not.toContain('un-3');
+
+        await stores.jobs.apply('un-2', {
+          state: 'finished',
+          result: { kind: 'video', videoUrl: 'https://v' },
+          at: 5_000,
+        });
+        // Final, but its final edit and after-final work are still to do: still open.
+        expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
+        expect((await stores.jobs.getByTaskId('task-un-2'))?.state).toBe('finished');
+        // Bookkeeping on a final job: stored (no version bump), and once both are done it leaves.
+        const shown = await stores.jobs.apply('un-2', { finalShown: true, at: 6_000 });
+        expect(shown?.changed).toBe(false);
+        expect(shown?.job.finalShownAt).toBe(6_000);
+        expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain('un-2');
+        await stores.jobs.apply('un-2', { settled: true, at: 7_000 });
+        ids = (await stores.jobs.listOpen()).map((j) => j.id);
+        expect(ids).toContain('un-1');
+        expect(ids).not.toContain('un-2');
+        const closed = await stores.jobs.get('un-2');
+        expect(closed).toMatchObject({ state: 'finished', finalShownAt: 6_000, settledAt: 7_000 });
+      });
+
+      // Regression (memory): restart recovery read every unfinished record at once; held together,
+      // 10 000 of them outlived young-generation GCs and were left as old-generation garbage.
+      it('openPages: at most 100 records a page, every open job once; closed ones leave the index', async () => {
+        const { stores: s, raw: r } = await open({});
+        const ids = Array.from({ length: 230 }, (_, i) => `pg-${i}`);
+        for (const id of ids) await s.jobs.create(makeJob(id, { taskId: `task-${id}` }));
+        // Final or gone behind the index's back (a crash between the two writes, an expired
+        // record): met on the way, not handed out, and dropped from the index.
+        const stale = await s.jobs.get('pg-7');
+        await r.set(
+          'job:pg-7',
+          {
+            ...stale,
+            state: 'failed',
+            error: { code: 'timed_out', message: 'x' },
+            settledAt: 5,
+            finalShownAt: 5,
+          },
+          60_000,
+        );
+        await r.delete('job:pg-150');
+        const sizes: number[] = [];
+        const seen: string[] = [];
+        for await (const page of s.jobs.openPages()) {
+          sizes.push(page.length);
+          seen.push(...page.map((j) => j.id));
+        }
+        expect(Math.max(...sizes)).toBeLessThanOrEqual(100);
+        expect(sizes.length).toBeGreaterThanOrEqual(3);
+        const live = ids.filter((id) => id !== 'pg-7' && id !== 'pg-150');
+        expect(seen.slice().sort()).toEqual(live.slice().sort());
+        // Pruned: the index (a Redis set, a sorted index on SQLite) names only the live ones now.
+        const index = r.sets
+          ? await r.sets.members('unfinished-set')
+          : await r.sorted.range('open', { limit: 1_000 });
+        expect(index.slice().sort()).toEqual(live.slice().sort());
+      });
+
+      it('userPages: every job of the member, newest first, 100 a page; other members untouched', async () => {
+        const { stores: s } = await open({});
+        for (let i = 0; i < 230; i += 1)
+          await s.jobs.create(makeJob(`up-${i}`, { userId: 'user-pages', createdAt: 10_000 + i }));
+        await s.jobs.create(makeJob('up-other', { userId: 'user-else' }));
+        const sizes: number[] = [];
+        const seen: string[] = [];
+        for await (const page of s.jobs.userPages('user-pages')) {
+          sizes.push(page.length);
+          seen.push(...page.map((j) => j.id));
+        }
+        expect(sizes).toEqual([100, 100, 30]);
+        expect(seen[0]).toBe('up-229');
+        expect(seen.at(-1)).toBe('up-0');
+        expect(new Set(seen).size).toBe(230);
+        expect(seen).not.toContain('up-other');
+      });
+
+      it('delete: the record, its task id and every index entry go; an unknown id is a no-op', async () => {
+        const { stores: s, raw: r } = await open({});
+        await s.jobs.create(makeJob('del-1', { userId: 'user-del', taskId: 'task-del-1' }));
+        await s.jobs.create(makeJob('del-2', { userId: 'user-del', taskId: 'task-del-2' }));
+        await s.jobs.apply('del-2', {
+          state: 'failed',
+          error: { code: 'timed_out', message: 'x' },
+          at: 2_000,
+        });
+        expect((await s.jobs.delete('del-1'))?.id).toBe('del-1');
+        expect((await s.jobs.delete('del-2'))?.state).toBe('failed');
+        expect(await s.jobs.delete('del-1')).toBeUndefined();
+        expect(await s.jobs.get('del-1')).toBeUndefined();
+        expect(await s.jobs.getByTaskId('task-del-1')).toBeUndefined();
+        expect(await s.jobs.getByTaskId('task-del-2')).toBeUndefined();
+        expect(await s.jobs.listByUser('user-del')).toEqual([]);
+        expect(await s.jobs.listOpen()).toEqual([]);
+        expect(await r.sorted.count('user-jobs:user-del')).toBe(0);
+        expect(await r.sorted.count('ended')).toBe(0);
+      });
+
+      it('sweepEnded: deletes jobs that ended before the cut-off, a page at a time; open and recent ones stay', async () => {
+        const { stores: s } = await open({});
+        for (let i = 0; i < 12; i += 1) {
+          await s.jobs.create(makeJob(`sw-${i}`, { userId: 'user-sweep', taskId: `task-sw-${i}` }));
+          await s.jobs.apply(`sw-${i}`, {
+            state: 'finished',
+            result: { kind: 'upload' },
+            at: 1_000 + i * 100,
+          });
+        }
+        await s.jobs.create(makeJob('sw-open', { userId: 'user-sweep' }));
+        // Created already ended (an import, a test): indexed by its end too.
+        await s.jobs.create(
+          makeJob('sw-created-ended', {
+            state: 'failed',
+            finishedAt: 1_050,
+            error: { code: 'x', message: 'y' },
+          }),
+        );
+        expect(await s.jobs.sweepEnded(1_500, 2)).toBe(6); // sw-0..sw-4 (≤ 1 400) and sw-created-ended
+        expect(await s.jobs.get('sw-4')).toBeUndefined();
+        expect(await s.jobs.get('sw-created-ended')).toBeUndefined();
+        expect((await s.jobs.get('sw-5'))?.state).toBe('finished');
+        expect((await s.jobs.get('sw-open'))?.state).toBe('submitting');
+        const left = (await s.jobs.listByUser('user-sweep', 100)).map((j) => j.id).sort();
+        expect(left).toEqual(['sw-10', 'sw-11', 'sw-5', 'sw-6', 'sw-7', 'sw-8', 'sw-9', 'sw-open']);
+        expect(await s.jobs.sweepEnded(1_500)).toBe(0);
+      });
+
+      it('a member index entry whose record expired is pruned when read; clearUserIndex forgets the rest', async () => {
+        const { stores: s, raw: r } = await open({});
+        await s.jobs.create(makeJob('gone-1', { userId: 'user-gone', createdAt: 5 }));
+        await s.jobs.create(makeJob('kept-1', { userId: 'user-gone', createdAt: 6 }));
+        await r.delete('job:gone-1');
+        expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1']);
+        expect(await r.sorted.range('user-jobs:user-gone', { limit: 10 })).toEqual(['kept-1']);
+        // An older version's JSON list is still read, then forgotten with the index.
+        await r.set('user:user-gone', ['old-1'], 60_000);
+        await s.jobs.create(makeJob('old-1', { userId: 'user-gone', createdAt: 1 }));
+        await r.sorted.remove('user-jobs:user-gone', ['old-1']);
+        expect((await s.jobs.listByUser('user-gone')).map((j) => j.id)).toEqual(['kept-1', 'old-1']);
+        await s.jobs.clearUserIndex('user-gone');
+        expect(await r.sorted.count('user-jobs:user-gone')).toBe(0);
+        expect(await r.get('user:user-gone')).toBeUndefined();
+      });
+
+      it('getByMessageId: the job message, its channel reply and its gallery post all lead to the job', async () => {
+        const { stores: s } = await open({});
+        await s.jobs.create(makeJob('mi-1', { taskId: 'task-mi-1' }));
+        await s.jobs.apply('mi-1', { messageId: 'msg-reply', at: 2_000 });
+        expect((await s.jobs.getByMessageId('msg-reply'))?.id).toBe('mi-1');
+        await s.jobs.apply('mi-1', {
+          thread: {
+            message: { channelId: 'thread-1', guildId: 'guild-1', messageId: 'msg-live' },
+            reply: { channelId: 'chan-1', guildId: 'guild-1', messageId: 'msg-reply' },
+          },
+          at: 2_100,
+        });
+        await s.jobs.apply('mi-1', { state: 'finished', result: { kind: 'upload' }, at: 3_000 });
+        await s.jobs.apply('mi-1', { galleryPost: { channelId: 'gal', messageId: 'msg-post' }, at: 3_100 });
+        for (const id of ['msg-reply', 'msg-live', 'msg-post'])
+          expect((await s.jobs.getByMessageId(id))?.id).toBe('mi-1');
+        expect(await s.jobs.getByMessageId('msg-other')).toBeUndefined();
+        await s.jobs.delete('mi-1');
+        for (const id of ['msg-reply', 'msg-live', 'msg-post'])
+          expect(await s.jobs.getByMessageId(id)).toBeUndefined();
+      });
+
+      it('concurrent creates never lose a user-list or unfinished entry', async () => {
+        const { stores: s } = await open({ userListLimit: 50 });
+        const ids = Array.from({ length: 30 }, (_, i) => `cc-${i}`);
+        await Promise.all(ids.map((id) => s.jobs.create(makeJob(id, { userId: 'user-cc' }))));
+        const listed = (await s.jobs.listByUser('user-cc')).map((j) => j.id);
+        expect(listed.slice().sort()).toEqual(ids.slice().sort());
+        const unfinished = (await s.jobs.listOpen()).map((j) => j.id);
+        expect(unfinished.slice().sort()).toEqual(ids.slice().sort());
+      });
+
+      it('TTL: unfinished jobs expire after unfinishedTtlMs, final ones are kept jobTtlMs', async () => {
+        const { stores: s } = await open({ unfinishedTtlMs: 300, jobTtlMs: 1_200 });
+        await s.jobs.create(makeJob('ttl-open', { taskId: 'task-ttl-open' }));
+        await s.jobs.create(makeJob('ttl-done', { taskId: 'task-ttl-done' }));
+        await s.jobs.apply('ttl-done', { state: 'finished', result: { kind: 'upload' }, at: 2_000 });
+        await s.jobs.apply('ttl-done', { settled: true, finalShown: true, at: 2_001 });
+        expect((await s.jobs.listOpen()).map((j) => j.id)).toEqual(['ttl-open']);
+
+        await sleep(600);
+        expect(await s.jobs.get('ttl-open')).toBeUndefined();
+        expect(await s.jobs.getByTaskId('task-ttl-open')).toBeUndefined();
+        expect(await s.jobs.listOpen()).toEqual([]);
+        expect((await s.jobs.get('ttl-done'))?.state).toBe('finished');
+        expect((await s.jobs.getByTaskId('task-ttl-done'))?.id).toBe('ttl-done');
+
+        await sleep(900);
+        expect(await s.jobs.get('ttl-done')).toBeUndefined();
+        expect(await s.jobs.getByTaskId('task-ttl-done')).toBeUndefined();
+        expect(await s.jobs.listByUser('user-default')).toEqual([]);
+      });
+
+      it('kv: get / set / delete, with TTL', async () => {
+        const value = { photos: ['a', 'b'], count: 2, nested: { ok: true } };
+        await stores.kv.set('session:1', value, 10_000);
+        expect(await stores.kv.get<typeof value>('session:1')).toEqual(value);
+        await stores.kv.set('session:1', 'replaced', 10_000);
+        expect(await stores.kv.get<string>('session:1')).toBe('replaced');
+        await stores.kv.delete('session:1');
+        expect(await stores.kv.get('session:1')).toBeUndefined();
+        await stores.kv.delete('never-set');
+
+        await stores.kv.set('short', 42, 200);
+        expect(await stores.kv.get<number>('short')).toBe(42);
+        await sleep(450);
+        expect(await stores.kv.get('short')).toBeUndefined();
+
+        await expect(stores.kv.set('bad', 1, 0)).rejects.toThrow(RangeError);
+        // kv keys do not collide with job keys
+        await stores.kv.set('job:rt-1', 'not a job', 10_000);
+        expect((await stores.jobs.get('rt-1'))?.id).toBe('rt-1');
+      });
+
+      it('a corrupt record is logged and treated as absent', async () => {
+        await raw.writeRaw('job:bad-json', '{this is not json');
+        await raw.set('job:bad-shape', { id: 'bad-shape', state: 'exploded', secret: 1 }, undefined);
+        await raw.writeRaw('user:user-bad', '[1, 2');
+        await raw.set('task:task-bad', { not: 'an id' }, undefined);
+        await raw.writeRaw('kv:bad', 'garbage');
+
+        expect(await stores.jobs.get('bad-json')).toBeUndefined();
+        expect(await stores.jobs.get('bad-shape')).toBeUndefined();
+        expect(await stores.jobs.apply('bad-shape', { state: 'queued', at: 1 })).toBeUndefined();
+        expect(await stores.jobs.listByUser('user-bad')).toEqual([]);
+        expect(await stores.jobs.getByTaskId('task-bad')).toBeUndefined();
+        expect(await stores.kv.get('bad')).toBeUndefined();
+        const warnings = lines.filter((l) => l.includes('corrupt record'));
+        expect(warnings.some((l) => l.includes('job:bad-json'))).toBe(true);
+        expect(warnings.some((l) => l.includes('job:bad-shape'))).toBe(true);
+
+        // A corrupt id in the unfinished set is pruned, not thrown.
+        await stores.jobs.create(makeJob('un-corrupt'));
+        await raw.writeRaw('job:un-corrupt', 'nope');
+        expect((await stores.jobs.listOpen()).map((j) => j.id)).not.toContain('un-corrupt');
+      });
+
+      it('rejects invalid records on write instead of storing something unreadable', async () => {
+        await expect(stores.jobs.create(makeJob('inv-1', { percentage: 150 }))).rejects.toThrow(TypeError);
+        expect(await stores.jobs.get('inv-1')).toBeUndefined();
+      });
+
+      it('converges: 50 shuffled updates with duplicates applied concurrently (x5)', async () => {
+        const random = rng(7);
+        for (let round = 0; round < 5; round += 1) {
+          const id = `conv-${round}`;
+          const taskId = `task-conv-${round}`;
+          const job = makeJob(id);
+          await stores.jobs.create(job);
+          const updates = shuffle(lifecycleUpdates(random, taskId), random);
+          expect(updates.length).toBeGreaterThanOrEqual(48);
+
+          const results = await Promise.all(updates.map((u) => stores.jobs.apply(id, u)));
+          const final = await stores.jobs.get(id);
+          const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
+
+          expect(final).toBeDefined();
+          expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
+          expect(final).toMatchObject({ state: 'finished', percentage: 100, taskId, finishedAt: 9_000 });
+          // No lost update: every apply that reported a change bumped the version exactly once.
+          expect(results.every((r) => r !== undefined)).toBe(true);
+          expect(final?.version).toBe(results.filter((r) => r?.changed).length);
+          expect((await stores.jobs.getByTaskId(taskId))?.id).toBe(id);
+          // Final, with its final edit and after-final work still to do: open until closed.
+          expect((await stores.jobs.listOpen()).map((j) => j.id)).toContain(id);
+        }
+      });
+
+      // Redis only: SQLite serves one process.
+      if (url !== undefined)
+        it('several instances on one Redis: updates spread over three store connections converge, none lost (x5)', async () => {
+          // Three "instances" (own connection, own in-process lock and memo) on one namespace:
+          // the webhooks of one job land on any of them, concurrently.
+          const namespace = uniqueNamespace('multi');
+          const instances = [
+            (await open({ namespace })).stores,
+            (await open({ namespace })).stores,
+            (await open({ namespace })).stores,
+          ];
+          const first = instances[0] as Stores;
+          const random = rng(11);
+          for (let round = 0; round < 5; round += 1) {
+            const id = `multi-${round}`;
+            const taskId = `task-multi-${round}`;
+            const job = makeJob(id);
+            await first.jobs.create(job);
+            const updates = shuffle(lifecycleUpdates(random, taskId), random);
+            const results = await Promise.all(
+              updates.map((u, i) => (instances[i % instances.length] as Stores).jobs.apply(id, u)),
+            );
+            const final = await first.jobs.get(id);
+            const expected = updates.reduce((acc, u) => mergeJob(acc, u).job, job);
+            expect(withoutVersion(final as JobRecord)).toStrictEqual(withoutVersion(expected));
+            // Every apply that reported a change bumped the version exactly once: none was overwritten.
+            expect(final?.version).toBe(results.filter((r) => r?.changed).length);
+            // Exactly one instance saw the job become final (so one final edit, one gallery post).
+            expect(
+              results.filter((r) => r?.changed && r.job.state === 'finished').length,
+              'one apply made the job final',
+            ).toBe(1);
+          }
+        });
+
+      it('close is idempotent and later calls fail with StoreUnavailableError', async () => {
+        const { stores: s } = await open();
+        await s.jobs.create(makeJob('cl-1'));
+        await s.close();
+        await s.jobs.close();
+        await expect(s.jobs.get('cl-1')).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(s.kv.set('x', 1, 1_000)).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(s.jobs.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+      });
     },
   );
-
-  it('close is idempotent and later calls fail with StoreUnavailableError', async () => {
-    const { stores: s } = await open();
-    await s.jobs.create(makeJob('cl-1'));
-    await s.close();
-    await s.jobs.close();
-    await expect(s.jobs.get('cl-1')).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(s.kv.set('x', 1, 1_000)).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(s.jobs.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
-  });
-});
 
 // ---------------------------------------------------------------------------
 // Cross-process locks (Redis): a short lease, renewed while the holder works
 // ---------------------------------------------------------------------------
 
-describe.skipIf(redisUrl === undefined)('cross-process locks (Redis)', () => {
+describe('cross-process locks (Redis)', needs('redis'), () => {
   // Regression: the lease was 10 × the op timeout (20 s) and never renewed, so an instance
   // SIGKILLed inside a guild's fair-use lock (a final releasing its slot) kept every job
   // command of that guild from answering Discord for up to 20 s.
@@ -813,7 +825,7 @@ describe('SQLite open: a file another connection holds', () => {
 // Redis outage: a private redis-server we can stop and start
 // ---------------------------------------------------------------------------
 
-describe.skipIf(!hasRedisServer)('Redis outage (private redis-server)', () => {
+describe('Redis outage (private redis-server)', needs('redisServer'), () => {
   let port = 0;
   let dir = '';
   const unhandled: unknown[] = [];

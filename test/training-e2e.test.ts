@@ -8,7 +8,7 @@ import {
   type InteractionHandle,
   type JsonObject,
 } from './fake-discord/index.js';
-import { REDIS_URL, eventually, startHarness, type Harness } from './helpers/harness.js';
+import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import {
   jpegSegments,
   metadataFound,
@@ -17,7 +17,7 @@ import {
   pngChunks,
   pngWithMetadata,
 } from './helpers/photos.js';
-import { redisAnswers } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
 
 /**
@@ -673,12 +673,8 @@ describe('/training-photos end to end', () => {
   });
 });
 
-const REDIS_UP = await redisAnswers(REDIS_URL);
-if (!REDIS_UP)
-  console.warn(`[training-e2e] nothing answers at ${REDIS_URL}: the two-instance test is SKIPPED`);
-
 /** Two instances on one Redis, interactions over HTTP: each click may land on either. */
-describe.skipIf(!REDIS_UP)('/training-photos on two instances sharing Redis', () => {
+describe('/training-photos on two instances sharing Redis', needs('redis'), () => {
   let h1: Harness;
   let h2: Harness;
   beforeAll(async () => {

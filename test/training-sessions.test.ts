@@ -10,7 +10,7 @@ import { KeyedMutex } from '../src/services/store/mutex.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import type { JobState, LockingKeyValueStore } from '../src/services/store/types.js';
 import { REDIS_URL } from './helpers/harness.js';
-import { redisAnswers } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 import {
   DownloadError,
   cappedBody,
@@ -651,90 +651,88 @@ describe('originals for submit', () => {
 
 // ------------------------------------------------------------ on the real stores
 
-const REDIS_UP = await redisAnswers(REDIS_URL);
-if (!REDIS_UP)
-  console.warn(`[training-sessions] nothing answers at ${REDIS_URL}: the Redis runs are SKIPPED`);
-
-describe.each([
-  ['sqlite', true],
-  ['redis', REDIS_UP],
-] as const)('sessions on %s shared by two instances', (backend, available) => {
-  const opened: Stores[] = [];
-  const dirs: string[] = [];
-  afterAll(async () => {
-    for (const st of opened) await st.close();
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
-
-  /** Two TrainingSessions on one store namespace (Redis: two connections, as two instances have). */
-  async function twoInstances(): Promise<[TrainingSessions, TrainingSessions]> {
-    const namespace = `ts${randomBytes(4).toString('hex')}`;
-    const dataDir = await mkdtemp(join(tmpdir(), 'sessions-'));
-    dirs.push(dataDir);
-    const open = async () => {
-      const st = await createStores({
-        ...(backend === 'redis' ? { redisUrl: REDIS_URL } : {}),
-        dataDir,
-        namespace,
-        logger,
+for (const backend of ['sqlite', 'redis'] as const)
+  describe(
+    `sessions on ${backend} shared by two instances`,
+    backend === 'redis' ? needs('redis') : {},
+    () => {
+      const opened: Stores[] = [];
+      const dirs: string[] = [];
+      afterAll(async () => {
+        for (const st of opened) await st.close();
+        for (const d of dirs) await rm(d, { recursive: true, force: true });
       });
-      opened.push(st);
-      return st;
-    };
-    const first = await open();
-    // SQLite is one process's file: both "instances" share its store (and its lock).
-    const second = backend === 'redis' ? await open() : first;
-    const make = (kv: LockingKeyValueStore) =>
-      new TrainingSessions({
-        kv,
-        logger,
-        maxBytes: 64 * 1024,
-        ttlMs: 120_000,
-        refreshUrls: () => Promise.reject(new Error('no refresh expected')),
+
+      /** Two TrainingSessions on one store namespace (Redis: two connections, as two instances have). */
+      async function twoInstances(): Promise<[TrainingSessions, TrainingSessions]> {
+        const namespace = `ts${randomBytes(4).toString('hex')}`;
+        const dataDir = await mkdtemp(join(tmpdir(), 'sessions-'));
+        dirs.push(dataDir);
+        const open = async () => {
+          const st = await createStores({
+            ...(backend === 'redis' ? { redisUrl: REDIS_URL } : {}),
+            dataDir,
+            namespace,
+            logger,
+          });
+          opened.push(st);
+          return st;
+        };
+        const first = await open();
+        // SQLite is one process's file: both "instances" share its store (and its lock).
+        const second = backend === 'redis' ? await open() : first;
+        const make = (kv: LockingKeyValueStore) =>
+          new TrainingSessions({
+            kv,
+            logger,
+            maxBytes: 64 * 1024,
+            ttlMs: 120_000,
+            refreshUrls: () => Promise.reject(new Error('no refresh expected')),
+          });
+        return [make(first.kv), make(second.kv)];
+      }
+
+      it('adds from both at once are all kept', async () => {
+        const [a, b] = await twoInstances();
+        await a.start({ userId: '71', channelId: '72', ethnicity: 'white', gender: 'male', age: 40 });
+        const key = sessionKey('71', '72');
+        const batches = Array.from({ length: 6 }, () => Array.from({ length: 4 }, () => newImage()));
+        const results = await Promise.all(batches.map((batch, i) => (i % 2 === 0 ? a : b).add(key, batch)));
+        expect(results.flatMap((r) => r.refused)).toEqual([]);
+        const names = (await a.get(key))?.photos.map((p) => p.name);
+        expect(new Set(names)).toEqual(new Set(batches.flat().map((p) => p.name)));
+        expect(names).toHaveLength(24);
       });
-    return [make(first.kv), make(second.kv)];
-  }
 
-  it.skipIf(!available)('adds from both at once are all kept', async () => {
-    const [a, b] = await twoInstances();
-    await a.start({ userId: '71', channelId: '72', ethnicity: 'white', gender: 'male', age: 40 });
-    const key = sessionKey('71', '72');
-    const batches = Array.from({ length: 6 }, () => Array.from({ length: 4 }, () => newImage()));
-    const results = await Promise.all(batches.map((batch, i) => (i % 2 === 0 ? a : b).add(key, batch)));
-    expect(results.flatMap((r) => r.refused)).toEqual([]);
-    const names = (await a.get(key))?.photos.map((p) => p.name);
-    expect(new Set(names)).toEqual(new Set(batches.flat().map((p) => p.name)));
-    expect(names).toHaveLength(24);
-  });
+      it('sessions opened on both in several channels are all listed by member', async () => {
+        const [a, b] = await twoInstances();
+        await Promise.all(
+          ['1', '2', '3', '4'].map((channelId, i) =>
+            (i % 2 === 0 ? a : b).start({ userId: '91', channelId, ethnicity: 'black', gender: 'male' }),
+          ),
+        );
+        expect((await a.listByMember('91')).map((x) => x.channelId).sort()).toEqual(['1', '2', '3', '4']);
+        expect(await b.deleteForMember('91')).toBe(4);
+        expect(await a.listByMember('91')).toEqual([]);
+      });
 
-  it.skipIf(!available)('sessions opened on both in several channels are all listed by member', async () => {
-    const [a, b] = await twoInstances();
-    await Promise.all(
-      ['1', '2', '3', '4'].map((channelId, i) =>
-        (i % 2 === 0 ? a : b).start({ userId: '91', channelId, ethnicity: 'black', gender: 'male' }),
-      ),
-    );
-    expect((await a.listByMember('91')).map((x) => x.channelId).sort()).toEqual(['1', '2', '3', '4']);
-    expect(await b.deleteForMember('91')).toBe(4);
-    expect(await a.listByMember('91')).toEqual([]);
-  });
-
-  it.skipIf(!available)('claims from both at once: exactly one wins', async () => {
-    const [a, b] = await twoInstances();
-    await a.start({ userId: '81', channelId: '82', ethnicity: 'asian', gender: 'female' });
-    const key = sessionKey('81', '82');
-    await a.add(
-      key,
-      Array.from({ length: 10 }, () => newImage()),
-    );
-    const outcomes = await Promise.allSettled(
-      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).claim(key, `claim-${i}`)),
-    );
-    const won = outcomes.filter((o) => o.status === 'fulfilled');
-    expect(won).toHaveLength(1);
-    for (const o of outcomes.filter((x) => x.status === 'rejected'))
-      expect((o as PromiseRejectedResult).reason).toMatchObject({ code: 'submitting' });
-    const winner = (won[0] as PromiseFulfilledResult<{ submission?: { claimId: string } }>).value;
-    expect((await b.get(key))?.submission?.claimId).toBe(winner.submission?.claimId);
-  });
-});
+      it('claims from both at once: exactly one wins', async () => {
+        const [a, b] = await twoInstances();
+        await a.start({ userId: '81', channelId: '82', ethnicity: 'asian', gender: 'female' });
+        const key = sessionKey('81', '82');
+        await a.add(
+          key,
+          Array.from({ length: 10 }, () => newImage()),
+        );
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).claim(key, `claim-${i}`)),
+        );
+        const won = outcomes.filter((o) => o.status === 'fulfilled');
+        expect(won).toHaveLength(1);
+        for (const o of outcomes.filter((x) => x.status === 'rejected'))
+          expect((o as PromiseRejectedResult).reason).toMatchObject({ code: 'submitting' });
+        const winner = (won[0] as PromiseFulfilledResult<{ submission?: { claimId: string } }>).value;
+        expect((await b.get(key))?.submission?.claimId).toBe(winner.submission?.claimId);
+      });
+    },
+  );

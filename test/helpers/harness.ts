@@ -10,7 +10,9 @@ import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/
 import { startFakeDiscord, type FakeDiscord } from '../fake-discord/index.js';
 import type { FakeDiscordOptions } from '../fake-discord/types.js';
 
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+import { REDIS_URL } from './detect.js';
+
+export { REDIS_URL };
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,16 +1,12 @@
 /** A private redis-server (own port, own directory) a test can stop and start under the code it tests. */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createClient } from '@keyv/redis';
 import { eventually, freePort } from './harness.js';
 
 const run = promisify(execFile);
-
-export const HAS_REDIS_SERVER =
-  !spawnSync('redis-server', ['--version']).error && !spawnSync('redis-cli', ['--version']).error;
 
 export interface PrivateRedis {
   port: number;
@@ -77,19 +73,4 @@ export async function privateRedis(opts: { maxmemoryPolicy?: string } = {}): Pro
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Whether a Redis answers at `url` (tests that need one skip, with a message, when not). */
-export async function redisAnswers(url: string): Promise<boolean> {
-  const client = createClient({ url, socket: { connectTimeout: 1_000, reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (client.isOpen) client.destroy();
-  }
 }

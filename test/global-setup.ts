@@ -1,0 +1,18 @@
+/**
+ * Runs once before any test file: detects what the machine offers (test/helpers/requirements.ts)
+ * and hands it to every worker. With CI=true a missing capability stops the run here, one line
+ * each: CI installs all of them (.ci/run), so a missing one is a broken CI, not a reason to skip.
+ */
+import type { TestProject } from 'vitest/node';
+import { detectCapabilities, missingLines } from './helpers/detect.js';
+
+export default async function setup(project: TestProject): Promise<void> {
+  const caps = await detectCapabilities();
+  const missing = missingLines(caps);
+  if (process.env.CI === 'true' && missing.length > 0) {
+    const refusal = new Error(`CI=true runs every suite, but:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+    refusal.stack = refusal.message; // the lines say it all; a stack into vitest would only bury them
+    throw refusal;
+  }
+  project.provide('capabilities', caps);
+}

@@ -1,0 +1,55 @@
+/**
+ * Compile-time completeness of the operation registry, checked by the compiler, not at run
+ * time: `npm test` runs these through vitest's typecheck (tsc), and `npm run typecheck` too.
+ * A failing expectation, or an `@ts-expect-error` line that stopped being an error, fails both.
+ */
+import { describe, expectTypeOf, it } from 'vitest';
+import type { Operation, TaskOutputs } from '../src/services/media/types.js';
+import type { operations } from '../src/services/operations/index.js';
+import type {
+  OperationModule,
+  OperationRegistry,
+  OutputsOf,
+  ParamsByOperation,
+} from '../src/services/operations/types.js';
+
+type Registry = typeof operations;
+
+describe('an incomplete operation does not compile', () => {
+  it('a registry without one operation’s module', () => {
+    expectTypeOf<Omit<Registry, 'upload'>>().not.toExtend<OperationRegistry>();
+  });
+
+  it('a module missing a piece (render, outputs, body, next steps)', () => {
+    expectTypeOf<Omit<Registry['song'], 'render'>>().not.toExtend<OperationModule<'song'>>();
+    expectTypeOf<Omit<Registry['video'], 'outputs'>>().not.toExtend<OperationModule<'video'>>();
+    expectTypeOf<Omit<Registry['upscale'], 'body'>>().not.toExtend<OperationModule<'upscale'>>();
+    // continueFrom must be said, even when nothing leads there (undefined).
+    expectTypeOf<Omit<Registry['upload'], 'continueFrom'>>().not.toExtend<OperationModule<'upload'>>();
+  });
+
+  it('a module answering with another operation’s result or parameters', () => {
+    type SongWithVideoOutputs = Omit<Registry['song'], 'outputs'> & Pick<Registry['video'], 'outputs'>;
+    expectTypeOf<SongWithVideoOutputs>().not.toExtend<OperationModule<'song'>>();
+    type VideoWithSongParams = Omit<Registry['video'], 'fromStored'> & Pick<Registry['song'], 'fromStored'>;
+    expectTypeOf<VideoWithSongParams>().not.toExtend<OperationModule<'video'>>();
+  });
+
+  it('a new operation needs its parameters and its result kind before any module can exist', () => {
+    // @ts-expect-error no parameters declared for 'remix'
+    type RemixParams = ParamsByOperation['remix'];
+    expectTypeOf<RemixParams>().toBeAny();
+    // Without a `TaskOutputs` member of kind 'remix' its outputs are `never`: no module can parse them.
+    expectTypeOf<Extract<TaskOutputs, { kind: 'remix' }>>().toBeNever();
+  });
+
+  it('every operation has a module, a result kind and parameters', () => {
+    expectTypeOf<keyof Registry>().toEqualTypeOf<Operation>();
+    expectTypeOf<OutputsOf<Operation>['kind']>().toEqualTypeOf<Operation>();
+    expectTypeOf<keyof ParamsByOperation>().toEqualTypeOf<Operation>();
+    expectTypeOf<Registry>().toExtend<OperationRegistry>();
+    // The checks above can fail: the complete modules do pass.
+    expectTypeOf<Registry['song']>().toExtend<OperationModule<'song'>>();
+    expectTypeOf<Registry['video']>().toExtend<OperationModule<'video'>>();
+  });
+});
