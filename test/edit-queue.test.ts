@@ -473,6 +473,30 @@ describe('EditQueue (fake clock)', () => {
     expect(transport.calls.map((c) => c.label)).toEqual(['bad', 'final']);
   });
 
+  it('AutoMod (200000) on a final: the caller is asked to withhold the text, and its new final is delivered', async () => {
+    const { transport, queue } = setup();
+    transport.script = (call) => (call.label === 'final with prompt' ? apiError(200000, 400) : undefined);
+    const ref = channelRef();
+    let asked = 0;
+    const onAutoMod = () => {
+      asked++;
+      // What QueuedJobMessages does once the record is marked: the final again, without the text.
+      queue.push({ ...req('job', 'final withheld', ref, true) });
+    };
+    queue.push({ ...req('job', 'final with prompt', ref, true), onAutoMod });
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    expect(asked).toBe(1);
+    expect(transport.calls.map((c) => c.label)).toEqual(['final with prompt', 'final withheld']);
+  });
+
+  it('AutoMod without a way to withhold (text already withheld): dropped like an invalid edit, no loop', async () => {
+    const { transport, queue } = setup();
+    transport.script = () => apiError(200000, 400);
+    queue.push(req('job', 'final', channelRef(), true));
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    expect(transport.calls).toHaveLength(1);
+  });
+
   // ---------------------------------------------------------------- accounting
 
   it('depth(), inFlight(), drain() and close()', async () => {
