@@ -9,7 +9,7 @@ import { oncePerJob } from '../discord/message-nonce.js';
 import { renderGalleryPost, threadName } from '../discord/render.js';
 import type { AllowList } from '../net/address-policy.js';
 import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-budget.js';
-import { SafeDownloadError, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
+import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
 import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/channel-budget.js';
@@ -156,16 +156,7 @@ function downloadReason(err: unknown, uploadLimit: number, cap: number): string 
 
 /** A downloaded body in one buffer: its declared size allocated once, else the chunks joined. */
 async function readBody(res: SafeResponse): Promise<Buffer> {
-  if (res.contentLength === undefined) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-      chunks.push(buf);
-      size += buf.length;
-    }
-    return Buffer.concat(chunks, size);
-  }
+  if (res.contentLength === undefined) return readAll(res);
   const out = Buffer.allocUnsafe(res.contentLength);
   let at = 0;
   for await (const chunk of res.body) {

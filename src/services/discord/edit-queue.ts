@@ -182,6 +182,13 @@ export type Failure =
   | { kind: 'invalid'; code: number | string; message: string }
   | { kind: 'transient'; message: string };
 
+/** The metric label of an edit's outcome (an AutoMod refusal counts as invalid). */
+export function editOutcome(r: { kind: 'ok' } | Failure): EditOutcome {
+  if (r.kind === 'transient') return 'error';
+  if (r.kind === 'automod') return 'invalid';
+  return r.kind;
+}
+
 /** AutoMod blocked the message (200000) or a thread name / title (200001). */
 export const AUTOMOD_CODES: ReadonlySet<number> = new Set([200000, 200001]);
 
@@ -585,14 +592,7 @@ export class EditQueue {
     const failure = classify(err, route);
     const t = this.now();
     const log = this.deps.logger;
-    const outcome: EditOutcome =
-      failure.kind === 'transient'
-        ? 'error'
-        : failure.kind === 'rate_limited'
-          ? 'rate_limited'
-          : failure.kind === 'automod'
-            ? 'invalid'
-            : failure.kind;
+    const outcome = editOutcome(failure);
     this.deps.metrics?.editsSent(route, outcome);
     if (this.closed) {
       if (state.final)

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/channel-budget.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
-import { DEFAULT_EDIT_QUEUE_OPTIONS, classify, type EditRoute } from '../discord/edit-queue.js';
+import { DEFAULT_EDIT_QUEUE_OPTIONS, classify, editOutcome, type EditRoute } from '../discord/edit-queue.js';
 import { hasMessage, isFinalState, type JobRenderers } from '../discord/edits/job-messages.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
@@ -173,17 +173,7 @@ export class BullJobEdits implements MessageUpdates {
         return;
       }
       const outcome = await this.send(route, ref, payload);
-      this.deps.metrics?.editsSent.inc({
-        route,
-        outcome:
-          outcome.kind === 'ok'
-            ? 'ok'
-            : outcome.kind === 'transient'
-              ? 'error'
-              : outcome.kind === 'automod'
-                ? 'invalid'
-                : outcome.kind,
-      });
+      this.deps.metrics?.editsSent.inc({ route, outcome: editOutcome(outcome) });
       switch (outcome.kind) {
         case 'ok':
           if (!final && route === 'interaction') {
