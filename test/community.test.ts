@@ -15,6 +15,7 @@ import { GalleryPoster, UPLOAD_LEASE_MS } from '../src/services/community/galler
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
+import { translator } from '../src/i18n/index.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { NONCE_WINDOW_MS } from './fake-discord/index.js';
@@ -217,9 +218,10 @@ describe.each([
     clock += 10_000;
     const r = await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings });
     expect(r).toEqual({ ok: false, refusal: { kind: 'cooldown', retryAt: start + 30_000 } });
-    expect(refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal)).toContain(
-      `<t:${Math.ceil((start + 30_000) / 1000)}:R>`,
-    );
+    const text = refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal);
+    expect(text(translator('en-US'))).toContain(`<t:${Math.ceil((start + 30_000) / 1000)}:R>`);
+    // A German member reads it in German, the time unchanged.
+    expect(text(translator('de'))).toMatch(/^Bitte warte .*<t:\d+:R>/);
     clock += 20_000;
     expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings })).ok).toBe(
       true,

@@ -80,6 +80,7 @@ export interface MessageArgs {
   'commands.upscale.options.seed.description': undefined;
   'errors.foreign_button': undefined;
   'errors.foreign_menu': undefined;
+  'errors.http.failed': undefined;
   'errors.http.form_too_slow': undefined;
   'errors.http.restarting': undefined;
   'errors.http.unreadable': undefined;
@@ -188,6 +189,8 @@ export interface MessageArgs {
   'jobs.only_failed_retry': undefined;
   'jobs.result_unavailable': undefined;
   'jobs.retry_running': { link: string | number };
+  'jobs.retry_starting': undefined;
+  'jobs.still_running': undefined;
   'modals.extend_video.prompt_label': undefined;
   'modals.extend_video.title': undefined;
   'moderation.automod.message': undefined;
@@ -247,7 +250,6 @@ export interface MessageArgs {
   'privacy.show.service': undefined;
   'privacy.show.sessions': { count: number; hours: number };
   'privacy.show.title': undefined;
-  'privacy.store_down': undefined;
   'refusal.active_jobs': { count: number; max: string | number };
   'refusal.buttons_not_owner': { user: string | number };
   'refusal.cooldown': { retryAt: string | number };
@@ -288,7 +290,9 @@ export interface MessageArgs {
   'settings.reset_all': undefined;
   'settings.reset_one': { setting: string | number };
   'settings.saved': undefined;
-  'settings.show.account_credits': { credits: number };
+  'settings.show.account_credits': { at: string | number; credits: number };
+  'settings.show.account_plan': { at: string | number; credits: number; plan: string | number };
+  'settings.show.account_unknown': undefined;
   'settings.show.cooldown_seconds': { seconds: string | number; source: string };
   'settings.show.costs': { costs: string | number };
   'settings.show.credits_budget': {
@@ -307,7 +311,6 @@ export interface MessageArgs {
   'settings.show.max_active_jobs': { max: string | number; source: string };
   'settings.show.threads': { source: string; state: string };
   'settings.show.title': undefined;
-  'settings.store_down': undefined;
   'settings.unknown_setting': { setting: string | number };
   'tasks.detail.continued_by': { links: string | number };
   'tasks.detail.extended_from': { link: string | number };
@@ -324,7 +327,6 @@ export interface MessageArgs {
   'tasks.option_task': { id: string | number };
   'tasks.refresh_failed': undefined;
   'tasks.repost_links_expired': undefined;
-  'tasks.store_down': undefined;
   'tasks.timeline.accepted': { when: string | number };
   'tasks.timeline.created': { when: string | number };
   'tasks.timeline.failed': { when: string | number };
