@@ -15,7 +15,7 @@ import { GalleryPoster, UPLOAD_LEASE_MS } from '../src/services/community/galler
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
-import { translator } from '../src/i18n/index.js';
+import { t, translator } from '../src/i18n/index.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { NONCE_WINDOW_MS } from './fake-discord/index.js';
@@ -387,8 +387,26 @@ describe('community e2e', () => {
     const text = JSON.stringify(refused.data);
     expect(text).toContain('1 of 3 left today');
     expect(text).toMatch(/reset <t:\d+:R>/);
+    // The same refusal to a German member: in German, with the same numbers and time.
+    const german = await h.fake
+      .sendCommand({
+        name: 'extend-song',
+        userId: admin,
+        locale: 'de',
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+      })
+      .message(10_000);
+    expect(german.ephemeral).toBe(true);
+    const [before] = t('de', 'refusal.credits', { left: 1, budget: 3, cost: 2, resetAt: '@' }).split('@');
+    expect(String(german.data['content'])).toContain(before);
+    expect(String(german.data['content'])).toMatch(/<t:\d+:R>/);
     const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
     expect(show).toContain('Credits today: **2** of 3 used, 1 left');
+    const showDe = await replyText(
+      h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin, locale: 'de' }),
+    );
+    expect(showDe).toContain(t('de', 'settings.show.title'));
+    expect(showDe).toContain(t('de', 'settings.show.costs', { costs: '' }).slice(0, -1));
   });
 
   it('credits come back when the service refuses the submission', async () => {
