@@ -343,6 +343,7 @@ export interface MessageArgs {
   'training.already_open': { expires: string | number; status: string | number; subject: string | number };
   'training.already_open_next': undefined;
   'training.already_open_photos': undefined;
+  'training.already_open_submitted': undefined;
   'training.busy': undefined;
   'training.closed.cancelled': { count: number; user: string | number };
   'training.closed.submitted': { count: number; user: string | number };
@@ -350,10 +351,12 @@ export interface MessageArgs {
   'training.consent.changed': undefined;
   'training.consent.confirmed': { count: number };
   'training.consent.count': { count: number };
+  'training.consent.declined': undefined;
   'training.consent.expired': undefined;
   'training.consent.not_owner': { user: string | number };
   'training.consent.text': undefined;
   'training.consent.title': undefined;
+  'training.consent.used': undefined;
   'training.count.full': { count: string | number; max: string | number };
   'training.count.not_ready': {
     count: string | number;
@@ -401,7 +404,11 @@ export interface MessageArgs {
   'training.session.send': undefined;
   'training.subject': { ethnicity: string | number; gender: string | number };
   'training.subject_age': { age: string | number; ethnicity: string | number; gender: string | number };
+  'training.submit_not_owner': { user: string | number };
+  'training.submitted_running': undefined;
   'training.submitting': undefined;
+  'training.underage_start': { min: string | number };
+  'training.underage_submit': { age: string | number; min: string | number };
   'units.ago.days': { d: number };
   'units.ago.hours': { h: number };
   'units.ago.minutes': { m: number };
