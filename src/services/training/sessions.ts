@@ -58,6 +58,8 @@ import {
   formatOfContentType,
 } from './image-sniff.js';
 import { needsRefresh, refreshExpiring, type RefreshUrls } from './refresh-urls.js';
+import { inEnglish } from '../operations/fields.js';
+import type { MemberText } from '../operations/input.js';
 
 export { MAX_PHOTOS, MIN_PHOTOS };
 
@@ -153,12 +155,15 @@ export type TrainingSessionErrorCode =
 
 /** A session operation that cannot proceed; `message` is meant for the user. */
 export class TrainingSessionError extends Error {
+  /** What the member reads, in their language; `message` is the English text (logs). */
+  readonly text: MemberText;
   constructor(
     readonly code: TrainingSessionErrorCode,
-    message: string,
+    text: MemberText,
   ) {
-    super(message);
+    super(inEnglish(text));
     this.name = 'TrainingSessionError';
+    this.text = text;
   }
 }
 
@@ -433,16 +438,12 @@ export class TrainingSessions {
       assertOpen(session);
       const st = statusOf(session);
       if (!st.ready) {
-        throw new TrainingSessionError(
-          'not_ready',
-          `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more).`,
+        throw new TrainingSessionError('not_ready', (tr) =>
+          tr.t('training.not_enough_photos', { count: st.count, min: MIN_PHOTOS, missing: st.missing }),
         );
       }
       if (expectedDigest !== undefined && photoDigest(session) !== expectedDigest) {
-        throw new TrainingSessionError(
-          'changed',
-          'The session’s photos changed since you were asked to confirm; nothing was sent. Submit again to confirm the photos it holds now.',
-        );
+        throw new TrainingSessionError('changed', (tr) => tr.t('training.consent.changed'));
       }
       const next: TrainingSession = { ...session, submission: { claimId, at: this.now() } };
       await this.save(next);
@@ -530,17 +531,15 @@ export class TrainingSessions {
         'could not refresh Discord attachment links',
       );
       if (expired.length > 0) {
-        throw new TrainingSessionError(
-          'refresh_failed',
-          `Discord did not renew the expired links of ${expired.length} photo(s), so they cannot be downloaded now. Please try again in a minute.`,
+        throw new TrainingSessionError('refresh_failed', (tr) =>
+          tr.t('training.refresh_failed', { count: expired.length }),
         );
       }
     }
     const missing = session.photos.filter((p) => needsRefresh(p.url, now, 0) && !renewed.has(p.url));
     if (missing.length > 0) {
-      throw new TrainingSessionError(
-        'refresh_failed',
-        `The links of ${missing.map((p) => quote(p.name)).join(', ')} have expired and Discord did not renew them (was the original message deleted?). Cancel the session and start again.`,
+      throw new TrainingSessionError('refresh_failed', (tr) =>
+        tr.t('training.links_expired', { names: tr.list(missing.map((p) => quote(p.name))) }),
       );
     }
     return session.photos.map((photo) => {
@@ -696,25 +695,16 @@ export function photoDigest(s: Pick<TrainingSession, 'photos'>): string {
 function assertOpen(s: TrainingSession): void {
   if (!s.submission) return;
   throw s.submission.accepted
-    ? new TrainingSessionError(
-        'submitted',
-        'These photos were submitted and the upload is running; the session closes when it finishes (if it fails, you can retry). To start a new set here now, discard this one with `/training-photos cancel`.',
-      )
+    ? new TrainingSessionError('submitted', (tr) => tr.t('training.submitted_running'))
     : submitting();
 }
 
 function submitting(): TrainingSessionError {
-  return new TrainingSessionError(
-    'submitting',
-    'This session is already being submitted; wait for the result.',
-  );
+  return new TrainingSessionError('submitting', (tr) => tr.t('training.submitting'));
 }
 
 function noSession(): TrainingSessionError {
-  return new TrainingSessionError(
-    'no_session',
-    'You have no open training-photo session in this channel (or it expired). Start one with `/training-photos start`.',
-  );
+  return new TrainingSessionError('no_session', (tr) => tr.t('training.no_session'));
 }
 
 function fullReason(): string {
