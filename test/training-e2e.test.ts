@@ -19,6 +19,7 @@ import {
 } from './helpers/photos.js';
 import { redisAnswers } from './helpers/private-redis.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
+import { translator } from '../src/i18n/index.js';
 
 /**
  * End to end through the real bot (createApp) with a fake Discord (REST,
@@ -199,8 +200,23 @@ describe('/training-photos end to end', () => {
     const status = await fake.sendCommand({ name: 'training-photos', subcommand: 'status' }).message();
     expect(status.ephemeral).toBe(true);
     expect(status.content).toContain('8 / 30 photos');
-    expect(status.content).toContain('latino · female · age 28');
+    expect(status.content).toContain('Latino · Female · age 28');
     expect(status.content).toContain('8. “add-2.png”');
+    // The same status to the member's German client: German, the subject in the registered choice names.
+    const statusDe = await fake
+      .sendCommand({ name: 'training-photos', subcommand: 'status', locale: 'de' })
+      .message();
+    const de = translator('de');
+    expect(statusDe.content).toContain(
+      de.t('training.count.not_ready', { count: 8, max: 30, missing: 2, min: 10 }),
+    );
+    expect(statusDe.content).toContain(
+      de.t('training.subject_age', {
+        ethnicity: de.t('commands.training-photos.start.options.ethnicity.choices.latino'),
+        gender: de.t('commands.training-photos.start.options.gender.choices.female'),
+        age: 28,
+      }),
+    );
 
     // Another member pressing the buttons is told whose session it is.
     const other = fake.addUser({ username: 'someone-else' });
@@ -249,7 +265,7 @@ describe('/training-photos end to end', () => {
     const submitBtn = fake.sendButton({ customId: `training:submit:${userId}`, messageId: sessionMsg.id });
     expect((await submitBtn.response()).type).toBe(4);
     const { prompt, confirm } = await consentPrompt(submitBtn, userId);
-    expect(prompt.content).toContain('latino · female · age 28');
+    expect(prompt.content).toContain('Latino · Female · age 28');
     await new Promise((r) => setTimeout(r, 200));
     expect(uploadRequests()).toHaveLength(0);
 

@@ -11,14 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
-import {
-  formatBytes,
-  isMessageKey,
-  keySegment,
-  translatorFor,
-  type MessageKey,
-  type Translator,
-} from '../i18n/index.js';
+import { formatBytes, translatorFor, type Translator } from '../i18n/index.js';
 import {
   MIN_ADULT_AGE,
   renderAddResult,
@@ -26,6 +19,7 @@ import {
   renderSessionMessage,
   renderStatus,
   countLine,
+  subjectLine,
   type SessionPayload,
 } from '../services/training/render.js';
 import {
@@ -109,23 +103,6 @@ const data = new SlashCommandBuilder()
   .toJSON();
 
 // ------------------------------------------------------------ helpers
-
-/** A choice name's key (choice names take no values). */
-type ChoiceKey = Extract<MessageKey, `commands.${string}.choices.${string}`>;
-const isChoiceKey = (key: string): key is ChoiceKey => isMessageKey(key);
-
-/** `latino · female · age 28` in the member's words (the choice names the command registers). */
-function subjectText(tr: Translator, s: Pick<TrainingSession, 'ethnicity' | 'gender' | 'age'>): string {
-  const choice = (option: 'ethnicity' | 'gender', value: string): string => {
-    const key = `commands.training-photos.start.options.${option}.choices.${keySegment(value)}`;
-    return isChoiceKey(key) ? tr.t(key) : value;
-  };
-  const ethnicity = choice('ethnicity', s.ethnicity);
-  const gender = choice('gender', s.gender);
-  return s.age !== undefined
-    ? tr.t('training.subject_age', { ethnicity, gender, age: s.age })
-    : tr.t('training.subject', { ethnicity, gender });
-}
 
 function channelOf(i: { channelId: string | null }): string {
   if (!i.channelId) throw new UserError('no_channel', (tr) => tr.t('training.no_channel'));
@@ -318,8 +295,8 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
     throw new UserError('training_session_open', (tr) =>
       [
         tr.t('training.already_open', {
-          status: countLine(session),
-          subject: subjectText(tr, session),
+          status: countLine(session, tr),
+          subject: subjectLine(session, tr),
           expires: ts(session.expiresAt, 'R'),
         }),
         tr.t(session.submission ? 'training.already_open_submitted' : 'training.already_open_next'),
@@ -353,7 +330,7 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   await show(renderSessionMessage(result.session));
   if (result.refused.length > 0) {
     await i.followUp({
-      content: renderAddResult(result),
+      content: renderAddResult(result, translatorFor(i)),
       flags: MessageFlags.Ephemeral,
     });
   }
@@ -366,13 +343,17 @@ async function add(i: BotInteraction, ctx: BotContext): Promise<void> {
   assertNotSubmitted(await requireSession(ctx, key));
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result, translatorFor(i)), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
 async function status(i: BotInteraction, ctx: BotContext): Promise<void> {
   const s = await requireSession(ctx, sessionKey(i.user.id, channelOf(i)));
-  await i.reply({ content: renderStatus(s), flags: MessageFlags.Ephemeral, allowed_mentions: { parse: [] } });
+  await i.reply({
+    content: renderStatus(s, translatorFor(i)),
+    flags: MessageFlags.Ephemeral,
+    allowed_mentions: { parse: [] },
+  });
 }
 
 async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
@@ -624,14 +605,14 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
     if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
       await i.editReply(replyOptions(payload));
     await i.followUp({
-      content: renderAddResult(result),
+      content: renderAddResult(result, translatorFor(i)),
       flags: MessageFlags.Ephemeral,
     });
     return;
   }
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result, translatorFor(i)), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 

@@ -402,6 +402,9 @@ export interface MessageArgs {
   'training.session.header': { subject: string | number; user: string | number };
   'training.session.header_public': { user: string | number };
   'training.session.send': undefined;
+  'training.status.last_failed': undefined;
+  'training.status.submitted': undefined;
+  'training.status.submitting': undefined;
   'training.subject': { ethnicity: string | number; gender: string | number };
   'training.subject_age': { age: string | number; ethnicity: string | number; gender: string | number };
   'training.submit_not_owner': { user: string | number };
