@@ -33,11 +33,24 @@ describe.each([
     expect(names.sort()).toEqual([
       'extend-song',
       'extend-video',
+      'privacy',
       'settings',
       'tasks',
       'training-photos',
       'upscale',
     ]);
+    // Registered with their texts in every language (the fake keeps what was PUT).
+    for (const c of h.fake.guildCommands()) {
+      const localized = c['description_localizations'] as Record<string, string> | null | undefined;
+      expect(Object.keys(localized ?? {}).sort(), String(c['name'])).toEqual([
+        'de',
+        'es-419',
+        'es-ES',
+        'fr',
+        'ja',
+        'pt-BR',
+      ]);
+    }
   });
 
   it('/extend-song goes from queued through percentages to both songs', async () => {
