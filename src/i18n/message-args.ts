@@ -393,6 +393,8 @@ export interface MessageArgs {
   'training.reason.network': { detail: string | number };
   'training.reason.not_http': { protocol: string | number };
   'training.reason.not_image': { type: string | number };
+  'training.reason.not_plain_url': undefined;
+  'training.reason.private_address': undefined;
   'training.reason.timeout': undefined;
   'training.reason.too_large': { limit: string | number; size: string | number };
   'training.reason.too_large_unknown': { limit: string | number };

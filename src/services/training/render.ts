@@ -154,8 +154,7 @@ export function renderAddResult(r: AddResult, tr: Translator = ENGLISH): string 
   );
   if (r.refused.length > 0) {
     lines.push(tr.t('training.add.refused', { count: r.refused.length }));
-    // The reasons are the session's (English for now: see docs/i18n-keymap.md, training.reason.*).
-    for (const f of r.refused) lines.push(`• ${quote(f.name)}: ${f.reason}`);
+    for (const f of r.refused) lines.push(`• ${quote(f.name)}: ${f.reason(tr)}`);
   }
   return clip(lines, tr);
 }

@@ -51,12 +51,7 @@ import {
   type Downloader,
   type InspectedImage,
 } from './download.js';
-import {
-  IMAGE_FORMATS,
-  SUPPORTED_FORMATS_TEXT,
-  baseContentType,
-  formatOfContentType,
-} from './image-sniff.js';
+import { IMAGE_FORMATS, baseContentType, formatOfContentType } from './image-sniff.js';
 import { needsRefresh, refreshExpiring, type RefreshUrls } from './refresh-urls.js';
 import { inEnglish } from '../operations/fields.js';
 import type { MemberText } from '../operations/input.js';
@@ -132,7 +127,8 @@ export interface PhotoInput {
 
 export interface Refusal {
   name: string;
-  reason: string;
+  /** Why, in the member's language when shown (inEnglish for logs). */
+  reason: MemberText;
 }
 
 export interface AddResult {
@@ -213,7 +209,7 @@ export function statusOf(session: TrainingSession): SessionStatus {
   };
 }
 
-type Checked = { input: PhotoInput; refusal: string } | { input: PhotoInput; image: InspectedImage };
+type Checked = { input: PhotoInput; refusal: MemberText } | { input: PhotoInput; image: InspectedImage };
 
 export class TrainingSessions {
   readonly maxBytes: number;
@@ -373,9 +369,10 @@ export class TrainingSessions {
         }
         const dup = photos.find((p) => p.sha256 === c.image.sha256);
         if (dup) {
+          const name = quote(dup.name);
           refused.push({
             name: c.input.name,
-            reason: `it is the same picture as ${quote(dup.name)}, already in the session`,
+            reason: (tr) => tr.t('training.reason.duplicate', { name }),
           });
           continue;
         }
@@ -555,11 +552,12 @@ export class TrainingSessions {
     try {
       return await downloadVerified(this.download, url, this.limits, p.sha256, p.size);
     } catch (err) {
-      const reason =
-        err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
+      const name = quote(p.name);
+      const detail = err instanceof Error ? err.message : String(err);
+      const reason: MemberText = err instanceof DownloadError ? err.text : () => detail;
       throw new DownloadError(
         err instanceof DownloadError ? err.kind : 'network',
-        `${quote(p.name)}: ${reason}`,
+        (tr) => `${name}: ${reason(tr)}`,
         { cause: err },
       );
     }
@@ -610,7 +608,7 @@ export class TrainingSessions {
     if (!formatOfContentType(declared)) {
       return {
         input,
-        refusal: `it is not an image (${declared ?? 'unknown type'}); send ${SUPPORTED_FORMATS_TEXT}`,
+        refusal: (tr) => tr.t('training.reason.not_image', { type: declared ?? tr.t('input.unknown_type') }),
       };
     }
     if (input.size > this.maxBytes) return { input, refusal: tooLargeMessage(input.size, this.maxBytes) };
@@ -619,9 +617,9 @@ export class TrainingSessions {
       parseHttpUrl(input.url);
       return { input, image: await inspectImage(this.download, input.url, this.limits) };
     } catch (err) {
-      if (err instanceof DownloadError) return { input, refusal: err.message };
+      if (err instanceof DownloadError) return { input, refusal: err.text };
       this.logger.warn({ err, name: input.name }, 'training photo check failed');
-      return { input, refusal: 'it could not be checked (unexpected error)' };
+      return { input, refusal: (tr) => tr.t('training.reason.check_failed') };
     }
   }
 
@@ -707,8 +705,8 @@ function noSession(): TrainingSessionError {
   return new TrainingSessionError('no_session', (tr) => tr.t('training.no_session'));
 }
 
-function fullReason(): string {
-  return `the session already holds ${MAX_PHOTOS} photos, the maximum`;
+function fullReason(): MemberText {
+  return (tr) => tr.t('training.reason.full', { max: MAX_PHOTOS });
 }
 
 export function quote(name: string): string {
