@@ -11,6 +11,11 @@ import { argumentsOf, messageArgsSource, parseMessage, type ArgumentKind } from 
 import { commandData, commands } from '../src/commands/index.js';
 import { normalizeCommands } from '../src/services/discord/command-sync.js';
 import {
+  CONSENT_WORDING,
+  CONSENT_WORDINGS,
+  CONSENT_WORDING_TEXTS,
+} from '../src/services/training/consent.js';
+import {
   CATALOGS,
   COMMAND_LIMITS,
   DEFAULT_LOCALE,
@@ -220,9 +225,18 @@ describe('catalogs', () => {
     }
   });
 
-  it('the English consent button says "Confirm"; every language has a consent text naming 18', () => {
-    expect(EN['buttons.confirm_consent']).toMatch(/Confirm/);
-    for (const locale of LOCALES) expect(CATALOGS[locale]['training.consent.text'], locale).toMatch(/18/);
+  it('the English consent button says "confirm"; every language has a consent statement naming 18', () => {
+    expect(EN['buttons.confirm_consent']).toMatch(/\bconfirm\b/i);
+    for (const locale of LOCALES) expect(CATALOGS[locale]['training.consent.v1.adult'], locale).toMatch(/18/);
+  });
+
+  it('each consent wording reads, in English, exactly as recorded (a record names its wording)', () => {
+    for (const [wording, keys] of Object.entries(CONSENT_WORDING_TEXTS))
+      expect(
+        keys.map((k) => EN[k]),
+        wording,
+      ).toEqual(CONSENT_WORDINGS[wording]);
+    expect(Object.keys(CONSENT_WORDING_TEXTS)).toContain(CONSENT_WORDING);
   });
 
   it('src/i18n/message-args.ts is generated from the current English catalog (npm run i18n:types)', async () => {

@@ -266,6 +266,14 @@ describe('/training-photos end to end', () => {
     expect((await submitBtn.response()).type).toBe(4);
     const { prompt, confirm } = await consentPrompt(submitBtn, userId);
     expect(prompt.content).toContain('Latino · Female · age 28');
+    // Asked from a German client, the same step speaks German (its statements, its buttons); nothing is sent.
+    const promptDe = await fake
+      .sendCommand({ name: 'training-photos', subcommand: 'submit', locale: 'de' })
+      .message();
+    expect(promptDe.ephemeral).toBe(true);
+    expect(promptDe.content).toContain(de.t('training.consent.v1.adult'));
+    expect(promptDe.content).toContain(de.t('training.consent.heading', { count: 13 }));
+    expect(JSON.stringify(promptDe.data['components'])).toContain(de.t('buttons.confirm_consent'));
     await new Promise((r) => setTimeout(r, 200));
     expect(uploadRequests()).toHaveLength(0);
 

@@ -399,7 +399,7 @@ async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retry
   });
   const days = Math.round(ctx.consent.records.retentionMs / 86_400_000);
   await i.reply({
-    ...renderConsentPrompt(session, prompt, days),
+    ...renderConsentPrompt(session, prompt, days, translatorFor(i)),
     flags: MessageFlags.Ephemeral,
   });
 }

@@ -349,14 +349,17 @@ export interface MessageArgs {
   'training.closed.submitted': { count: number; user: string | number };
   'training.closed_meanwhile': undefined;
   'training.consent.changed': undefined;
+  'training.consent.cleaning': undefined;
   'training.consent.confirmed': { count: number };
-  'training.consent.count': { count: number };
   'training.consent.declined': undefined;
   'training.consent.expired': undefined;
+  'training.consent.heading': { count: number };
   'training.consent.not_owner': { user: string | number };
-  'training.consent.text': undefined;
-  'training.consent.title': undefined;
+  'training.consent.record': { days: number };
+  'training.consent.subject': { subject: string | number };
   'training.consent.used': undefined;
+  'training.consent.v1.adult': undefined;
+  'training.consent.v1.own': undefined;
   'training.count.full': { count: string | number; max: string | number };
   'training.count.not_ready': {
     count: string | number;
