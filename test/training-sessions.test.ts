@@ -31,7 +31,7 @@ import {
   type Refusal,
   type TrainingSessionsOptions,
 } from '../src/services/training/sessions.js';
-import { t, translator, type Locale } from '../src/i18n/index.js';
+import { publicTranslator, t, translator, type Locale } from '../src/i18n/index.js';
 
 // ------------------------------------------------------------ fixtures
 
@@ -406,6 +406,15 @@ describe('TrainingSessions', () => {
     expect(renderSessionMessage((await s.get(key))!).content).toContain(
       `<t:${Math.floor((clock + ttl) / 1000)}:R>`,
     );
+    // In a German server the public session message, its buttons included, is German.
+    const german = renderSessionMessage((await s.get(key))!, {}, publicTranslator('de'));
+    expect(german.content).toContain(
+      t('de', 'training.session.header_public', { user: '<@u1>' }).slice(0, 10),
+    );
+    expect(german.content).toContain(
+      t('de', 'training.count.not_ready', { count: 0, max: 30, missing: 10, min: 10 }),
+    );
+    expect(JSON.stringify(german.components)).toContain(t('de', 'buttons.add_photos'));
 
     clock += ttl - 1000;
     const r = await s.add(key, [newImage()]);

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
-import { formatBytes, translatorFor, type Translator } from '../i18n/index.js';
+import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import {
   MIN_ADULT_AGE,
   renderAddResult,
@@ -221,7 +221,7 @@ function replyRef(i: BotInteraction, messageId: string, channelId: string): Sess
  * posts a fresh public one as a follow-up and makes it the session message.
  */
 async function showSession(i: BotInteraction, ctx: BotContext, s: TrainingSession): Promise<void> {
-  const payload = renderSessionMessage(s);
+  const payload = renderSessionMessage(s, {}, publicTranslator(i.guildLocale));
   if (editSessionMessage(ctx, s.key, s.message, payload)) return;
   const msg = await i.followUp(replyOptions(payload));
   await ctx.training
@@ -306,7 +306,13 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   }
 
   const res = await i.reply(
-    replyOptions(renderSessionMessage(session, photos.length > 0 ? { checking: photos.length } : {})),
+    replyOptions(
+      renderSessionMessage(
+        session,
+        photos.length > 0 ? { checking: photos.length } : {},
+        publicTranslator(i.guildLocale),
+      ),
+    ),
   );
   const messageId = res?.id;
   const ref = messageId ? replyRef(i, messageId, channelId) : undefined;
@@ -324,10 +330,10 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   try {
     result = await addPhotos(ctx, key, photos);
   } catch (err) {
-    await show(renderSessionMessage(session)).catch(() => undefined);
+    await show(renderSessionMessage(session, {}, publicTranslator(i.guildLocale))).catch(() => undefined);
     throw err;
   }
-  await show(renderSessionMessage(result.session));
+  await show(renderSessionMessage(result.session, {}, publicTranslator(i.guildLocale)));
   if (result.refused.length > 0) {
     await i.followUp({
       content: renderAddResult(result, translatorFor(i)),
@@ -366,7 +372,13 @@ async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
     content: translatorFor(i).t('training.discarded', { count: s.photos.length }),
     flags: MessageFlags.Ephemeral,
   });
-  editSessionMessage(ctx, key, s.message, renderClosedSessionMessage(s, 'cancelled'), { final: true });
+  editSessionMessage(
+    ctx,
+    key,
+    s.message,
+    renderClosedSessionMessage(s, 'cancelled', publicTranslator(i.guildLocale)),
+    { final: true },
+  );
 }
 
 // ------------------------------------------------------------ submit: consent, then send
@@ -503,9 +515,15 @@ async function settleClaim(
     if (job.state === 'finished') await ctx.training.jobEnded(jobId, 'finished');
     // The public session message is closed; an add after a failed job posts a fresh one.
     if (session.message) {
-      editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
-        final: true,
-      });
+      editSessionMessage(
+        ctx,
+        key,
+        session.message,
+        renderClosedSessionMessage(session, 'submitted', publicTranslator(i.guildLocale)),
+        {
+          final: true,
+        },
+      );
       if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
     }
   }
@@ -600,7 +618,7 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
     await i.deferUpdate();
     const result = await addPhotos(ctx, key, photos);
     // The message the Add button sits on, edited as the modal interaction's @original.
-    const payload = renderSessionMessage(result.session);
+    const payload = renderSessionMessage(result.session, {}, publicTranslator(i.guildLocale));
     const ref = replyRef(i, source.id, source.channel_id);
     if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
       await i.editReply(replyOptions(payload));

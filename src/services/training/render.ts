@@ -76,7 +76,7 @@ function expiryLine(s: TrainingSession, tr: Translator = ENGLISH): string {
   return tr.t('training.expiry', { relative: ts(s.expiresAt, 'R'), full: ts(s.expiresAt, 'f') });
 }
 
-function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComponent> {
+function sessionButtons(s: TrainingSession, tr: Translator): APIActionRowComponent<APIButtonComponent> {
   const st = statusOf(s);
   return {
     type: ComponentType.ActionRow,
@@ -84,43 +84,51 @@ function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComp
       {
         type: ComponentType.Button,
         style: ButtonStyle.Primary,
-        label: 'Add photos',
+        label: tr.t('buttons.add_photos'),
         custom_id: trainingCustomId('add', s.userId),
         disabled: st.room === 0,
       },
       {
         type: ComponentType.Button,
         style: ButtonStyle.Success,
-        label: 'Submit',
+        label: tr.t('buttons.submit'),
         custom_id: trainingCustomId('submit', s.userId),
       },
     ],
   };
 }
 
-/** The public message of an open session. `checking`: photos being validated right now. */
-export function renderSessionMessage(s: TrainingSession, opts: { checking?: number } = {}): SessionPayload {
+/**
+ * The public message of an open session, in the server's language (`tr`:
+ * publicTranslator(guildLocale)). `checking`: photos being validated right now.
+ */
+export function renderSessionMessage(
+  s: TrainingSession,
+  opts: { checking?: number } = {},
+  tr: Translator = ENGLISH,
+): SessionPayload {
   const st = statusOf(s);
-  const lines = [`📸 **Training photos** of <@${s.userId}>`, `**${countLine(s)}**`];
-  if (opts.checking) lines.push(`⏳ Checking ${opts.checking} photo${opts.checking === 1 ? '' : 's'}…`);
+  const lines = [
+    `📸 ${tr.t('training.session.header_public', { user: `<@${s.userId}>` })}`,
+    `**${countLine(s, tr)}**`,
+  ];
+  if (opts.checking) lines.push(`⏳ ${tr.t('training.session.checking', { count: opts.checking })}`);
   lines.push(
-    st.room > 0
-      ? `Add up to ${st.room} more with **Add photos** or \`/training-photos add\`; send them with **Submit** or \`/training-photos submit\`.`
-      : 'Send them with **Submit** or `/training-photos submit`.',
-    expiryLine(s),
+    st.room > 0 ? tr.t('training.session.add_more', { room: st.room }) : tr.t('training.session.send'),
+    expiryLine(s, tr),
   );
-  return { content: lines.join('\n'), components: [sessionButtons(s)] };
+  return { content: lines.join('\n'), components: [sessionButtons(s, tr)] };
 }
 
+/** The public message of a closed session, in the server's language. */
 export function renderClosedSessionMessage(
   s: TrainingSession,
   how: 'cancelled' | 'submitted',
+  tr: Translator = ENGLISH,
 ): SessionPayload {
-  const text =
-    how === 'cancelled'
-      ? `📸 Training-photo session of <@${s.userId}> cancelled (${s.photos.length} photos discarded).`
-      : `📸 Training photos of <@${s.userId}> submitted (${s.photos.length} photos) — progress is shown on the job's own message.`;
-  return { content: text, components: [] };
+  const values = { user: `<@${s.userId}>`, count: s.photos.length };
+  const text = tr.t(how === 'cancelled' ? 'training.closed.cancelled' : 'training.closed.submitted', values);
+  return { content: `📸 ${text}`, components: [] };
 }
 
 function clip(lines: string[], tr: Translator, max = MAX_CONTENT): string {
