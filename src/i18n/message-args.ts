@@ -261,7 +261,6 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
-  'refusal.not_owner': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
