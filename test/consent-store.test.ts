@@ -54,6 +54,7 @@ describe.each([
         channelId: '800',
         jobId: 'job-a',
         wording: 'consent-v1',
+        language: 'de',
         sha256: images,
       });
       expect(a).toMatchObject({
@@ -63,6 +64,7 @@ describe.each([
         jobId: 'job-a',
         at: now,
         wording: 'consent-v1',
+        language: 'de',
         photoCount: 3,
         sha256: images,
         expiresAt: now + 60_000,
@@ -90,6 +92,8 @@ describe.each([
         guildId: '900',
         at: a.at,
         wording: 'consent-v1',
+        // The language the wording was shown in is part of the proof.
+        language: 'de',
         photoCount: 3,
         sha256: images,
         expiresAt: a.expiresAt,

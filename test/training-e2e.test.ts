@@ -309,6 +309,8 @@ describe('/training-photos end to end', () => {
       userId,
       guildId: fake.guildId,
       wording: 'consent-v1',
+      // Confirmed on the prompt shown in English (the German prompt asked for above was not used).
+      language: 'en-US',
       photoCount: 13,
     });
     expect(receivedHashes(task.id)).toEqual(record?.sha256);

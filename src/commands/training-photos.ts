@@ -389,6 +389,7 @@ async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
  * with **I confirm** and **Cancel**; only Confirm (`confirm`) sends anything.
  */
 async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retryOf?: string): Promise<void> {
+  const tr = translatorFor(i);
   const session = await requireSession(ctx, key);
   if (session.userId !== i.user.id) {
     throw new UserError('training_not_owner', (tr) =>
@@ -407,11 +408,12 @@ async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retry
     sessionKey: key,
     photoDigest: photoDigest(session),
     photoCount: session.photos.length,
+    language: tr.locale,
     ...(retryOf !== undefined ? { parentJobId: retryOf } : {}),
   });
   const days = Math.round(ctx.consent.records.retentionMs / 86_400_000);
   await i.reply({
-    ...renderConsentPrompt(session, prompt, days, translatorFor(i)),
+    ...renderConsentPrompt(session, prompt, days, tr),
     flags: MessageFlags.Ephemeral,
   });
 }
@@ -467,6 +469,7 @@ async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Pr
             channelId: session.channelId,
             at: consentAt,
             wording: prompt.wording,
+            ...(prompt.language !== undefined ? { language: prompt.language } : {}),
           },
           (params, w) => ctx.media.submit('upload', params, w, { onWaiting: hooks.waiting }),
           webhook,

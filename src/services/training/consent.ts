@@ -52,6 +52,8 @@ const promptSchema = z.object({
   /** A failed upload job this submission retries (its new job links it). */
   parentJobId: z.string().optional(),
   wording: z.string(),
+  /** The language the prompt was shown in (recorded with the consent). */
+  language: z.string().optional(),
   createdAt: z.number(),
   /** Set once a click claimed the submission with it. */
   usedAt: z.number().optional(),

@@ -51,6 +51,8 @@ export interface ConsentGiven {
   at: number;
   /** The consent text's version (./consent.ts). */
   wording: string;
+  /** The language it was shown in. */
+  language?: string;
 }
 
 type Submit = (
