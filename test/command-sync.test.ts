@@ -34,6 +34,8 @@ function byName(list: Json[], name: string): JsonObject {
 }
 
 interface DiscordStyle {
+  /** Read without `?with_localizations=true`: Discord leaves every localization out (null). */
+  withoutLocalizations?: boolean;
   /** Discord omits `required: false`; some API versions echo it. */
   omitRequiredFalse: boolean;
   /** What Discord reports for a command that declares no contexts (declared ones are echoed). */
@@ -61,13 +63,21 @@ function discordOption(o: JsonObject, style: DiscordStyle): JsonObject {
       continue;
     }
     if (key === 'choices') {
-      out[key] = asArray(value).map((c) => ({ ...asObject(c), name_localizations: null }));
+      out[key] = asArray(value).map((c) => {
+        const choice = asObject(c);
+        return {
+          ...choice,
+          name_localizations: style.withoutLocalizations ? null : (choice['name_localizations'] ?? null),
+        };
+      });
       continue;
     }
     out[key] = value;
   }
-  out['name_localizations'] = null;
-  out['description_localizations'] = null;
+  out['name_localizations'] = style.withoutLocalizations ? null : (o['name_localizations'] ?? null);
+  out['description_localizations'] = style.withoutLocalizations
+    ? null
+    : (o['description_localizations'] ?? null);
   if ((o['type'] === 3 || o['type'] === 4 || o['type'] === 10) && o['autocomplete'] === undefined) {
     out['autocomplete'] = false;
   }
@@ -85,10 +95,10 @@ function asDiscordReturns(commands: JsonObject[], style: DiscordStyle): JsonObje
       default_member_permissions: c['default_member_permissions'] ?? null,
       type: c['type'] ?? 1,
       name: c['name'] ?? null,
-      name_localizations: null,
+      name_localizations: style.withoutLocalizations ? null : (c['name_localizations'] ?? null),
       // A message command has no description: Discord answers "".
       description: c['description'] ?? '',
-      description_localizations: null,
+      description_localizations: style.withoutLocalizations ? null : (c['description_localizations'] ?? null),
       dm_permission: true,
       contexts: style.forceContexts ? style.contexts : (c['contexts'] ?? style.contexts),
       integration_types: [0],
@@ -134,6 +144,39 @@ describe('normalizeCommands', () => {
       'privacy',
       'Remove result',
     ]);
+  });
+
+  it('registered bodies carry the localizations of every language', () => {
+    for (const c of ours()) {
+      // A message command (type 3) has a name and no description.
+      const key = c['type'] === 3 ? 'name_localizations' : 'description_localizations';
+      expect(Object.keys(asObject(c[key])), String(c['name'])).toEqual([
+        'de',
+        'fr',
+        'es-ES',
+        'es-419',
+        'pt-BR',
+        'ja',
+      ]);
+    }
+  });
+
+  it('read without localizations, the same commands are a difference (the sync must ask for them)', () => {
+    const code = ours();
+    const plain = asDiscordReturns(code, {
+      omitRequiredFalse: true,
+      contexts: null,
+      dropEmptyOptions: true,
+      reorder: false,
+      withoutLocalizations: true,
+    });
+    expect(normalizeCommands(plain, code)).not.toBe(normalizeCommands(code));
+  });
+
+  it('an empty localization map is the same as none', () => {
+    const bare = [{ name: 'ping', description: 'Ping', type: 1 }];
+    const echoed = [{ ...bare[0], name_localizations: {}, description_localizations: {} }];
+    expect(normalizeCommands(echoed, bare)).toBe(normalizeCommands(bare));
   });
 
   it.each(STYLES)('what Discord returns for our commands equals them (%s)', (_name, style) => {
@@ -190,6 +233,18 @@ describe('normalizeCommands', () => {
         byName(asArray(start['options']), 'age')['max_value'] = 99;
       },
     ],
+    [
+      'a description localization changed',
+      (c) => void (asObject(byName(c, 'tasks')['description_localizations'])['de'] = 'Alt'),
+    ],
+    [
+      'a choice localization removed',
+      (c) => {
+        const start = byName(asArray(byName(c, 'training-photos')['options']), 'start');
+        const gender = byName(asArray(start['options']), 'gender');
+        delete asObject(asArray(gender['choices'])[0])['name_localizations'];
+      },
+    ],
     ['command removed', (c) => void c.pop()],
     ['command added', (c) => void c.push({ name: 'ping', description: 'Ping', type: 1, options: [] })],
   ];
@@ -225,11 +280,9 @@ describe('normalizeCommands', () => {
 
   it('regression: one command declaring contexts does not make the others’ default contexts a difference', () => {
     // A command that leaves contexts to Discord (reported as [0, 1, 2]) beside ones that declare them.
-    const code = ours().map((c) => {
-      if (c['name'] !== 'upscale') return c;
-      const { contexts: _contexts, ...rest } = c;
-      return rest;
-    });
+    const code = ours();
+    delete byName(code, 'tasks')['contexts'];
+    expect(byName(code, 'settings')['contexts']).toEqual([0]);
     const discord = code.map((c) => ({ ...c, contexts: c['contexts'] ?? [0, 1, 2] }));
     expect(normalizeCommands(discord, code)).toBe(normalizeCommands(code));
     const widened = code.map((c) => ({ ...c, contexts: [0, 1, 2] }));
@@ -260,14 +313,16 @@ describe('normalizeCommands', () => {
 interface RestCall {
   method: 'get' | 'put';
   route: string;
+  query?: string;
   body?: unknown;
 }
+const WITH_LOCALIZATIONS = 'with_localizations=true';
 
 function stubRest(held: unknown) {
   const calls: RestCall[] = [];
   const rest = {
-    get: async (route: `/${string}`): Promise<unknown> => {
-      calls.push({ method: 'get', route });
+    get: async (route: `/${string}`, options?: { query?: URLSearchParams }): Promise<unknown> => {
+      calls.push({ method: 'get', route, query: options?.query?.toString() ?? '' });
       return held;
     },
     put: async (route: `/${string}`, options?: { body?: unknown }): Promise<unknown> => {
@@ -291,7 +346,9 @@ describe('syncCommands', () => {
     const { rest, calls } = stubRest(asDiscordReturns(ours(), UNCHANGED_STYLE));
     const r = await syncCommands({ rest, applicationId: APP_ID, commands: code(), logger: silent });
     expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 8 });
-    expect(calls).toEqual([{ method: 'get', route: Routes.applicationCommands(APP_ID) }]);
+    expect(calls).toEqual([
+      { method: 'get', route: Routes.applicationCommands(APP_ID), query: WITH_LOCALIZATIONS },
+    ]);
   });
 
   it('unchanged (guild): one GET on the guild route, no PUT', async () => {
@@ -304,7 +361,9 @@ describe('syncCommands', () => {
       logger: silent,
     });
     expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 8 });
-    expect(calls).toEqual([{ method: 'get', route: Routes.applicationGuildCommands(APP_ID, GUILD_ID) }]);
+    expect(calls).toEqual([
+      { method: 'get', route: Routes.applicationGuildCommands(APP_ID, GUILD_ID), query: WITH_LOCALIZATIONS },
+    ]);
   });
 
   it('a new application (nothing registered): GET then one PUT with the full list', async () => {
@@ -333,7 +392,7 @@ describe('syncCommands', () => {
     expect(r.scope).toBe('guild');
     const route = Routes.applicationGuildCommands(APP_ID, GUILD_ID);
     expect(calls).toEqual([
-      { method: 'get', route },
+      { method: 'get', route, query: WITH_LOCALIZATIONS },
       { method: 'put', route, body: commands },
     ]);
   });

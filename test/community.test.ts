@@ -18,6 +18,7 @@ import { createSafeDownloader } from '../src/services/net/safe-download.js';
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { refusalMessage } from '../src/services/community/community.js';
+import { t, translator } from '../src/i18n/index.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { NONCE_WINDOW_MS } from './fake-discord/index.js';
@@ -249,9 +250,10 @@ for (const redis of [false, true])
       clock += 10_000;
       const r = await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings });
       expect(r).toEqual({ ok: false, refusal: { kind: 'cooldown', retryAt: start + 30_000 } });
-      expect(refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal)).toContain(
-        `<t:${Math.ceil((start + 30_000) / 1000)}:R>`,
-      );
+      const text = refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal);
+      expect(text(translator('en-US'))).toContain(`<t:${Math.ceil((start + 30_000) / 1000)}:R>`);
+      // A German member reads it in German, the time unchanged.
+      expect(text(translator('de'))).toMatch(/^Bitte warte .*<t:\d+:R>/);
       clock += 20_000;
       expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings })).ok).toBe(
         true,
@@ -417,8 +419,26 @@ describe('community e2e', () => {
     const text = JSON.stringify(refused.data);
     expect(text).toContain('1 of 3 left today');
     expect(text).toMatch(/reset <t:\d+:R>/);
+    // The same refusal to a German member: in German, with the same numbers and time.
+    const german = await h.fake
+      .sendCommand({
+        name: 'extend-song',
+        userId: admin,
+        locale: 'de',
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+      })
+      .message(10_000);
+    expect(german.ephemeral).toBe(true);
+    const [before] = t('de', 'refusal.credits', { left: 1, budget: 3, cost: 2, resetAt: '@' }).split('@');
+    expect(String(german.data['content'])).toContain(before);
+    expect(String(german.data['content'])).toMatch(/<t:\d+:R>/);
     const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
     expect(show).toContain('Credits today: **2** of 3 used, 1 left');
+    const showDe = await replyText(
+      h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin, locale: 'de' }),
+    );
+    expect(showDe).toContain(t('de', 'settings.show.title'));
+    expect(showDe).toContain(t('de', 'settings.show.costs', { costs: '' }).slice(0, -1));
   });
 
   it('credits come back when the service refuses the submission', async () => {

@@ -48,6 +48,7 @@ for (const backend of ['sqlite', 'redis'] as const)
         channelId: '800',
         jobId: 'job-a',
         wording: 'consent-v1',
+        language: 'de',
         sha256: images,
       });
       expect(a).toMatchObject({
@@ -57,6 +58,7 @@ for (const backend of ['sqlite', 'redis'] as const)
         jobId: 'job-a',
         at: now,
         wording: 'consent-v1',
+        language: 'de',
         photoCount: 3,
         sha256: images,
         expiresAt: now + 60_000,
@@ -84,6 +86,8 @@ for (const backend of ['sqlite', 'redis'] as const)
         guildId: '900',
         at: a.at,
         wording: 'consent-v1',
+        // The language the wording was shown in is part of the proof.
+        language: 'de',
         photoCount: 3,
         sha256: images,
         expiresAt: a.expiresAt,

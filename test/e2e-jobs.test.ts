@@ -41,6 +41,20 @@ describe.each([
       'upscale',
     ]);
     expect(commands.filter((c) => c['type'] === 3).map((c) => c['name'])).toEqual(['Remove result']);
+    // Registered with their texts in every language (the fake keeps what was PUT); a message
+    // command has a name and no description.
+    for (const c of commands) {
+      const key = c['type'] === 3 ? 'name_localizations' : 'description_localizations';
+      const localized = c[key] as Record<string, string> | null | undefined;
+      expect(Object.keys(localized ?? {}).sort(), String(c['name'])).toEqual([
+        'de',
+        'es-419',
+        'es-ES',
+        'fr',
+        'ja',
+        'pt-BR',
+      ]);
+    }
   });
 
   it('/extend-song goes from queued through percentages to both songs', async () => {

@@ -8,8 +8,13 @@ import {
 import { REST, Routes } from 'discord.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { argumentsOf, messageArgsSource, parseMessage, type ArgumentKind } from '../scripts/i18n-types.js';
-import { commandData } from '../src/commands/index.js';
+import { commandData, commands } from '../src/commands/index.js';
 import { normalizeCommands } from '../src/services/discord/command-sync.js';
+import {
+  CONSENT_WORDING,
+  CONSENT_WORDINGS,
+  CONSENT_WORDING_TEXTS,
+} from '../src/services/training/consent.js';
 import {
   CATALOGS,
   COMMAND_LIMITS,
@@ -220,9 +225,18 @@ describe('catalogs', () => {
     }
   });
 
-  it('the English consent button says "Confirm"; every language has a consent text naming 18', () => {
-    expect(EN['buttons.confirm_consent']).toMatch(/Confirm/);
-    for (const locale of LOCALES) expect(CATALOGS[locale]['training.consent.text'], locale).toMatch(/18/);
+  it('the English consent button says "confirm"; every language has a consent statement naming 18', () => {
+    expect(EN['buttons.confirm_consent']).toMatch(/\bconfirm\b/i);
+    for (const locale of LOCALES) expect(CATALOGS[locale]['training.consent.v1.adult'], locale).toMatch(/18/);
+  });
+
+  it('each consent wording reads, in English, exactly as recorded (a record names its wording)', () => {
+    for (const [wording, keys] of Object.entries(CONSENT_WORDING_TEXTS))
+      expect(
+        keys.map((k) => EN[k]),
+        wording,
+      ).toEqual(CONSENT_WORDINGS[wording]);
+    expect(Object.keys(CONSENT_WORDING_TEXTS)).toContain(CONSENT_WORDING);
   });
 
   it('src/i18n/message-args.ts is generated from the current English catalog (npm run i18n:types)', async () => {
@@ -372,7 +386,8 @@ describe('choosing the language', () => {
 });
 
 describe('command localizations', () => {
-  const all: RESTPostAPIApplicationCommandsJSONBody[] = commandData();
+  /** What the code declares, before localizing (the eight commands of design.md). */
+  const all: RESTPostAPIApplicationCommandsJSONBody[] = commands.map((c) => c.data);
   let localized: RESTPostAPIApplicationCommandsJSONBody[];
 
   beforeAll(() => {
@@ -397,6 +412,18 @@ describe('command localizations', () => {
   it('every command the bot registers localizes without error (the eight of design.md)', () => {
     expect(localized).toHaveLength(8);
     for (const c of localized) expect(commandProblems(c), c.name).toEqual([]);
+  });
+
+  it('what the bot registers is the localized bodies, in all six languages', () => {
+    const registered = commandData();
+    expect(registered).toEqual(localized);
+    for (const c of registered) {
+      expect(commandProblems(c), c.name).toEqual([]);
+      // A message command has a name and no description.
+      const texts =
+        c.type === ApplicationCommandType.Message ? c.name_localizations : c.description_localizations;
+      expect(Object.keys(texts ?? {}), c.name).toEqual(DISCORD_LOCALES);
+    }
   });
 
   it('names stay canonical; English texts are the ones the code declares', () => {

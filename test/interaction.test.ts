@@ -30,7 +30,11 @@ import {
   HttpInteractionEndpoint,
   type HttpReply,
 } from '../src/services/discord/interactions/http-endpoint.js';
-import { STORE_DOWN_MESSAGE } from '../src/services/store/errors.js';
+import { STORE_DOWN_TEXT } from '../src/services/store/errors.js';
+import { t } from '../src/i18n/index.js';
+
+/** The payloads below come from a German member (`locale: 'de'`) of an English server: apologies speak German. */
+const STORE_DOWN_MESSAGE = t('de', STORE_DOWN_TEXT);
 import { interactionRoutes } from '../src/webhooks/interactions.js';
 import {
   RecordingDiscord,
@@ -750,7 +754,7 @@ describe.each<Mode>(['gateway', 'http'])('the automatic acknowledgement (%s)', (
     expect(`${last?.method} ${last?.path}`).toBe(`POST ${hook(raw)}`);
     expect(last?.body).toMatchObject({
       flags: EPHEMERAL,
-      content: expect.stringMatching(/click the button again/),
+      content: t('de', 'errors.http.form_too_slow'),
     });
   });
 
@@ -1028,7 +1032,7 @@ describe('HttpInteractionEndpoint', () => {
     await Promise.all([cmd.interaction, ac.interaction, btn.interaction]);
     expect(bench.endpoint.size).toBe(3);
     bench.endpoint.close();
-    const restart = /restarting/;
+    const restart = t('de', 'errors.http.restarting');
     const c = await cmd.http;
     expect(c).toMatchObject({ status: 200, body: { type: 4, data: { flags: EPHEMERAL } } });
     expect(JSON.stringify(c)).toMatch(restart);
@@ -1071,7 +1075,7 @@ describe('HttpInteractionEndpoint', () => {
     await result(s);
     const r = await s.http;
     expect(r).toMatchObject({ status: 200, body: { type: 4, data: { flags: EPHEMERAL } } });
-    expect(JSON.stringify(r)).toMatch(/went wrong/);
+    expect(JSON.stringify(r)).toContain(JSON.stringify(t('de', 'errors.http.failed')));
     expect(bench.endpoint.size).toBe(0);
   });
 

@@ -17,6 +17,8 @@ import { renderJob } from '../src/services/discord/render.js';
 import { normalizeTaskResult } from '../src/services/media/schemas.js';
 import { OPERATIONS, type Operation, type TaskOutputs } from '../src/services/media/types.js';
 import { NEXT_STEP_TARGETS, checkParams, operations, resultFiles } from '../src/services/operations/index.js';
+import { inEnglish } from '../src/services/operations/fields.js';
+import { t, translator } from '../src/i18n/index.js';
 import type { OperationModule, ParamsOf } from '../src/services/operations/types.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { finishedResult, upscaleResult } from './emulator/results.js';
@@ -223,7 +225,12 @@ describe('upscale: options → body → result → render → next steps', () =>
     ).toThrow(/image_url/);
     expect(() => input.fromOptions(optionsOf(options), { maxImageBytes: 10 })).toThrow(/limit/);
     const bad = checkParams('upscale', { imageUrl: 'https://a.example/x.png', prompt: ' ', resemblance: 0 });
-    expect(bad).toEqual({ ok: false, problems: expect.arrayContaining([expect.stringMatching(/prompt/)]) });
+    if (bad.ok) throw new Error('a blank prompt must be refused');
+    expect(bad.problems.map(inEnglish)).toEqual(expect.arrayContaining([expect.stringMatching(/prompt/)]));
+    // The member reads them in their language; the option keeps its canonical name.
+    expect(bad.problems.map((p) => p(translator('de')))).toContain(
+      t('de', 'input.not_empty', { field: 'prompt' }),
+    );
   });
 });
 
@@ -358,10 +365,8 @@ describe('training upload: params → streamed body → result → render', () =
       age: 30,
     };
     expect(checkParams('upload', params).ok).toBe(true);
-    expect(checkParams('upload', { ...params, photos: params.photos.slice(0, 9) })).toEqual({
-      ok: false,
-      problems: ['images: at least 10 photos are needed'],
-    });
+    const nine = checkParams('upload', { ...params, photos: params.photos.slice(0, 9) });
+    expect(nine.ok ? [] : nine.problems.map(inEnglish)).toEqual(['images: at least 10 photos are needed']);
     const body: unknown = JSON.parse(
       await bodyText(m.body(params, { webhook: WEBHOOK, photoFormat: 'url' })),
     );

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTasksId } from '../src/services/discord/custom-ids.js';
+import { translator } from '../src/i18n/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -94,6 +95,32 @@ describe('/tasks job centre', () => {
     const click = h.fake.sendButton({ customId: next?.custom_id ?? '', messageId: msg.id, userId: carol });
     const reply = await click.message(10_000);
     expect(text(reply)).toContain('belongs to someone else');
+  });
+
+  it('a German member reads the list, its buttons and a refusal in German; an unknown language reads English', async () => {
+    const de = translator('de');
+    const msg = await h.fake.sendCommand({ name: 'tasks', userId: alice, locale: 'de' }).message(10_000);
+    expect(String(msg.data['content'])).toContain(de.t('tasks.header', { page: 1, pages: 3 }));
+    expect(buttons(msg).map((b) => b.label)).toEqual(
+      expect.arrayContaining([de.t('buttons.previous'), de.t('buttons.next')]),
+    );
+    expect(text(msg)).toContain(de.t('tasks.open_placeholder'));
+    expect(text(msg)).toContain(`· ${de.t('job.state.submitting')}`);
+    // The list's owner pages in English; a German stranger is refused in German.
+    const next = buttons(msg).find((b) => b.label === de.t('buttons.next'));
+    const refused = await h.fake
+      .sendButton({ customId: next?.custom_id ?? '', messageId: msg.id, userId: carol, locale: 'de' })
+      .message(10_000);
+    expect(refused.ephemeral).toBe(true);
+    expect(String(refused.data['content'])).toBe(de.t('tasks.not_yours'));
+    const unknown = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, locale: 'de', options: { id: 'no-such-task' } })
+      .message(10_000);
+    expect(String(unknown.data['content'])).toBe(de.t('tasks.not_found', { id: 'no-such-task' }));
+    // Korean is not one of the bot's languages and the server is English: English.
+    const ko = await h.fake.sendCommand({ name: 'tasks', userId: alice, locale: 'ko' }).message(10_000);
+    expect(String(ko.data['content'])).toContain('**Your jobs** · page 1 of 3 · newest first');
+    expect(buttons(ko).map((b) => b.label)).toContain('Next');
   });
 
   it('id: by task id and by job id for the owner; someone else’s job answers like an unknown one; Manage Server sees it', async () => {

@@ -19,6 +19,7 @@ import {
 } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
+import { translator } from '../src/i18n/index.js';
 
 /**
  * End to end through the real bot (createApp) with a fake Discord (REST,
@@ -199,8 +200,23 @@ describe('/training-photos end to end', () => {
     const status = await fake.sendCommand({ name: 'training-photos', subcommand: 'status' }).message();
     expect(status.ephemeral).toBe(true);
     expect(status.content).toContain('8 / 30 photos');
-    expect(status.content).toContain('latino · female · age 28');
+    expect(status.content).toContain('Latino · Female · age 28');
     expect(status.content).toContain('8. “add-2.png”');
+    // The same status to the member's German client: German, the subject in the registered choice names.
+    const statusDe = await fake
+      .sendCommand({ name: 'training-photos', subcommand: 'status', locale: 'de' })
+      .message();
+    const de = translator('de');
+    expect(statusDe.content).toContain(
+      de.t('training.count.not_ready', { count: 8, max: 30, missing: 2, min: 10 }),
+    );
+    expect(statusDe.content).toContain(
+      de.t('training.subject_age', {
+        ethnicity: de.t('commands.training-photos.start.options.ethnicity.choices.latino'),
+        gender: de.t('commands.training-photos.start.options.gender.choices.female'),
+        age: 28,
+      }),
+    );
 
     // Another member pressing the buttons is told whose session it is.
     const other = fake.addUser({ username: 'someone-else' });
@@ -249,7 +265,15 @@ describe('/training-photos end to end', () => {
     const submitBtn = fake.sendButton({ customId: `training:submit:${userId}`, messageId: sessionMsg.id });
     expect((await submitBtn.response()).type).toBe(4);
     const { prompt, confirm } = await consentPrompt(submitBtn, userId);
-    expect(prompt.content).toContain('latino · female · age 28');
+    expect(prompt.content).toContain('Latino · Female · age 28');
+    // Asked from a German client, the same step speaks German (its statements, its buttons); nothing is sent.
+    const promptDe = await fake
+      .sendCommand({ name: 'training-photos', subcommand: 'submit', locale: 'de' })
+      .message();
+    expect(promptDe.ephemeral).toBe(true);
+    expect(promptDe.content).toContain(de.t('training.consent.v1.adult'));
+    expect(promptDe.content).toContain(de.t('training.consent.heading', { count: 13 }));
+    expect(JSON.stringify(promptDe.data['components'])).toContain(de.t('buttons.confirm_consent'));
     await new Promise((r) => setTimeout(r, 200));
     expect(uploadRequests()).toHaveLength(0);
 
@@ -285,6 +309,8 @@ describe('/training-photos end to end', () => {
       userId,
       guildId: fake.guildId,
       wording: 'consent-v1',
+      // Confirmed on the prompt shown in English (the German prompt asked for above was not used).
+      language: 'en-US',
       photoCount: 13,
     });
     expect(receivedHashes(task.id)).toEqual(record?.sha256);

@@ -28,8 +28,10 @@ import {
   photoDigest,
   sessionKey,
   type PhotoInput,
+  type Refusal,
   type TrainingSessionsOptions,
 } from '../src/services/training/sessions.js';
+import { publicTranslator, t, translator, type Locale } from '../src/i18n/index.js';
 
 // ------------------------------------------------------------ fixtures
 
@@ -187,6 +189,10 @@ beforeEach(() => {
 
 // ------------------------------------------------------------ sniffing
 
+/** Refusals as a member of `locale` reads them. */
+const inWords = (refused: Refusal[], locale: Locale = 'en-US') =>
+  refused.map((r) => ({ name: r.name, reason: r.reason(translator(locale)) }));
+
 describe('image sniffing', () => {
   it('recognises PNG, JPEG, GIF (87a/89a) and WebP by their magic bytes', () => {
     expect(sniffImage(image('png'))).toBe('png');
@@ -315,7 +321,7 @@ describe('TrainingSessions', () => {
     const r = await s.add(key, [good1, pdf, big, disguised, good2, dupOfGood1]);
 
     expect(r.added.map((p) => p.name)).toEqual([good1.name, good2.name]);
-    expect(r.refused).toEqual([
+    expect(inWords(r.refused)).toEqual([
       { name: 'cv.pdf', reason: 'it is not an image (application/pdf); send PNG, JPEG, GIF or WebP' },
       { name: 'huge.png', reason: 'it is 5 MiB, over the 64 KiB limit' },
       { name: 'fake.png', reason: expect.stringContaining('not a PNG, JPEG, GIF or WebP image') as unknown },
@@ -340,7 +346,11 @@ describe('TrainingSessions', () => {
     // Duplicates are also found across adds.
     const later = await s.add(key, [files.put('/again.jpg', { body: good2.body })]);
     expect(later.added).toEqual([]);
-    expect(later.refused[0]?.reason).toContain('same picture');
+    expect(inWords(later.refused)[0]?.reason).toContain('same picture');
+    // A German member reads the reason in German.
+    expect(inWords(later.refused, 'de')[0]?.reason).toBe(
+      t('de', 'training.reason.duplicate', { name: `“${good2.name}”` }),
+    );
   });
 
   it('keeps a batch up to 30 and refuses the 31st and beyond by name', async () => {
@@ -351,7 +361,7 @@ describe('TrainingSessions', () => {
     const batch = Array.from({ length: 8 }, () => newImage());
     const r = await s.add(key, batch);
     expect(r.added.map((p) => p.name)).toEqual(batch.slice(0, 5).map((p) => p.name));
-    expect(r.refused).toEqual(
+    expect(inWords(r.refused)).toEqual(
       batch
         .slice(5)
         .map((p) => ({ name: p.name, reason: 'the session already holds 30 photos, the maximum' })),
@@ -396,6 +406,15 @@ describe('TrainingSessions', () => {
     expect(renderSessionMessage((await s.get(key))!).content).toContain(
       `<t:${Math.floor((clock + ttl) / 1000)}:R>`,
     );
+    // In a German server the public session message, its buttons included, is German.
+    const german = renderSessionMessage((await s.get(key))!, {}, publicTranslator('de'));
+    expect(german.content).toContain(
+      t('de', 'training.session.header_public', { user: '<@u1>' }).slice(0, 10),
+    );
+    expect(german.content).toContain(
+      t('de', 'training.count.not_ready', { count: 0, max: 30, missing: 10, min: 10 }),
+    );
+    expect(JSON.stringify(german.components)).toContain(t('de', 'buttons.add_photos'));
 
     clock += ttl - 1000;
     const r = await s.add(key, [newImage()]);

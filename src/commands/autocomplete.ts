@@ -1,32 +1,27 @@
 import type { APIApplicationCommandOptionChoice } from 'discord-api-types/v10';
 import type { Operation, Song } from '../services/media/types.js';
 import type { JobRecord } from '../services/store/types.js';
-import { operations } from '../services/operations/index.js';
+import { formatAgo, translatorFor } from '../i18n/index.js';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { mayActOnJob } from './preconditions.js';
 import type { BotContext } from './types.js';
 
 const MAX_CHOICES = 25;
 
-function ago(ms: number): string {
-  const m = Math.round(ms / 60_000);
-  if (m < 60) return `${m} min ago`;
-  const h = Math.round(m / 60);
-  return h < 48 ? `${h} h ago` : `${Math.round(h / 24)} days ago`;
-}
-
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The user's finished tasks of one operation, newest first, filtered by what they typed. */
 export async function taskChoices(
   ctx: BotContext,
-  userId: string,
+  i: BotInteraction,
   op: Operation,
   query: string,
 ): Promise<APIApplicationCommandOptionChoice<string>[]> {
+  // Choice names are what the member reads: in their language.
+  const tr = translatorFor(i);
   let jobs: JobRecord[];
   try {
-    jobs = await ctx.records.listByUser(userId, 50);
+    jobs = await ctx.records.listByUser(i.user.id, 50);
   } catch {
     return [];
   }
@@ -45,7 +40,7 @@ export async function taskChoices(
       const hint = typeof j.params.prompt === 'string' ? ` · ${j.params.prompt}` : '';
       return {
         name: clip(
-          `${operations[op].label} · ${ago(now - (j.finishedAt ?? j.createdAt))}${hint} · ${j.taskId}`,
+          `${tr.t(`operations.${op}.label`)} · ${formatAgo(tr, now - (j.finishedAt ?? j.createdAt))}${hint} · ${j.taskId}`,
           100,
         ),
         value: j.taskId ?? '',
@@ -80,9 +75,13 @@ export async function songChoices(
     if (result?.outputs?.kind === 'song') songs = result.outputs.songs;
   }
   const q = query.trim().toLowerCase();
+  const tr = translatorFor(i);
   return (songs ?? [])
     .map((s, n) => ({
-      name: clip(`Song ${n + 1} · ${s.lyrics ? `${s.lyrics.split('\n')[0]} · ` : ''}${s.songId}`, 100),
+      name: clip(
+        `${tr.t('result.song.title', { n: n + 1 })} · ${s.lyrics ? `${s.lyrics.split('\n')[0]} · ` : ''}${s.songId}`,
+        100,
+      ),
       value: s.songId,
     }))
     .filter((c) => q === '' || c.name.toLowerCase().includes(q))

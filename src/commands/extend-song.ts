@@ -10,7 +10,7 @@ export const extendSong = {
     if (focused.name === 'song_id') {
       await i.respond(await songChoices(ctx, i, i.options.getString('task_id') ?? '', focused.value));
     } else {
-      await i.respond(await taskChoices(ctx, i.user.id, 'song', focused.value));
+      await i.respond(await taskChoices(ctx, i, 'song', focused.value));
     }
   },
 } satisfies Command;

@@ -6,6 +6,6 @@ import type { Command } from './types.js';
 export const extendVideo = {
   ...operationCommand('video'),
   async autocomplete(i, ctx) {
-    await i.respond(await taskChoices(ctx, i.user.id, 'video', i.options.getFocused().value));
+    await i.respond(await taskChoices(ctx, i, 'video', i.options.getFocused().value));
   },
 } satisfies Command;

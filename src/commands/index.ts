@@ -1,3 +1,4 @@
+import { localizeCommand } from '../i18n/index.js';
 import type { Command, ComponentHandler } from './types.js';
 import { upscale } from './upscale.js';
 import { extendSong } from './extend-song.js';
@@ -30,4 +31,8 @@ export const components: readonly ComponentHandler[] = [
   privacyButtons,
 ];
 
-export const commandData = () => commands.map((c) => c.data);
+/**
+ * What gets registered: each command with its texts in every language
+ * (`name_localizations`/`description_localizations`; names stay canonical).
+ */
+export const commandData = () => commands.map((c) => localizeCommand(c.data));

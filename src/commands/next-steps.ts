@@ -16,25 +16,20 @@ import { startOperation } from './run-job.js';
 import { isFinal } from '../services/jobs/lifecycle.js';
 import { jobMessageLink } from '../services/discord/render.js';
 import { retryUpload } from './training-photos.js';
-import { UserError, unlessStoreDown, type BotContext, type ComponentHandler } from './types.js';
+import { translatorFor } from '../i18n/index.js';
+import { UserError, type BotContext, type ComponentHandler } from './types.js';
 
 async function storedJob(ctx: BotContext, jobId: string): Promise<JobRecord> {
   const job = await ctx.records.get(jobId);
   if (!job) {
-    throw new UserError(
-      'job_unavailable',
-      'That job is no longer stored (jobs are kept for a limited time).',
-    );
+    throw new UserError('job_unavailable', (tr) => tr.t('jobs.not_stored'));
   }
   return job;
 }
 
 function requireFinished(job: JobRecord): JobRecord & { taskId: string } {
   if (job.state !== 'finished' || !job.taskId) {
-    throw new UserError(
-      'job_unavailable',
-      'That result is no longer available (jobs are kept for a limited time).',
-    );
+    throw new UserError('job_unavailable', (tr) => tr.t('jobs.result_unavailable'));
   }
   return job as JobRecord & { taskId: string };
 }
@@ -50,20 +45,17 @@ async function retry<K extends Operation>(
   job: JobRecord & { operation: K },
 ): Promise<void> {
   if (!isFinal(job)) {
-    throw new UserError('still_running', 'This job is still running: Retry is for a job that has ended.');
+    throw new UserError('still_running', (tr) => tr.t('jobs.still_running'));
   }
   // Training photos live in the member's session, not on the job: they go through consent again.
   if (operationOf(job.operation).input.kind === 'session') return retryUpload(i, ctx, job);
   const params = operationOf(job.operation).fromStored(job.params);
   if ('cannot' in params) throw new UserError('retry_unsupported', params.cannot);
-  const claim = await unlessStoreDown(() => ctx.retries.claim(job.id));
+  const claim = await ctx.retries.claim(job.id);
   if (!claim.ok) {
     const link = claim.running ? jobMessageLink(claim.running) : undefined;
-    throw new UserError(
-      'retry_running',
-      link
-        ? `A retry of this job is already running: ${link}`
-        : 'A retry of this job is being started right now.',
+    throw new UserError('retry_running', (tr) =>
+      link ? tr.t('jobs.retry_running', { link }) : tr.t('jobs.retry_starting'),
     );
   }
   let started = false;
@@ -87,7 +79,7 @@ async function continueJob(
 ): Promise<void> {
   const target = NEXT_STEP_TARGETS[kind];
   const continueFrom = operationOf(target).continueFrom;
-  if (!continueFrom) throw new UserError('unknown_button', 'This button is no longer supported.');
+  if (!continueFrom) throw new UserError('unknown_button', (tr) => tr.t('errors.unknown_button'));
   const params = continueFrom(parent, input);
   if ('cannot' in params) throw new UserError('params_missing', params.cannot);
   await startOperation(i, ctx, target, params, parent);
@@ -98,8 +90,7 @@ export const nextStepButtons: ComponentHandler = {
   prefix: 'next:',
   async button(i: BotInteraction, ctx: BotContext) {
     const step = parseNextStepId(i.customId);
-    if (!step)
-      throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
+    if (!step) throw new UserError('unknown_button', (tr) => tr.t('errors.foreign_button'));
     const job = await storedJob(ctx, step.jobId);
     requireJobAuthority(i, job);
     switch (step.kind) {
@@ -112,14 +103,15 @@ export const nextStepButtons: ComponentHandler = {
       case 'extend-video': {
         requireFinished(job);
         // The prompt of the continuation is asked for; the rest is inherited when the form comes back.
+        const tr = translatorFor(i);
         const modal = new ModalBuilder()
           .setCustomId(extendVideoModalId(job.id))
-          .setTitle('Extend this video')
+          .setTitle(tr.t('modals.extend_video.title'))
           .addComponents(
             new ActionRowBuilder<TextInputBuilder>().addComponents(
               new TextInputBuilder()
                 .setCustomId('prompt')
-                .setLabel('What happens next?')
+                .setLabel(tr.t('modals.extend_video.prompt_label'))
                 .setStyle(TextInputStyle.Paragraph)
                 .setRequired(true)
                 .setMaxLength(2000)
@@ -140,7 +132,7 @@ export const extendVideoModal: ComponentHandler = {
   prefix: 'modal:extend-video:',
   async modal(i: BotInteraction, ctx: BotContext) {
     const jobId = parseExtendVideoModalId(i.customId);
-    if (!jobId) throw new UserError('unknown_modal', 'This form is no longer supported.');
+    if (!jobId) throw new UserError('unknown_modal', (tr) => tr.t('errors.unknown_form'));
     const job = requireFinished(await storedJob(ctx, jobId));
     requireJobAuthority(i, job);
     await continueJob(i, ctx, 'extend-video', job, { prompt: i.fields.getTextInputValue('prompt') });

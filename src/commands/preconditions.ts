@@ -1,7 +1,7 @@
 import { PermissionFlagsBits } from 'discord-api-types/v10';
 import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import type { JobRecord } from '../services/store/types.js';
-import { UserError } from './types.js';
+import { UserError, type MemberText } from './types.js';
 
 /**
  * Reusable checks run before a handler acts (Sapphire's preconditions). Authority
@@ -26,28 +26,23 @@ export function mayActOnJob(
 /** Throws the ephemeral explanation when the member may not act on the job (nothing is shown or started). */
 export function requireJobAuthority(i: BotInteraction, job: JobRecord): void {
   if (mayActOnJob(i, job)) return;
-  throw new UserError(
-    'not_owner',
-    `These buttons belong to <@${job.userId}>, who ran this job (or members with Manage Server in the job's server). Run the command yourself to start your own.`,
-  );
+  throw new UserError('not_owner', (tr) => tr.t('refusal.buttons_not_owner', { user: `<@${job.userId}>` }));
 }
 
 /** Commands and buttons that start paid work run in a server only (fair use and credits are a server's). */
-export function requireGuild(i: BotInteraction, what = 'This'): string {
-  if (i.guildId === null) {
-    throw new UserError('guild_only', `${what} works in a server only: use it in a server the bot is in.`);
-  }
+export function requireGuild(
+  i: BotInteraction,
+  refusal: MemberText = (tr) => tr.t('refusal.guild_only'),
+): string {
+  if (i.guildId === null) throw new UserError('guild_only', refusal);
   return i.guildId;
 }
 
 /** Manage Server in this server (checked again: a server can change Discord's own visibility rules). */
-export function requireManageServer(i: BotInteraction, what: string): string {
-  const guildId = requireGuild(i, what);
+export function requireManageServer(i: BotInteraction, guildOnly?: MemberText): string {
+  const guildId = requireGuild(i, guildOnly);
   if (!hasPermission(i.memberPermissions, PermissionFlagsBits.ManageGuild)) {
-    throw new UserError(
-      'not_manager',
-      'Only members with **Manage Server** can change or view these settings.',
-    );
+    throw new UserError('not_manager', (tr) => tr.t('settings.not_manager'));
   }
   return guildId;
 }

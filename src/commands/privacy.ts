@@ -9,7 +9,6 @@ import {
   privacyDeleteId,
 } from '../services/discord/custom-ids.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
-import { StoreUnavailableError } from '../services/store/errors.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 /**
@@ -35,19 +34,8 @@ const data = new SlashCommandBuilder()
 const GZIP_OVER_BYTES = 8 * 1024 * 1024;
 const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 
-/** The member's data could not be read or changed: the store is down (nothing was changed). */
-async function withStore<T>(tr: Translator, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof StoreUnavailableError)
-      throw new UserError('store_unavailable', tr.t('privacy.store_down'));
-    throw err;
-  }
-}
-
 async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
-  const s = await withStore(tr, () => ctx.memberData.summary(i.user.id));
+  const s = await ctx.memberData.summary(i.user.id);
   const r = ctx.retention;
   const content = [
     tr.t('privacy.show.title'),
@@ -62,7 +50,7 @@ async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise
 }
 
 async function exportData(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
-  const data = await withStore(tr, () => ctx.memberData.export(i.user.id));
+  const data = await ctx.memberData.export(i.user.id);
   let file = Buffer.from(JSON.stringify(data, null, 2));
   let name = `media-bot-data-${data.generatedAt.slice(0, 10)}.json`;
   if (file.length > GZIP_OVER_BYTES) {
@@ -80,7 +68,7 @@ async function exportData(i: BotInteraction, ctx: BotContext, tr: Translator): P
 }
 
 async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
-  const s = await withStore(tr, () => ctx.memberData.summary(i.user.id));
+  const s = await ctx.memberData.summary(i.user.id);
   if (s.jobs === 0 && s.sessions === 0 && s.consents === 0) {
     await i.reply({ content: tr.t('privacy.delete.nothing') }, { ephemeral: true });
     return;
@@ -148,7 +136,7 @@ export const privacyButtons: ComponentHandler = {
     }
     // The buttons go at once (a second press cannot start a second deletion from this message).
     await interaction.update({ content: tr.t('privacy.delete.working'), components: [] });
-    const report = await withStore(tr, () => ctx.memberData.delete(interaction.user.id));
+    const report = await ctx.memberData.delete(interaction.user.id);
     const lines = [
       tr.t('privacy.delete.done', {
         jobs: report.jobs,

@@ -9,7 +9,7 @@ import { hasPermission, type BotInteraction } from '../services/discord/interact
 import type { MessageOutcome, TakeDownReport } from '../services/moderation/take-down.js';
 import type { Operation } from '../services/media/types.js';
 import { requireGuild } from './preconditions.js';
-import { UserError, unlessStoreDown, type BotContext, type Command } from './types.js';
+import { UserError, type BotContext, type Command } from './types.js';
 
 /**
  * `Remove result` (message command, Manage Messages, servers only): used on a job's
@@ -63,7 +63,7 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
   const target = i.targetMessage;
   if (!target || target.author.id !== i.applicationId)
     throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
-  const job = await unlessStoreDown(() => ctx.records.getByMessageId(target.id));
+  const job = await ctx.records.getByMessageId(target.id);
   if (!job) {
     // The bot's message, but no job names it any more (its record expired or was deleted):
     // this message is all that can still be reached.
@@ -81,7 +81,7 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
     throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
   if (job.removed !== undefined)
     throw new UserError('already_removed', tr.t('moderation.remove.already_removed'));
-  const report = await unlessStoreDown(() => ctx.moderation.remove(job, i.user.id, guildId));
+  const report = await ctx.moderation.remove(job, i.user.id, guildId);
   if (!report) throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
   await i.reply({ content: describe(report, tr) }, { ephemeral: true });
 }

@@ -4,21 +4,14 @@ import { RESTJSONErrorCodes } from 'discord-api-types/v10';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import { TooLateError, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import { replyEphemeral } from './run-job.js';
-import {
-  STORE_DOWN_MESSAGE,
-  UserError,
-  type BotContext,
-  type Command,
-  type ComponentHandler,
-} from './types.js';
+import { translatorFor } from '../i18n/index.js';
+import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 /** Interaction already answered or expired: nothing left to tell the user. */
 const HARMLESS_CODES = new Set<number>([
   RESTJSONErrorCodes.UnknownInteraction,
   RESTJSONErrorCodes.InteractionHasAlreadyBeenAcknowledged,
 ]);
-
-const TOO_SLOW = 'That took longer than Discord allows for opening a form. Please click the button again.';
 
 /**
  * Dispatches every interaction to its command/component, the same code whether
@@ -50,23 +43,26 @@ export function createInteractionRouter(
       }
       if (interaction.isChatInputCommand() || interaction.isMessageContextMenuCommand()) {
         const cmd = byName.get(interaction.commandName);
-        if (!cmd) throw new UserError('unknown_command', 'This command is not available any more.');
+        if (!cmd) throw new UserError('unknown_command', (tr) => tr.t('errors.unknown_command'));
         await cmd.execute(interaction, ctx);
         return;
       }
       const handler = components.find((h) => interaction.customId.startsWith(h.prefix));
       if (interaction.isStringSelectMenu()) {
-        if (!handler?.select) throw new UserError('unknown_component', 'This menu is no longer supported.');
+        if (!handler?.select) throw new UserError('unknown_component', (tr) => tr.t('errors.unknown_menu'));
         await handler.select(interaction, ctx);
         return;
       }
       if (interaction.isButton() || interaction.isModalSubmit()) {
         const fn = interaction.isButton() ? handler?.button : handler?.modal;
-        if (!handler || !fn) throw new UserError('unknown_component', 'This button is no longer supported.');
+        if (!handler || !fn)
+          throw new UserError('unknown_component', (tr) =>
+            tr.t(interaction.isButton() ? 'errors.unknown_button' : 'errors.unknown_form'),
+          );
         await fn.call(handler, interaction, ctx);
         return;
       }
-      throw new UserError('unknown_component', 'This is not supported.');
+      throw new UserError('unknown_component', (tr) => tr.t('errors.unknown_button'));
     } catch (err) {
       if (interaction.isAutocomplete()) {
         log.warn({ err }, 'autocomplete failed');
@@ -77,20 +73,22 @@ export function createInteractionRouter(
         log.debug({ code: err.code }, 'interaction expired or already answered');
         return;
       }
+      // The one place errors become words: in the member's language, else the server's, else English.
+      const tr = translatorFor(interaction);
       let message: string;
       if (err instanceof UserError) {
         log.info({ errorId: err.id }, 'user error');
-        message = err.message;
+        message = err.text(tr);
       } else if (err instanceof StoreUnavailableError) {
         log.warn({ err }, 'store unavailable');
-        message = STORE_DOWN_MESSAGE;
+        message = tr.t(err.memberText);
       } else if (err instanceof TooLateError) {
         log.warn('a form was opened too late for Discord; the member is asked to retry');
-        message = TOO_SLOW;
+        message = tr.t('errors.http.form_too_slow');
       } else {
         const ref = randomBytes(4).toString('hex');
         log.error({ err, ref }, 'interaction failed');
-        message = `Sorry, something went wrong on our side (ref \`${ref}\`). Please try again.`;
+        message = tr.t('errors.unexpected', { ref });
       }
       await replyEphemeral(interaction, message).catch((e: unknown) =>
         log.warn({ err: e }, 'could not tell the user about the error'),

@@ -12,11 +12,11 @@ import {
 } from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
 import { isAutoModRefusal } from '../services/moderation/automod.js';
-import { translatorFor } from '../i18n/index.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
-import { UserError, unlessStoreDown, type BotContext } from './types.js';
+import { DEFAULT_LOCALE, t, translatorFor } from '../i18n/index.js';
+import { UserError, type BotContext } from './types.js';
 
 export interface JobRequest {
   operation: Operation;
@@ -53,7 +53,8 @@ export async function startOperation<K extends Operation>(
   onCreated?: (job: JobRecord) => Promise<void>,
 ): Promise<void> {
   const checked = checkParams(op, params);
-  if (!checked.ok) throw new UserError('invalid_options', checked.problems.join('\n'));
+  if (!checked.ok)
+    throw new UserError('invalid_options', (tr) => checked.problems.map((p) => p(tr)).join('\n'));
   await runJob(interaction, ctx, {
     ...(parent ? { parent } : {}),
     ...(onCreated ? { onCreated } : {}),
@@ -77,16 +78,16 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
   // Fair use and credits are a server's: a job never starts without one (a DM, a group DM).
   const guildId = interaction.guildId;
   if (guildId === null) {
-    throw new UserError('guild_only', 'Jobs run in servers only: use this in a server the bot is in.');
+    throw new UserError('guild_only', (tr) => tr.t('refusal.dm_job_commands'));
   }
   const member = { guildId, userId: interaction.user.id };
   // Fair use and credits: checked and reserved before anything is stored or sent. A slow
   // store (the guild's fair-use lock is shared with every command and final of the guild)
   // is acknowledged on the command's behalf in time (BotInteraction), the job message then
   // fills the deferred reply.
-  const admission = await unlessStoreDown(() => ctx.community.admit({ ...member, operation: req.operation }));
+  const admission = await ctx.community.admit({ ...member, operation: req.operation });
   if (!admission.ok) {
-    await replyEphemeral(interaction, admission.message);
+    await replyEphemeral(interaction, admission.message(translatorFor(interaction)));
     return;
   }
   const giveBack = () =>
@@ -98,27 +99,25 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
 
   let job: JobRecord;
   try {
-    job = await unlessStoreDown(() =>
-      ctx.jobs.create({
-        id: admission.jobId,
-        cost: admission.cost,
-        ...(interaction.guildLocale !== undefined ? { locale: interaction.guildLocale } : {}),
-        operation: req.operation,
-        userId: interaction.user.id,
-        params: req.parent
-          ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
-          : req.params,
-        message: {
-          channelId: interaction.channelId ?? '',
-          guildId,
-          interaction: {
-            applicationId: interaction.applicationId,
-            token: interaction.token,
-            createdAt: interaction.createdTimestamp,
-          },
+    job = await ctx.jobs.create({
+      id: admission.jobId,
+      cost: admission.cost,
+      ...(interaction.guildLocale !== undefined ? { locale: interaction.guildLocale } : {}),
+      operation: req.operation,
+      userId: interaction.user.id,
+      params: req.parent
+        ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
+        : req.params,
+      message: {
+        channelId: interaction.channelId ?? '',
+        guildId,
+        interaction: {
+          applicationId: interaction.applicationId,
+          token: interaction.token,
+          createdAt: interaction.createdTimestamp,
         },
-      }),
-    );
+      },
+    });
   } catch (err) {
     await giveBack();
     throw err;
@@ -154,10 +153,8 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
   } catch (err) {
     // Nothing was sent to the service: end the job (its reservation comes back with the
     // after-final work) instead of leaving it `submitting`. There is no job message to edit.
-    const failed = jobError(
-      'internal',
-      'Discord did not accept the reply, so nothing was sent to the service.',
-    );
+    // Stored on the job in English, like every job error (the job's public message renders it).
+    const failed = jobError('internal', t(DEFAULT_LOCALE, 'errors.job.reply_refused'));
     await ctx.jobs
       .abandon(job.id, failed)
       .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
@@ -221,17 +218,18 @@ async function moveIntoThread(
     if (withheld) await ctx.autoMod.refused(job.id, 'thread_name');
     return moved;
   } catch (err) {
-    const why =
+    const tr = translatorFor(interaction);
+    const content =
       err instanceof DiscordAPIError && (err.code === 50013 || err.code === 50001)
-        ? 'I am missing the **Create Public Threads** / **Send Messages in Threads** permission here'
-        : 'Discord did not let me start a thread';
+        ? tr.t('threads.no_permission')
+        : tr.t('threads.failed');
     ctx.logger.warn(
       { err, jobId: job.id, channelId },
       'could not move the job into a thread; it stays in the channel',
     );
     await interaction
       .followUp({
-        content: `${why}, so this job runs here in the channel instead.`,
+        content,
         flags: MessageFlags.Ephemeral,
       })
       .catch((e: unknown) =>

@@ -4,7 +4,7 @@ import type { BotInteraction } from '../services/discord/interactions/interactio
 import { requireManageServer } from './preconditions.js';
 import { nextUtcMidnight } from '../services/community/fair-use.js';
 import { SETTING_NAMES, type SettingName, type SettingsPatch } from '../services/community/settings.js';
-import { StoreUnavailableError } from '../services/store/errors.js';
+import { translatorFor, type Translator } from '../i18n/index.js';
 import { UserError, type BotContext, type Command } from './types.js';
 
 const data = new SlashCommandBuilder()
@@ -67,43 +67,62 @@ const data = new SlashCommandBuilder()
   )
   .toJSON();
 
-async function show(ctx: BotContext, guildId: string): Promise<string> {
+async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<string> {
   const view = await ctx.settings.view(guildId);
   const e = view.effective;
-  const src = (n: SettingName) => (view.own.has(n) ? 'this server' : 'default');
+  const source = (n: SettingName) => (view.own.has(n) ? 'server' : 'default');
   const now = ctx.now();
   const used = await ctx.ledger.creditsUsed(guildId, now);
   const costs = Object.entries(ctx.costs)
     .map(([cmd, c]) => `/${cmd} ${c}`)
     .join(', ');
   const lines = [
-    '**Media bot settings**',
-    `• threads: **${e.threads ? 'on' : 'off'}** (${src('threads')})`,
-    `• gallery: ${e.gallery ? `<#${e.gallery}>` : '**none**'} (${src('gallery')})`,
-    `• max_active_jobs: **${e.maxActiveJobs}** per member (${src('max_active_jobs')})`,
-    `• cooldown_seconds: **${e.cooldownSeconds}** (${src('cooldown_seconds')})`,
-    `• daily_credits: **${e.dailyCredits === 0 ? '0 (no budget)' : e.dailyCredits}** (${src('daily_credits')})`,
+    tr.t('settings.show.title'),
+    tr.t('settings.show.threads', { state: e.threads ? 'on' : 'off', source: source('threads') }),
+    e.gallery
+      ? tr.t('settings.show.gallery', { channel: `<#${e.gallery}>`, source: source('gallery') })
+      : tr.t('settings.show.gallery_none', { source: source('gallery') }),
+    tr.t('settings.show.max_active_jobs', { max: e.maxActiveJobs, source: source('max_active_jobs') }),
+    tr.t('settings.show.cooldown_seconds', {
+      seconds: e.cooldownSeconds,
+      source: source('cooldown_seconds'),
+    }),
+    e.dailyCredits === 0
+      ? tr.t('settings.show.daily_credits_none', { source: source('daily_credits') })
+      : tr.t('settings.show.daily_credits', { credits: e.dailyCredits, source: source('daily_credits') }),
     '',
     e.dailyCredits > 0
-      ? `Credits today: **${used}** of ${e.dailyCredits} used, ${Math.max(0, e.dailyCredits - used)} left; resets ${ts(nextUtcMidnight(now))}.`
-      : `Credits today: **${used}** used (no budget set).`,
-    `Costs: ${costs}.`,
-    ...balanceLine(ctx),
+      ? tr.t('settings.show.credits_budget', {
+          used,
+          budget: e.dailyCredits,
+          left: Math.max(0, e.dailyCredits - used),
+          resetAt: ts(nextUtcMidnight(now)),
+        })
+      : tr.t('settings.show.credits_no_budget', { used }),
+    tr.t('settings.show.costs', { costs }),
+    ...balanceLine(ctx, tr),
     view.galleryError
-      ? `Gallery: last post failed ${ts(view.galleryError.at)}: ${view.galleryError.message}`
+      ? tr.t('settings.show.gallery_error', {
+          at: ts(view.galleryError.at),
+          error: view.galleryError.message,
+        })
       : e.gallery
-        ? 'Gallery: no errors.'
+        ? tr.t('settings.show.gallery_ok')
         : '',
   ];
   return lines.filter((l, idx, all) => l !== '' || (idx > 0 && all[idx - 1] !== '')).join('\n');
 }
 
 /** The service account's balance, for managers, when the operator shows it (SHOW_ACCOUNT_BALANCE). */
-function balanceLine(ctx: BotContext): string[] {
+function balanceLine(ctx: BotContext, tr: Translator): string[] {
   if (!ctx.showAccountBalance) return [];
   const r = ctx.account.latest();
-  if (!r) return ['Service account: balance not known (the service does not report it, or not yet).'];
-  return [`Service account: **${r.credits}** credits left${r.plan ? ` (${r.plan})` : ''}, read ${ts(r.at)}.`];
+  if (!r) return [tr.t('settings.show.account_unknown')];
+  return [
+    r.plan
+      ? tr.t('settings.show.account_plan', { credits: r.credits, plan: r.plan, at: ts(r.at) })
+      : tr.t('settings.show.account_credits', { credits: r.credits, at: ts(r.at) }),
+  ];
 }
 
 function patchFrom(i: BotInteraction): SettingsPatch {
@@ -125,40 +144,32 @@ export const settings = {
   data,
   ephemeral: true,
   async execute(i, ctx) {
+    const tr = translatorFor(i);
     // Discord hides the command from non-admins, but a server can change that: check again.
-    const guildId = requireManageServer(i, '`/settings`');
-    try {
-      const sub = i.options.getSubcommand(true);
-      let content: string;
-      if (sub === 'show') {
-        content = await show(ctx, guildId);
-      } else if (sub === 'set') {
-        const patch = patchFrom(i);
-        if (Object.keys(patch).length === 0) {
-          throw new UserError(
-            'nothing_to_set',
-            'Give at least one setting to change, e.g. `/settings set threads:True`.',
-          );
-        }
-        await ctx.settings.set(guildId, patch);
-        content = `Saved.\n\n${await show(ctx, guildId)}`;
-      } else {
-        const setting = i.options.getString('setting', true);
-        if (setting !== 'all' && !(SETTING_NAMES as readonly string[]).includes(setting)) {
-          throw new UserError('unknown_setting', `There is no setting \`${setting.replace(/`/g, '')}\`.`);
-        }
-        await ctx.settings.reset(guildId, setting as SettingName | 'all');
-        content = `${setting === 'all' ? 'Every setting is' : `\`${setting}\` is`} back to the default.\n\n${await show(ctx, guildId)}`;
+    const guildId = requireManageServer(i, (t) => t.t('settings.guild_only'));
+    const sub = i.options.getSubcommand(true);
+    let content: string;
+    if (sub === 'show') {
+      content = await show(ctx, guildId, tr);
+    } else if (sub === 'set') {
+      const patch = patchFrom(i);
+      if (Object.keys(patch).length === 0) {
+        throw new UserError('nothing_to_set', (t) => t.t('settings.nothing_to_set'));
       }
-      await i.reply({ content }, { ephemeral: true });
-    } catch (err) {
-      if (err instanceof StoreUnavailableError) {
-        throw new UserError(
-          'store_unavailable',
-          'Settings are unavailable right now (storage is down). Please try again in a minute.',
+      await ctx.settings.set(guildId, patch);
+      content = `${tr.t('settings.saved')}\n\n${await show(ctx, guildId, tr)}`;
+    } else {
+      const setting = i.options.getString('setting', true);
+      if (setting !== 'all' && !(SETTING_NAMES as readonly string[]).includes(setting)) {
+        throw new UserError('unknown_setting', (t) =>
+          t.t('settings.unknown_setting', { setting: setting.replace(/`/g, '') }),
         );
       }
-      throw err;
+      await ctx.settings.reset(guildId, setting as SettingName | 'all');
+      const done = setting === 'all' ? tr.t('settings.reset_all') : tr.t('settings.reset_one', { setting });
+      content = `${done}\n\n${await show(ctx, guildId, tr)}`;
     }
+    // A store outage goes to the router, which says so in the member's language.
+    await i.reply({ content }, { ephemeral: true });
   },
 } satisfies Command;

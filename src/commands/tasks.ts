@@ -28,9 +28,10 @@ import {
 } from '../services/discord/render.js';
 import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
-import type { JobRecord } from '../services/store/types.js';
+import type { JobRecord, JobState } from '../services/store/types.js';
+import { translatorFor, type Translator } from '../i18n/index.js';
 import { toReplyOptions } from './run-job.js';
-import { UserError, unlessStoreDown, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
 /**
  * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
@@ -71,12 +72,15 @@ const button = (
   disabled,
 });
 
-async function listPage(ctx: BotContext, userId: string, page: number): Promise<ListMessage> {
+/** A job's state in the member's words (the store's `unconfirmed` reads "not confirmed"). */
+const stateText = (tr: Translator, state: JobState): string =>
+  tr.t(state === 'unconfirmed' ? 'job.state.not_confirmed' : `job.state.${state}`);
+
+async function listPage(ctx: BotContext, tr: Translator, userId: string, page: number): Promise<ListMessage> {
   const jobs = await ctx.records.listByUser(userId, LIST_LIMIT);
   if (jobs.length === 0) {
     return {
-      content:
-        'You have no jobs yet. Try `/upscale`, `/extend-song`, `/extend-video` or `/training-photos start`.',
+      content: tr.t('tasks.empty'),
       embeds: [],
       components: [],
       allowed_mentions: { parse: [] },
@@ -87,17 +91,15 @@ async function listPage(ctx: BotContext, userId: string, page: number): Promise<
   const now = ctx.now();
   const shown = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE);
   const lines = shown.map((j) => renderJobSummaryLine(j, now));
-  const content = [`**Your jobs** · page ${p + 1} of ${pages} · newest first`, ...lines]
-    .join('\n')
-    .slice(0, 2000);
+  const content = [tr.t('tasks.header', { page: p + 1, pages }), ...lines].join('\n').slice(0, 2000);
   const paging: APIActionRowComponent<APIButtonComponent>[] =
     pages > 1
       ? [
           {
             type: ComponentType.ActionRow,
             components: [
-              button('Previous', tasksPageId(userId, p - 1), p === 0),
-              button('Next', tasksPageId(userId, p + 1), p >= pages - 1),
+              button(tr.t('buttons.previous'), tasksPageId(userId, p - 1), p === 0),
+              button(tr.t('buttons.next'), tasksPageId(userId, p + 1), p >= pages - 1),
             ],
           },
         ]
@@ -109,11 +111,23 @@ async function listPage(ctx: BotContext, userId: string, page: number): Promise<
       {
         type: ComponentType.StringSelect,
         custom_id: tasksOpenId(userId),
-        placeholder: 'Open a job (Retry, Re-post, Refresh)…',
+        placeholder: tr.t('tasks.open_placeholder'),
         options: shown.map((j, n) => ({
-          label: truncate(`${p * PAGE_SIZE + n + 1}. ${operations[j.operation].title} · ${j.state}`, 100),
+          label: truncate(
+            tr.t('tasks.option_label', {
+              n: p * PAGE_SIZE + n + 1,
+              title: tr.t(`operations.${j.operation}.title`),
+              state: stateText(tr, j.state),
+            }),
+            100,
+          ),
           value: j.id,
-          description: truncate(j.taskId !== undefined ? `task ${j.taskId}` : `job ${j.id}`, 100),
+          description: truncate(
+            j.taskId !== undefined
+              ? tr.t('tasks.option_task', { id: j.taskId })
+              : tr.t('tasks.option_job', { id: j.id }),
+            100,
+          ),
         })),
       },
     ],
@@ -128,38 +142,45 @@ async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefin
 }
 
 /** One job in full: its message, plus its timeline, parent and children, and the job-centre buttons. */
-async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> {
+async function detail(ctx: BotContext, tr: Translator, job: JobRecord): Promise<MessagePayload> {
   const base = renderJob(job, ctx.now());
   const link = jobMessageLink(job);
   const children = link
     ? (await ctx.records.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
     : [];
+  const when = (ms: number) => discordTimestamp(ms, 'f');
   const timeline = [
-    `Created ${discordTimestamp(job.createdAt, 'f')}`,
+    tr.t('tasks.timeline.created', { when: when(job.createdAt) }),
     job.submittedAt !== undefined
-      ? `accepted by the service ${discordTimestamp(job.submittedAt, 'f')}`
+      ? tr.t('tasks.timeline.accepted', { when: when(job.submittedAt) })
       : undefined,
-    job.finishedAt !== undefined ? `${job.state} ${discordTimestamp(job.finishedAt, 'f')}` : undefined,
+    job.finishedAt !== undefined
+      ? tr.t(job.state === 'failed' ? 'tasks.timeline.failed' : 'tasks.timeline.finished', {
+          when: when(job.finishedAt),
+        })
+      : undefined,
   ].filter((x): x is string => x !== undefined);
   const extra = [
-    `**Timeline:** ${timeline.join(' · ')}`,
+    tr.t('tasks.detail.timeline', { items: timeline.join(' · ') }),
     typeof job.params['extended_from'] === 'string'
-      ? `**Extended from:** ${job.params['extended_from']}`
+      ? tr.t('tasks.detail.extended_from', { link: job.params['extended_from'] })
       : undefined,
     children.length > 0
-      ? `**Continued by:** ${children.map((c) => jobMessageLink(c) ?? c.id).join(' · ')}`
+      ? tr.t('tasks.detail.continued_by', {
+          links: children.map((c) => jobMessageLink(c) ?? c.id).join(' · '),
+        })
       : undefined,
-    link ? `**Message:** ${link}` : undefined,
+    link ? tr.t('tasks.detail.message', { link }) : undefined,
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
   const retryId = nextStepId({ kind: 'retry', jobId: job.id });
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
   const actions = [
     ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
-      ? [button('Retry', retryId, false, ButtonStyle.Primary)]
+      ? [button(tr.t('buttons.retry'), retryId, false, ButtonStyle.Primary)]
       : []),
-    button('Re-post', tasksRepostId(job.id)),
-    ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),
+    button(tr.t('buttons.repost'), tasksRepostId(job.id)),
+    ...(job.taskId !== undefined ? [button(tr.t('buttons.refresh'), tasksRefreshId(job.id))] : []),
   ];
   return {
     ...base,
@@ -168,29 +189,22 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
   };
 }
 
-const orStoreDown = <T>(run: () => Promise<T>) =>
-  unlessStoreDown(run, 'Your jobs cannot be read right now (storage is down). Try again in a minute.');
-
 export const tasks = {
   data,
   ephemeral: true,
   async execute(i, ctx) {
+    const tr = translatorFor(i);
     const id = i.options.getString('id')?.trim();
-    await orStoreDown(async () => {
-      if (id) {
-        const job = await findJob(ctx, id);
-        // Someone else's job answers like an unknown one: ids are not a way to read others' work.
-        if (!job || !canSee(i, job)) {
-          throw new UserError(
-            'task_not_found',
-            `No task or job \`${id.replace(/`/g, '')}\` among your jobs.`,
-          );
-        }
-        await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
-        return;
+    if (id) {
+      const job = await findJob(ctx, id);
+      // Someone else's job answers like an unknown one: ids are not a way to read others' work.
+      if (!job || !canSee(i, job)) {
+        throw new UserError('task_not_found', (t) => t.t('tasks.not_found', { id: id.replace(/`/g, '') }));
       }
-      await i.reply(toReplyOptions(await listPage(ctx, i.user.id, 0)), { ephemeral: true });
-    });
+      await i.reply(toReplyOptions(await detail(ctx, tr, job)), { ephemeral: true });
+      return;
+    }
+    await i.reply(toReplyOptions(await listPage(ctx, tr, i.user.id, 0)), { ephemeral: true });
   },
 } satisfies Command;
 
@@ -201,65 +215,40 @@ export const tasksButtons: ComponentHandler = {
     const b = parseTasksId(i.customId);
     const jobId = i.values[0] ?? '';
     if (b?.kind !== 'open' || !JOB_ID.test(jobId))
-      throw new UserError(
-        'unknown_component',
-        'This menu is not one of this bot’s (or no longer supported).',
-      );
-    if (b.userId !== i.user.id)
-      throw new UserError('not_yours', 'This list belongs to someone else: run `/tasks` for yours.');
-    await orStoreDown(async () => {
-      const job = await ctx.records.get(jobId);
-      if (!job || !canSee(i, job))
-        throw new UserError(
-          'job_unavailable',
-          'That job is no longer stored (jobs are kept for a limited time).',
-        );
-      await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
-    });
+      throw new UserError('unknown_component', (tr) => tr.t('errors.foreign_menu'));
+    if (b.userId !== i.user.id) throw new UserError('not_yours', (tr) => tr.t('tasks.not_yours'));
+    const job = await ctx.records.get(jobId);
+    if (!job || !canSee(i, job)) throw new UserError('job_unavailable', (tr) => tr.t('jobs.not_stored'));
+    await i.reply(toReplyOptions(await detail(ctx, translatorFor(i), job)), { ephemeral: true });
   },
   async button(i: BotInteraction, ctx: BotContext) {
     const b = parseTasksId(i.customId);
-    if (!b || b.kind === 'open')
-      throw new UserError('unknown_button', 'This button is not one of this bot’s (or no longer supported).');
-    await orStoreDown(async () => {
-      if (b.kind === 'page') {
-        if (b.userId !== i.user.id)
-          throw new UserError('not_yours', 'This list belongs to someone else: run `/tasks` for yours.');
-        await i.update(toReplyOptions(await listPage(ctx, b.userId, b.page)));
-        return;
-      }
-      const job = await ctx.records.get(b.jobId);
-      if (!job)
-        throw new UserError(
-          'job_unavailable',
-          'That job is no longer stored (jobs are kept for a limited time).',
-        );
-      if (!canSee(i, job))
-        throw new UserError(
-          'not_owner',
-          "Only the member who ran this job (or a member with Manage Server in the job's server) can do that.",
-        );
-      if (b.kind === 'repost') {
-        // A fresh public message in this channel, for a result that scrolled away or was deleted.
-        await i.reply(toReplyOptions(renderJob(job, ctx.now())));
-        return;
-      }
-      if (job.taskId === undefined)
-        throw new UserError('no_task', 'This job never reached the service, so there is nothing to refresh.');
-      await i.deferUpdate();
-      try {
-        const result = await ctx.tasks.read(job.operation, job.taskId);
-        await ctx.jobs.applyResult(job.id, result, 'refresh');
-      } catch (err) {
-        if (err instanceof StoreUnavailableError) throw err;
-        ctx.logger.warn({ err, jobId: job.id }, 'refresh from the service failed');
-        await i.followUp(
-          { content: 'The service could not be reached just now; showing what the bot last knew.' },
-          { ephemeral: true },
-        );
-      }
-      const fresh = (await ctx.records.get(job.id)) ?? job;
-      await i.editReply(toReplyOptions(await detail(ctx, fresh)));
-    });
+    if (!b || b.kind === 'open') throw new UserError('unknown_button', (tr) => tr.t('errors.foreign_button'));
+    const tr = translatorFor(i);
+    if (b.kind === 'page') {
+      if (b.userId !== i.user.id) throw new UserError('not_yours', (t) => t.t('tasks.not_yours'));
+      await i.update(toReplyOptions(await listPage(ctx, tr, b.userId, b.page)));
+      return;
+    }
+    const job = await ctx.records.get(b.jobId);
+    if (!job) throw new UserError('job_unavailable', (t) => t.t('jobs.not_stored'));
+    if (!canSee(i, job)) throw new UserError('not_owner', (t) => t.t('refusal.stranger'));
+    if (b.kind === 'repost') {
+      // A fresh public message in this channel, for a result that scrolled away or was deleted.
+      await i.reply(toReplyOptions(renderJob(job, ctx.now())));
+      return;
+    }
+    if (job.taskId === undefined) throw new UserError('no_task', (t) => t.t('tasks.no_task'));
+    await i.deferUpdate();
+    try {
+      const result = await ctx.tasks.read(job.operation, job.taskId);
+      await ctx.jobs.applyResult(job.id, result, 'refresh');
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw err;
+      ctx.logger.warn({ err, jobId: job.id }, 'refresh from the service failed');
+      await i.followUp({ content: tr.t('tasks.refresh_failed') }, { ephemeral: true });
+    }
+    const fresh = (await ctx.records.get(job.id)) ?? job;
+    await i.editReply(toReplyOptions(await detail(ctx, tr, fresh)));
   },
 };

@@ -10,7 +10,8 @@ import type { BotInteraction, MessageBody } from '../services/discord/interactio
 import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
-import { discordTimestamp as ts, formatBytes } from '../services/shared/format.js';
+import { discordTimestamp as ts } from '../services/shared/format.js';
+import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import {
   MIN_ADULT_AGE,
   renderAddResult,
@@ -18,6 +19,7 @@ import {
   renderSessionMessage,
   renderStatus,
   countLine,
+  subjectLine,
   type SessionPayload,
 } from '../services/training/render.js';
 import {
@@ -103,7 +105,7 @@ const data = new SlashCommandBuilder()
 // ------------------------------------------------------------ helpers
 
 function channelOf(i: { channelId: string | null }): string {
-  if (!i.channelId) throw new UserError('no_channel', 'Training-photo sessions work in a channel only.');
+  if (!i.channelId) throw new UserError('no_channel', (tr) => tr.t('training.no_channel'));
   return i.channelId;
 }
 
@@ -125,7 +127,7 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof TrainingSessionError) throw new UserError(`training_${err.code}`, err.message);
+    if (err instanceof TrainingSessionError) throw new UserError(`training_${err.code}`, err.text);
     throw err;
   }
 }
@@ -133,19 +135,15 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
 function assertReady(session: TrainingSession): void {
   const st = statusOf(session);
   if (st.ready) return;
-  throw new UserError(
-    'training_not_enough_photos',
-    `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more). Add them with \`/training-photos add\` or the **Add photos** button.`,
+  throw new UserError('training_not_enough_photos', (tr) =>
+    tr.t('training.not_enough_photos', { count: st.count, min: MIN_PHOTOS, missing: st.missing }),
   );
 }
 
 async function requireSession(ctx: BotContext, key: string): Promise<TrainingSession> {
   const s = await ctx.training.current(key);
   if (!s) {
-    throw new UserError(
-      'training_no_session',
-      'You have no open training-photo session in this channel (or it expired). Start one with `/training-photos start`.',
-    );
+    throw new UserError('training_no_session', (tr) => tr.t('training.no_session'));
   }
   return s;
 }
@@ -223,7 +221,7 @@ function replyRef(i: BotInteraction, messageId: string, channelId: string): Sess
  * posts a fresh public one as a follow-up and makes it the session message.
  */
 async function showSession(i: BotInteraction, ctx: BotContext, s: TrainingSession): Promise<void> {
-  const payload = renderSessionMessage(s);
+  const payload = renderSessionMessage(s, {}, publicTranslator(i.guildLocale));
   if (editSessionMessage(ctx, s.key, s.message, payload)) return;
   const msg = await i.followUp(replyOptions(payload));
   await ctx.training
@@ -238,21 +236,18 @@ async function addPhotos(ctx: BotContext, key: string, photos: PhotoInput[]): Pr
 /** Refuses what cannot be done while the session's photos are being (or were) submitted. */
 function assertNotSubmitted(s: TrainingSession): void {
   if (!s.submission) return;
-  throw new UserError(
-    s.submission.accepted ? 'training_submitted' : 'training_submitting',
-    s.submission.accepted
-      ? 'These photos were submitted and the upload is running; the session closes when it finishes (if it fails, you can retry).'
-      : 'This session is already being submitted; wait for the result.',
+  const accepted = s.submission.accepted === true;
+  throw new UserError(accepted ? 'training_submitted' : 'training_submitting', (tr) =>
+    tr.t(accepted ? 'training.submitted_running' : 'training.submitting'),
   );
 }
 
 function ownerOf(i: BotInteraction): string {
   const parsed = parseTrainingCustomId(i.customId);
-  if (!parsed) throw new UserError('unknown_component', 'This button is no longer supported.');
+  if (!parsed) throw new UserError('unknown_component', (tr) => tr.t('errors.unknown_button'));
   if (parsed.ownerId !== i.user.id) {
-    throw new UserError(
-      'training_not_owner',
-      `This photo session belongs to <@${parsed.ownerId}>. Start your own with \`/training-photos start\`.`,
+    throw new UserError('training_not_owner', (tr) =>
+      tr.t('training.not_owner', { user: `<@${parsed.ownerId}>` }),
     );
   }
   return parsed.ownerId;
@@ -266,22 +261,22 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   const gender = i.options.getString('gender', true);
   const age = i.options.getInteger('age');
   if (!(ETHNICITIES as readonly string[]).includes(ethnicity)) {
-    throw new UserError('invalid_options', `\`ethnicity\` must be one of ${ETHNICITIES.join(', ')}.`);
+    throw new UserError('invalid_options', (tr) =>
+      tr.t('input.one_of', { field: '`ethnicity`', values: ETHNICITIES.join(', ') }),
+    );
   }
   if (!(GENDERS as readonly string[]).includes(gender)) {
-    throw new UserError('invalid_options', '`gender` must be female or male.');
+    throw new UserError('invalid_options', (tr) =>
+      tr.t('input.one_of', { field: '`gender`', values: GENDERS.join(', ') }),
+    );
   }
   if (age !== null && (age < AGE_MIN || age > AGE_MAX)) {
-    throw new UserError(
-      'invalid_options',
-      `\`age\` must be a whole number between ${AGE_MIN} and ${AGE_MAX}.`,
+    throw new UserError('invalid_options', (tr) =>
+      tr.t('input.whole_number_between', { field: '`age`', min: AGE_MIN, max: AGE_MAX }),
     );
   }
   if (age !== null && age < MIN_ADULT_AGE) {
-    throw new UserError(
-      'training_underage',
-      `Training photos of people under ${MIN_ADULT_AGE} are not accepted, so no session was opened.`,
-    );
+    throw new UserError('training_underage', (tr) => tr.t('training.underage_start', { min: MIN_ADULT_AGE }));
   }
   const photos = attachmentsOf(i);
   const key = sessionKey(i.user.id, channelId);
@@ -297,20 +292,27 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
     }),
   );
   if (!created) {
-    throw new UserError(
-      'training_session_open',
+    throw new UserError('training_session_open', (tr) =>
       [
-        `You already have a training-photo session in this channel: **${countLine(session)}** (${session.ethnicity}, ${session.gender}${session.age !== undefined ? `, age ${session.age}` : ''}), expiring ${ts(session.expiresAt, 'R')}.`,
-        session.submission
-          ? 'Its photos were submitted; it closes when the upload finishes. To start a new set here now, discard it with `/training-photos cancel`.'
-          : 'Continue with `/training-photos add` (or the **Add photos** button), send it with `/training-photos submit`, or discard it with `/training-photos cancel`.',
-        ...(photos.length > 0 ? ['The photos attached to this command were not added.'] : []),
+        tr.t('training.already_open', {
+          status: countLine(session, tr),
+          subject: subjectLine(session, tr),
+          expires: ts(session.expiresAt, 'R'),
+        }),
+        tr.t(session.submission ? 'training.already_open_submitted' : 'training.already_open_next'),
+        ...(photos.length > 0 ? [tr.t('training.already_open_photos')] : []),
       ].join('\n'),
     );
   }
 
   const res = await i.reply(
-    replyOptions(renderSessionMessage(session, photos.length > 0 ? { checking: photos.length } : {})),
+    replyOptions(
+      renderSessionMessage(
+        session,
+        photos.length > 0 ? { checking: photos.length } : {},
+        publicTranslator(i.guildLocale),
+      ),
+    ),
   );
   const messageId = res?.id;
   const ref = messageId ? replyRef(i, messageId, channelId) : undefined;
@@ -328,13 +330,13 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
   try {
     result = await addPhotos(ctx, key, photos);
   } catch (err) {
-    await show(renderSessionMessage(session)).catch(() => undefined);
+    await show(renderSessionMessage(session, {}, publicTranslator(i.guildLocale))).catch(() => undefined);
     throw err;
   }
-  await show(renderSessionMessage(result.session));
+  await show(renderSessionMessage(result.session, {}, publicTranslator(i.guildLocale)));
   if (result.refused.length > 0) {
     await i.followUp({
-      content: renderAddResult(result),
+      content: renderAddResult(result, translatorFor(i)),
       flags: MessageFlags.Ephemeral,
     });
   }
@@ -343,33 +345,40 @@ async function start(i: BotInteraction, ctx: BotContext): Promise<void> {
 async function add(i: BotInteraction, ctx: BotContext): Promise<void> {
   const key = sessionKey(i.user.id, channelOf(i));
   const photos = attachmentsOf(i);
-  if (photos.length === 0) throw new UserError('training_no_photos', 'Attach at least one photo (`photo1`).');
+  if (photos.length === 0) throw new UserError('training_no_photos', (tr) => tr.t('training.no_photos'));
   assertNotSubmitted(await requireSession(ctx, key));
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result, translatorFor(i)), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
 async function status(i: BotInteraction, ctx: BotContext): Promise<void> {
   const s = await requireSession(ctx, sessionKey(i.user.id, channelOf(i)));
-  await i.reply({ content: renderStatus(s), flags: MessageFlags.Ephemeral, allowed_mentions: { parse: [] } });
+  await i.reply({
+    content: renderStatus(s, translatorFor(i)),
+    flags: MessageFlags.Ephemeral,
+    allowed_mentions: { parse: [] },
+  });
 }
 
 async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
   const key = sessionKey(i.user.id, channelOf(i));
   const s = await guard(() => ctx.training.cancel(key));
   if (!s) {
-    throw new UserError(
-      'training_no_session',
-      'You have no open training-photo session in this channel; nothing to cancel.',
-    );
+    throw new UserError('training_no_session', (tr) => tr.t('training.no_session_to_cancel'));
   }
   await i.reply({
-    content: `Session discarded (${s.photos.length} photo${s.photos.length === 1 ? '' : 's'}).`,
+    content: translatorFor(i).t('training.discarded', { count: s.photos.length }),
     flags: MessageFlags.Ephemeral,
   });
-  editSessionMessage(ctx, key, s.message, renderClosedSessionMessage(s, 'cancelled'), { final: true });
+  editSessionMessage(
+    ctx,
+    key,
+    s.message,
+    renderClosedSessionMessage(s, 'cancelled', publicTranslator(i.guildLocale)),
+    { final: true },
+  );
 }
 
 // ------------------------------------------------------------ submit: consent, then send
@@ -380,19 +389,18 @@ async function cancel(i: BotInteraction, ctx: BotContext): Promise<void> {
  * with **I confirm** and **Cancel**; only Confirm (`confirm`) sends anything.
  */
 async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retryOf?: string): Promise<void> {
+  const tr = translatorFor(i);
   const session = await requireSession(ctx, key);
   if (session.userId !== i.user.id) {
-    throw new UserError(
-      'training_not_owner',
-      `These training photos belong to <@${session.userId}>: only they can send them (after confirming consent).`,
+    throw new UserError('training_not_owner', (tr) =>
+      tr.t('training.submit_not_owner', { user: `<@${session.userId}>` }),
     );
   }
   assertNotSubmitted(session);
   assertReady(session);
   if (underage(session)) {
-    throw new UserError(
-      'training_underage',
-      `The age given for this session is ${session.age}: photos of people under ${MIN_ADULT_AGE} are never sent. Discard the session with \`/training-photos cancel\`.`,
+    throw new UserError('training_underage', (tr) =>
+      tr.t('training.underage_submit', { age: session.age ?? 0, min: MIN_ADULT_AGE }),
     );
   }
   const prompt = await ctx.consent.prompts.open({
@@ -400,11 +408,12 @@ async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retry
     sessionKey: key,
     photoDigest: photoDigest(session),
     photoCount: session.photos.length,
+    language: tr.locale,
     ...(retryOf !== undefined ? { parentJobId: retryOf } : {}),
   });
   const days = Math.round(ctx.consent.records.retentionMs / 86_400_000);
   await i.reply({
-    ...renderConsentPrompt(session, prompt, days),
+    ...renderConsentPrompt(session, prompt, days, tr),
     flags: MessageFlags.Ephemeral,
   });
 }
@@ -421,18 +430,12 @@ async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retry
 async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Promise<void> {
   const prompt = await ctx.consent.prompts.get(promptId);
   if (!prompt || prompt.ownerId !== i.user.id) {
-    throw new UserError(
-      'training_consent_expired',
-      'This confirmation has expired; nothing was sent. Use `/training-photos submit` to be asked again.',
-    );
+    throw new UserError('training_consent_expired', (tr) => tr.t('training.consent.expired'));
   }
   if (prompt.usedAt !== undefined) {
     const s = await ctx.training.current(prompt.sessionKey);
     if (s) assertNotSubmitted(s);
-    throw new UserError(
-      'training_consent_used',
-      'This confirmation was already used. To send the photos again, press **Retry** on the failed job or use `/training-photos submit`.',
-    );
+    throw new UserError('training_consent_used', (tr) => tr.t('training.consent.used'));
   }
   const claimId = randomUUID();
   const session = await guard(() => ctx.training.claim(prompt.sessionKey, claimId, prompt.photoDigest));
@@ -466,6 +469,7 @@ async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Pr
             channelId: session.channelId,
             at: consentAt,
             wording: prompt.wording,
+            ...(prompt.language !== undefined ? { language: prompt.language } : {}),
           },
           (params, w) => ctx.media.submit('upload', params, w, { onWaiting: hooks.waiting }),
           webhook,
@@ -499,7 +503,10 @@ async function settleClaim(
     if (now && !now.submission) {
       await i
         .followUp({
-          content: `Your ${now.photos.length} photos are still in the session (until ${ts(now.expiresAt, 'f')}): press **Retry** on the job message to send them again (you will be asked to confirm again), or discard them with \`/training-photos cancel\`.`,
+          content: translatorFor(i).t('training.kept_after_failure', {
+            count: now.photos.length,
+            until: ts(now.expiresAt, 'f'),
+          }),
           flags: MessageFlags.Ephemeral,
         })
         .catch(() => undefined);
@@ -511,9 +518,15 @@ async function settleClaim(
     if (job.state === 'finished') await ctx.training.jobEnded(jobId, 'finished');
     // The public session message is closed; an add after a failed job posts a fresh one.
     if (session.message) {
-      editSessionMessage(ctx, key, session.message, renderClosedSessionMessage(session, 'submitted'), {
-        final: true,
-      });
+      editSessionMessage(
+        ctx,
+        key,
+        session.message,
+        renderClosedSessionMessage(session, 'submitted', publicTranslator(i.guildLocale)),
+        {
+          final: true,
+        },
+      );
       if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
     }
   }
@@ -524,8 +537,7 @@ async function settleClaim(
 async function decline(i: BotInteraction, ctx: BotContext, promptId: string): Promise<void> {
   await ctx.consent.prompts.close(promptId);
   await i.update({
-    content:
-      'Nothing was sent. Your photos stay in the session until it expires; `/training-photos submit` asks again, `/training-photos cancel` discards them.',
+    content: translatorFor(i).t('training.consent.declined'),
     components: [],
   });
 }
@@ -539,17 +551,20 @@ export async function retryUpload(i: BotInteraction, ctx: BotContext, job: JobRe
   const session = await ctx.training.forRetry(job.id);
   if (!session) {
     const stored = operations.upload.fromStored(job.params);
-    throw new UserError('retry_unsupported', 'cannot' in stored ? stored.cannot : 'Nothing to retry.');
+    throw new UserError(
+      'retry_unsupported',
+      'cannot' in stored ? stored.cannot : (tr) => tr.t('jobs.cannot.training_not_kept'),
+    );
   }
   await askConsent(i, ctx, session.key, job.id);
 }
 
 // ------------------------------------------------------------ components
 
-function buildAddModal(ownerId: string, room: number, maxBytes: number): ModalBuilder {
+function buildAddModal(tr: Translator, ownerId: string, room: number, maxBytes: number): ModalBuilder {
   const modal = new ModalBuilder()
     .setCustomId(trainingCustomId('modal', ownerId))
-    .setTitle('Add training photos');
+    .setTitle(tr.t('training.modal.title'));
   const fields = Math.min(MODAL_FIELDS.length, Math.ceil(room / 10));
   for (let f = 0; f < fields; f++) {
     const max = Math.min(10, room - f * 10);
@@ -561,9 +576,15 @@ function buildAddModal(ownerId: string, room: number, maxBytes: number): ModalBu
       .setRequired(f === 0);
     modal.addLabelComponents(
       new LabelBuilder()
-        .setLabel(fields === 1 ? 'Photos' : `Photos ${first}-${first + max - 1}`)
+        .setLabel(
+          fields === 1
+            ? tr.t('training.modal.photos')
+            : tr.t('training.modal.photos_range', { first, last: first + max - 1 }),
+        )
         .setDescription(
-          f === 0 ? `PNG, JPEG, GIF or WebP, up to ${formatBytes(maxBytes)} each` : 'Optional: more photos',
+          f === 0
+            ? tr.t('training.modal.formats', { limit: formatBytes(tr, maxBytes) })
+            : tr.t('training.modal.optional'),
         )
         .setFileUploadComponent(upload),
     );
@@ -582,38 +603,37 @@ async function addButton(i: BotInteraction, ctx: BotContext, key: string): Promi
   const st = statusOf(session);
   assertNotSubmitted(session);
   if (st.room === 0) {
-    throw new UserError(
-      'training_full',
-      `The session already holds ${MAX_PHOTOS} photos, the maximum. Send them with **Submit** or \`/training-photos submit\`.`,
-    );
+    throw new UserError('training_full', (tr) => tr.t('training.full', { max: MAX_PHOTOS }));
   }
-  await i.showModal(buildAddModal(session.userId, st.room, ctx.limits.maxImageBytes).toJSON());
+  await i.showModal(
+    buildAddModal(translatorFor(i), session.userId, st.room, ctx.limits.maxImageBytes).toJSON(),
+  );
 }
 
 async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
   ownerOf(i);
   const key = sessionKey(i.user.id, channelOf(i));
   const photos = uploadedFiles(i);
-  if (photos.length === 0) throw new UserError('training_no_photos', 'No file was uploaded.');
+  if (photos.length === 0) throw new UserError('training_no_photos', (tr) => tr.t('training.no_files'));
   await requireSession(ctx, key);
   const source = i.message;
   if (source) {
     await i.deferUpdate();
     const result = await addPhotos(ctx, key, photos);
     // The message the Add button sits on, edited as the modal interaction's @original.
-    const payload = renderSessionMessage(result.session);
+    const payload = renderSessionMessage(result.session, {}, publicTranslator(i.guildLocale));
     const ref = replyRef(i, source.id, source.channel_id);
     if (!editSessionMessage(ctx, key, ref, payload, { original: true }))
       await i.editReply(replyOptions(payload));
     await i.followUp({
-      content: renderAddResult(result),
+      content: renderAddResult(result, translatorFor(i)),
       flags: MessageFlags.Ephemeral,
     });
     return;
   }
   await i.deferReply({ ephemeral: true });
   const result = await addPhotos(ctx, key, photos);
-  await i.editReply({ content: renderAddResult(result), allowed_mentions: { parse: [] } });
+  await i.editReply({ content: renderAddResult(result, translatorFor(i)), allowed_mentions: { parse: [] } });
   if (result.added.length > 0) await showSession(i, ctx, result.session);
 }
 
@@ -635,7 +655,7 @@ export const trainingPhotos = {
       case 'cancel':
         return cancel(i, ctx);
       default:
-        throw new UserError('unknown_subcommand', 'This subcommand is not available any more.');
+        throw new UserError('unknown_subcommand', (tr) => tr.t('errors.unknown_subcommand'));
     }
   },
 } satisfies Command;
@@ -646,9 +666,8 @@ export const trainingComponents = {
     const consent = parseConsentCustomId(i.customId);
     if (consent) {
       if (consent.ownerId !== i.user.id) {
-        throw new UserError(
-          'training_not_owner',
-          `Only <@${consent.ownerId}>, whose photos these are, can answer this. Nothing was sent.`,
+        throw new UserError('training_not_owner', (tr) =>
+          tr.t('training.consent.not_owner', { user: `<@${consent.ownerId}>` }),
         );
       }
       return consent.action === 'confirm'
@@ -660,7 +679,7 @@ export const trainingComponents = {
     const key = sessionKey(ownerId, channelOf(i));
     if (parsed?.action === 'add') return addButton(i, ctx, key);
     if (parsed?.action === 'submit') return askConsent(i, ctx, key);
-    throw new UserError('unknown_component', 'This button is no longer supported.');
+    throw new UserError('unknown_component', (tr) => tr.t('errors.unknown_button'));
   },
   async modal(i: BotInteraction, ctx: BotContext) {
     return modalSubmit(i, ctx);

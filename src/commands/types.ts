@@ -1,8 +1,7 @@
 import type { RESTPostAPIApplicationCommandsJSONBody } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
-import { STORE_DOWN_MESSAGE, StoreUnavailableError } from '../services/store/errors.js';
-import { UserError } from '../services/operations/input.js';
+import { UserError, type MemberText } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
@@ -24,7 +23,7 @@ import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
 import type { ThreadApi } from '../services/community/threads.js';
 
-export { UserError };
+export { UserError, type MemberText };
 
 /** Jobs as stored, read-only: commands change a job only through the job service. */
 export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'getByMessageId' | 'listByUser'>;
@@ -96,19 +95,4 @@ export interface ComponentHandler {
   button?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   select?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   modal?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
-}
-
-export { STORE_DOWN_MESSAGE };
-
-/**
- * The command layer's one translation of a store outage: StoreUnavailableError
- * thrown by `run` becomes a UserError with `message` (what the member was doing).
- */
-export async function unlessStoreDown<T>(run: () => Promise<T>, message = STORE_DOWN_MESSAGE): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof StoreUnavailableError) throw new UserError('store_unavailable', message);
-    throw err;
-  }
 }

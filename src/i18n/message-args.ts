@@ -80,6 +80,7 @@ export interface MessageArgs {
   'commands.upscale.options.seed.description': undefined;
   'errors.foreign_button': undefined;
   'errors.foreign_menu': undefined;
+  'errors.http.failed': undefined;
   'errors.http.form_too_slow': undefined;
   'errors.http.restarting': undefined;
   'errors.http.unreadable': undefined;
@@ -188,6 +189,8 @@ export interface MessageArgs {
   'jobs.only_failed_retry': undefined;
   'jobs.result_unavailable': undefined;
   'jobs.retry_running': { link: string | number };
+  'jobs.retry_starting': undefined;
+  'jobs.still_running': undefined;
   'modals.extend_video.prompt_label': undefined;
   'modals.extend_video.title': undefined;
   'moderation.automod.message': undefined;
@@ -248,7 +251,6 @@ export interface MessageArgs {
   'privacy.show.service': undefined;
   'privacy.show.sessions': { count: number; hours: number };
   'privacy.show.title': undefined;
-  'privacy.store_down': undefined;
   'refusal.active_jobs': { count: number; max: string | number };
   'refusal.buttons_not_owner': { user: string | number };
   'refusal.cooldown': { retryAt: string | number };
@@ -260,7 +262,6 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
-  'refusal.not_owner': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
@@ -289,7 +290,9 @@ export interface MessageArgs {
   'settings.reset_all': undefined;
   'settings.reset_one': { setting: string | number };
   'settings.saved': undefined;
-  'settings.show.account_credits': { credits: number };
+  'settings.show.account_credits': { at: string | number; credits: number };
+  'settings.show.account_plan': { at: string | number; credits: number; plan: string | number };
+  'settings.show.account_unknown': undefined;
   'settings.show.cooldown_seconds': { seconds: string | number; source: string };
   'settings.show.costs': { costs: string | number };
   'settings.show.credits_budget': {
@@ -308,7 +311,6 @@ export interface MessageArgs {
   'settings.show.max_active_jobs': { max: string | number; source: string };
   'settings.show.threads': { source: string; state: string };
   'settings.show.title': undefined;
-  'settings.store_down': undefined;
   'settings.unknown_setting': { setting: string | number };
   'tasks.detail.continued_by': { links: string | number };
   'tasks.detail.extended_from': { link: string | number };
@@ -325,7 +327,6 @@ export interface MessageArgs {
   'tasks.option_task': { id: string | number };
   'tasks.refresh_failed': undefined;
   'tasks.repost_links_expired': undefined;
-  'tasks.store_down': undefined;
   'tasks.timeline.accepted': { when: string | number };
   'tasks.timeline.created': { when: string | number };
   'tasks.timeline.failed': { when: string | number };
@@ -342,17 +343,23 @@ export interface MessageArgs {
   'training.already_open': { expires: string | number; status: string | number; subject: string | number };
   'training.already_open_next': undefined;
   'training.already_open_photos': undefined;
+  'training.already_open_submitted': undefined;
   'training.busy': undefined;
   'training.closed.cancelled': { count: number; user: string | number };
   'training.closed.submitted': { count: number; user: string | number };
   'training.closed_meanwhile': undefined;
   'training.consent.changed': undefined;
+  'training.consent.cleaning': undefined;
   'training.consent.confirmed': { count: number };
-  'training.consent.count': { count: number };
+  'training.consent.declined': undefined;
   'training.consent.expired': undefined;
+  'training.consent.heading': { count: number };
   'training.consent.not_owner': { user: string | number };
-  'training.consent.text': undefined;
-  'training.consent.title': undefined;
+  'training.consent.record': { days: number };
+  'training.consent.subject': { subject: string | number };
+  'training.consent.used': undefined;
+  'training.consent.v1.adult': undefined;
+  'training.consent.v1.own': undefined;
   'training.count.full': { count: string | number; max: string | number };
   'training.count.not_ready': {
     count: string | number;
@@ -389,6 +396,8 @@ export interface MessageArgs {
   'training.reason.network': { detail: string | number };
   'training.reason.not_http': { protocol: string | number };
   'training.reason.not_image': { type: string | number };
+  'training.reason.not_plain_url': undefined;
+  'training.reason.private_address': undefined;
   'training.reason.timeout': undefined;
   'training.reason.too_large': { limit: string | number; size: string | number };
   'training.reason.too_large_unknown': { limit: string | number };
@@ -398,9 +407,16 @@ export interface MessageArgs {
   'training.session.header': { subject: string | number; user: string | number };
   'training.session.header_public': { user: string | number };
   'training.session.send': undefined;
+  'training.status.last_failed': undefined;
+  'training.status.submitted': undefined;
+  'training.status.submitting': undefined;
   'training.subject': { ethnicity: string | number; gender: string | number };
   'training.subject_age': { age: string | number; ethnicity: string | number; gender: string | number };
+  'training.submit_not_owner': { user: string | number };
+  'training.submitted_running': undefined;
   'training.submitting': undefined;
+  'training.underage_start': { min: string | number };
+  'training.underage_submit': { age: string | number; min: string | number };
   'units.ago.days': { d: number };
   'units.ago.hours': { h: number };
   'units.ago.minutes': { m: number };

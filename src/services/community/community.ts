@@ -9,22 +9,24 @@ import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
 import type { FairUseLedger, Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
+import type { MemberText } from '../operations/input.js';
 
 export type Admission =
-  { ok: true; jobId: string; cost: number } | { ok: false; refusal: Refusal; message: string };
+  { ok: true; jobId: string; cost: number } | { ok: false; refusal: Refusal; message: MemberText };
 
 /** "Try again at": rounded up, never before the real time. */
 const ts = (ms: number) => discordTimestamp(ms, 'R', true);
 
-/** What the member reads when a submission is refused (ephemeral). */
-export function refusalMessage(r: Refusal): string {
+/** What the member reads when a submission is refused (ephemeral), in their language. */
+export function refusalMessage(r: Refusal): MemberText {
   switch (r.kind) {
     case 'active':
-      return `You already have ${r.count} unfinished job${r.count === 1 ? '' : 's'} in this server (the limit is ${r.max}). Try again when one of your ${r.count} job${r.count === 1 ? '' : 's'} finishes.`;
+      return (tr) => tr.t('refusal.active_jobs', { count: r.count, max: r.max });
     case 'cooldown':
-      return `Please wait a little between submissions: you can submit again ${ts(r.retryAt)}.`;
+      return (tr) => tr.t('refusal.cooldown', { retryAt: ts(r.retryAt) });
     case 'credits':
-      return `This server's daily credits are used up for this: ${r.left} of ${r.budget} left today, and this costs ${r.cost}. Credits reset ${ts(r.resetAt)}.`;
+      return (tr) =>
+        tr.t('refusal.credits', { left: r.left, budget: r.budget, cost: r.cost, resetAt: ts(r.resetAt) });
   }
 }
 

@@ -56,6 +56,10 @@ export function normalizeCommands(commands: readonly unknown[], declared?: reado
   return JSON.stringify(list);
 }
 
+function isEmptyObject(v: Json | undefined): boolean {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
 function normalize(v: Json): Json {
   if (Array.isArray(v)) return v.map(normalize);
   if (v === null || typeof v !== 'object') return v;
@@ -64,6 +68,8 @@ function normalize(v: Json): Json {
     const value = v[key];
     if (value === undefined || SERVER_FIELDS.has(key)) continue;
     if (key in DEFAULTS && JSON.stringify(DEFAULTS[key]) === JSON.stringify(value)) continue;
+    // An empty localization map says what null says.
+    if (key.endsWith('_localizations') && isEmptyObject(value)) continue;
     if (
       Array.isArray(value) &&
       value.length === 0 &&
@@ -101,7 +107,10 @@ export async function syncCommands(opts: {
     ? Routes.applicationGuildCommands(opts.applicationId, opts.guildId)
     : Routes.applicationCommands(opts.applicationId);
   const scope = opts.guildId ? 'guild' : 'global';
-  const current = (await opts.rest.get(route)) as unknown[];
+  // Without `with_localizations` Discord leaves the localizations out, and every start would re-register.
+  const current = (await opts.rest.get(route, {
+    query: new URLSearchParams({ with_localizations: 'true' }),
+  })) as unknown[];
   const want = normalizeCommands(opts.commands);
   const have = normalizeCommands(Array.isArray(current) ? current : [], opts.commands);
   if (want === have) {

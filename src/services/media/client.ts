@@ -16,6 +16,7 @@ import {
   MediaServiceError,
 } from './errors.js';
 import { checkParams, operationOf } from '../operations/index.js';
+import { inEnglish } from '../operations/fields.js';
 import type { ParamsOf } from '../operations/types.js';
 import { retryAfterMs } from './retry-after.js';
 import {
@@ -206,7 +207,7 @@ export class MediaClient {
   ): Promise<Submitted | TaskResult> {
     const m = operationOf(op);
     const checked = checkParams(op, params);
-    if (!checked.ok) throw new MediaRequestInvalidError(checked.problems);
+    if (!checked.ok) throw new MediaRequestInvalidError(checked.problems.map(inEnglish));
     // Built again for each attempt: a streamed body (photos) can be read only once.
     const body = (): Body =>
       m.body(checked.params, { ...(webhook ? { webhook } : {}), photoFormat: this.opts.photoFormat });

@@ -22,7 +22,7 @@ import {
   truncate,
 } from '../discord/render-limits.js';
 import type { TaskResultBody } from '../media/schemas.js';
-import { taskId } from './fields.js';
+import { problem, taskId } from './fields.js';
 import type { Song } from '../media/types.js';
 import { compact, num, str, webhookFields } from './input.js';
 import type { OperationModule } from './types.js';
@@ -62,9 +62,9 @@ const songExtendParamsSchema = z.object({
   parentTaskId: taskId('task_id'),
   songId: taskId('song_id'),
   continueAt: z
-    .number({ error: 'continue_at must be a number of seconds' })
-    .min(0, 'continue_at must be 0 seconds or more')
-    .max(24 * 3600, 'continue_at must be at most 86400 seconds')
+    .number({ error: problem('input.seconds', { field: 'continue_at' }) })
+    .min(0, problem('input.seconds_min', { field: 'continue_at', min: 0 }))
+    .max(24 * 3600, problem('input.seconds_max', { field: 'continue_at', max: 24 * 3600 }))
     .optional(),
 });
 
@@ -136,7 +136,7 @@ export const songOperation: OperationModule<'song'> = {
   fromStored(p) {
     const parentTaskId = str(p['task_id']);
     const songId = str(p['song_id']);
-    if (!parentTaskId || !songId) return { cannot: 'The original parameters are not available.' };
+    if (!parentTaskId || !songId) return { cannot: (tr) => tr.t('jobs.cannot.params') };
     const continueAt = num(p['continue_at']);
     return { parentTaskId, songId, ...(continueAt !== undefined ? { continueAt } : {}) };
   },
@@ -172,7 +172,7 @@ export const songOperation: OperationModule<'song'> = {
       parent.result?.kind === 'song' && input.songIndex !== undefined
         ? parent.result.songs[input.songIndex]
         : undefined;
-    if (!song) return { cannot: 'That song is not part of this result.' };
+    if (!song) return { cannot: (tr) => tr.t('jobs.cannot.song_missing') };
     return { parentTaskId: parent.taskId, songId: song.songId };
   },
   render(job, out) {

@@ -12,7 +12,7 @@ import {
   finishedEmbed,
 } from '../discord/render-kit.js';
 import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
-import { httpUrl, nonEmpty, taskId } from './fields.js';
+import { httpUrl, nonEmpty, problem, taskId } from './fields.js';
 import { ASPECT_RATIOS, type AspectRatio, type VideoExtendParams } from '../media/types.js';
 import { bool, compact, oneOf, requireImage, str, webhookFields } from './input.js';
 import type { OperationModule, StoredParams } from './types.js';
@@ -49,7 +49,9 @@ const videoExtendParamsSchema = z.object({
   endImageUrl: httpUrl('end_image').optional(),
   enhancePrompt: z.boolean().optional(),
   aspectRatio: z
-    .enum(ASPECT_RATIOS, { error: `aspect_ratio must be one of ${ASPECT_RATIOS.join(', ')}` })
+    .enum(ASPECT_RATIOS, {
+      error: problem('input.one_of', { field: 'aspect_ratio', values: ASPECT_RATIOS.join(', ') }),
+    })
     .optional(),
 });
 
@@ -103,7 +105,7 @@ export const videoOperation: OperationModule<'video'> = {
   fromStored(p) {
     const parentTaskId = str(p['task_id']);
     const prompt = str(p['prompt']);
-    if (!parentTaskId || !prompt) return { cannot: 'The original parameters are not available.' };
+    if (!parentTaskId || !prompt) return { cannot: (tr) => tr.t('jobs.cannot.params') };
     const imageUrl = str(p['image_url']);
     const endImageUrl = str(p['end_image_url']);
     return {

@@ -4,34 +4,70 @@
  * message names the option to fix.
  */
 import { z } from 'zod';
+import {
+  DEFAULT_LOCALE,
+  isMessageKey,
+  translator,
+  type MessageKey,
+  type Translator,
+  type ValuesOf,
+} from '../../i18n/index.js';
 import { isHttpUrl } from '../shared/format.js';
+import type { MemberText } from './input.js';
+
+/**
+ * zod messages are strings made once, when a schema is built; a member reads them
+ * in their own language. So a schema's message names a catalog text (`problem`),
+ * and `problemText` turns an issue's message back into that text, formatted in
+ * the reader's language when shown.
+ */
+const PREFIX = 'i18n:';
+
+export function problem<K extends MessageKey>(key: K, ...[values]: ValuesOf<K>): string {
+  return PREFIX + JSON.stringify({ key, values });
+}
+
+/** The text of a zod issue's message made by `problem` (any other message is shown as it is). */
+export function problemText(message: string): MemberText {
+  if (!message.startsWith(PREFIX)) return () => message;
+  const parsed = JSON.parse(message.slice(PREFIX.length)) as {
+    key: string;
+    values?: Record<string, unknown>;
+  };
+  const key = parsed.key;
+  if (!isMessageKey(key)) return () => message;
+  // `problem` checked key and values against each other at compile time.
+  return (tr: Translator) =>
+    (tr.t as (k: MessageKey, v?: Record<string, unknown>) => string)(key, parsed.values);
+}
+
+/** English, for logs and errors kept on records. */
+export const inEnglish = (text: MemberText): string => text(translator(DEFAULT_LOCALE));
 
 export const httpUrl = (field: string) =>
   z
-    .string({ error: `${field} must be a URL` })
-    .refine((v) => isHttpUrl(v), `${field} must be an http(s) URL`);
+    .string({ error: problem('input.must_be_url', { field }) })
+    .refine((v) => isHttpUrl(v), problem('input.must_be_http_url', { field }));
 
-export const boundedInt = (field: string, min: number, max: number) =>
-  z
-    .number({ error: `${field} must be a whole number between ${min} and ${max}` })
-    .int(`${field} must be a whole number between ${min} and ${max}`)
-    .min(min, `${field} must be a whole number between ${min} and ${max}`)
-    .max(max, `${field} must be a whole number between ${min} and ${max}`);
+export const boundedInt = (field: string, min: number, max: number) => {
+  const message = problem('input.whole_number_between', { field, min, max });
+  return z.number({ error: message }).int(message).min(min, message).max(max, message);
+};
 
 export const nonEmpty = (field: string, max = 4000) =>
   z
-    .string({ error: `${field} is required` })
+    .string({ error: problem('input.required', { field }) })
     .trim()
-    .min(1, `${field} must not be empty`)
-    .max(max, `${field} must be at most ${max} characters`);
+    .min(1, problem('input.not_empty', { field }))
+    .max(max, problem('input.max_length', { field, max }));
 
 export const taskId = (field: string) =>
   z
-    .string({ error: `${field} is required` })
+    .string({ error: problem('input.required', { field }) })
     .trim()
-    .min(1, `${field} must not be empty`)
-    .max(200, `${field} is too long`)
-    .regex(/^[\w\-.:]+$/, `${field} must be a task id (letters, digits, - _ . :)`);
+    .min(1, problem('input.not_empty', { field }))
+    .max(200, problem('input.too_long', { field }))
+    .regex(/^[\w\-.:]+$/, problem('input.task_id_format', { field }));
 
 /** A training set: 10 to 30 photos. */
 export const MIN_PHOTOS = 10;

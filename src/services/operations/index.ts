@@ -14,6 +14,8 @@ import { videoOperation } from './extend-video.js';
 import { uploadOperation } from './training-upload.js';
 import type { OperationModule, OperationRegistry, OutputsOf, Parsed, ParamsOf } from './types.js';
 import { upscaleOperation } from './upscale.js';
+import { problemText } from './fields.js';
+import type { MemberText } from './input.js';
 
 export const operations = {
   upscale: upscaleOperation,
@@ -38,9 +40,9 @@ export const NEXT_STEP_TARGETS = {
 export function checkParams<K extends Operation>(
   op: K,
   params: ParamsOf<K>,
-): { ok: true; params: ParamsOf<K> } | { ok: false; problems: string[] } {
+): { ok: true; params: ParamsOf<K> } | { ok: false; problems: MemberText[] } {
   const r = operationOf(op).schema.safeParse(params);
-  if (!r.success) return { ok: false, problems: r.error.issues.map((i) => i.message) };
+  if (!r.success) return { ok: false, problems: r.error.issues.map((i) => problemText(i.message)) };
   return { ok: true, params: dropUndefined(r.data) };
 }
 

@@ -1,17 +1,24 @@
 import type { APIAttachment } from 'discord-api-types/v10';
-import { formatBytes } from '../shared/format.js';
+import { DEFAULT_LOCALE, formatBytes, translator, type Translator } from '../../i18n/index.js';
+
+/** What a member reads, written in their language when the answer is sent. */
+export type MemberText = (tr: Translator) => string;
 
 /**
  * An error meant for the user (Sapphire style): `id` identifies the kind for logs
- * and tests, `message` is what the user reads, shown ephemerally.
+ * and tests, `text` is what the member reads (in their language, from the
+ * interaction's locale), shown ephemerally; `message` is the English text.
+ * Thrown anywhere, it is translated once, where the interaction is answered.
  */
 export class UserError extends Error {
+  readonly text: MemberText;
   constructor(
     readonly id: string,
-    message: string,
+    text: MemberText | string,
   ) {
-    super(message);
+    super(typeof text === 'string' ? text : text(translator(DEFAULT_LOCALE)));
     this.name = 'UserError';
+    this.text = typeof text === 'string' ? () => text : text;
   }
 }
 
@@ -21,20 +28,28 @@ const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/jpg', 'image/webp
 function imageAttachmentProblem(
   a: Pick<APIAttachment, 'filename' | 'content_type' | 'size'>,
   maxBytes: number,
-): string | undefined {
+): MemberText | undefined {
   const type = a.content_type?.split(';')[0]?.trim().toLowerCase();
   if (!type || !IMAGE_TYPES.has(type)) {
-    return `${a.filename} is not an image (${type ?? 'unknown type'}); send a PNG, JPEG, WebP or GIF`;
+    return (tr) => tr.t('input.not_an_image', { name: a.filename, type: type ?? tr.t('input.unknown_type') });
   }
   if (a.size > maxBytes)
-    return `${a.filename} is ${formatBytes(a.size)}, over the ${formatBytes(maxBytes)} limit`;
+    return (tr) =>
+      tr.t('input.image_too_large', {
+        name: a.filename,
+        size: formatBytes(tr, a.size),
+        limit: formatBytes(tr, maxBytes),
+      });
   return undefined;
 }
 
 /** The attachment's URL; a UserError naming the option when it is not a usable image. */
 export function requireImage(option: string, a: APIAttachment, maxBytes: number): string {
   const problem = imageAttachmentProblem(a, maxBytes);
-  if (problem) throw new UserError('invalid_attachment', `\`${option}\`: ${problem}.`);
+  if (problem)
+    throw new UserError('invalid_attachment', (tr) =>
+      tr.t('input.option_problem', { option, problem: problem(tr) }),
+    );
   return a.url;
 }
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { finishedHeader, payload, finishedEmbed } from '../discord/render-kit.js';
 import { escapeMarkdown, inlineCode, truncate } from '../discord/render-limits.js';
 import { photoUploadBody } from '../media/photo-body.js';
-import { MAX_PHOTOS, MIN_PHOTOS, boundedInt } from './fields.js';
+import { MAX_PHOTOS, MIN_PHOTOS, boundedInt, problem } from './fields.js';
 import { ETHNICITIES, GENDERS, type PhotoSource } from '../media/types.js';
 import { discordTimestamp } from '../shared/format.js';
 import { compact, webhookFields } from './input.js';
@@ -11,10 +11,14 @@ import type { OperationModule } from './types.js';
 const photoUploadParamsSchema = z.object({
   photos: z
     .array(z.custom<PhotoSource>((v) => typeof v === 'object' && v !== null && 'url' in v))
-    .min(MIN_PHOTOS, `images: at least ${MIN_PHOTOS} photos are needed`)
-    .max(MAX_PHOTOS, `images: at most ${MAX_PHOTOS} photos are allowed`),
-  ethnicity: z.enum(ETHNICITIES, { error: `ethnicity must be one of ${ETHNICITIES.join(', ')}` }),
-  gender: z.enum(GENDERS, { error: 'gender must be female or male' }),
+    .min(MIN_PHOTOS, problem('input.photos_min', { field: 'images', min: MIN_PHOTOS }))
+    .max(MAX_PHOTOS, problem('input.photos_max', { field: 'images', max: MAX_PHOTOS })),
+  ethnicity: z.enum(ETHNICITIES, {
+    error: problem('input.one_of', { field: 'ethnicity', values: ETHNICITIES.join(', ') }),
+  }),
+  gender: z.enum(GENDERS, {
+    error: problem('input.one_of', { field: 'gender', values: GENDERS.join(', ') }),
+  }),
   age: boundedInt('age', 1, 120).optional(),
 });
 
@@ -37,10 +41,7 @@ export const uploadOperation: OperationModule<'upload'> = {
   // The job's params are shown in public messages: the photo count only. Ethnicity, gender and
   // age stay in the member's session (shown to them alone); Retry reads them from there.
   toStored: (p) => ({ photos: p.photos.length }),
-  fromStored: () => ({
-    cannot:
-      'The photos of this upload are no longer kept (the session expired or was discarded): start a new set with `/training-photos start`.',
-  }),
+  fromStored: () => ({ cannot: (tr) => tr.t('jobs.cannot.training_not_kept') }),
   // Streamed, so 30 large photos never sit in memory together.
   body: (p, { webhook, photoFormat }) =>
     photoUploadBody(

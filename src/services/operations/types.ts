@@ -22,6 +22,7 @@ import type {
   VideoExtendParams,
 } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
+import type { MemberText } from './input.js';
 
 /** The parameters of each operation. An operation missing here is a compile error wherever it is used. */
 export interface ParamsByOperation {
@@ -101,7 +102,7 @@ export interface OperationModule<K extends Operation> {
    * The parameters again from a stored job, for Retry (same parameters, a new job),
    * or a sentence saying why they cannot be (training photos are not kept).
    */
-  fromStored(stored: StoredParams): ParamsOf<K> | { cannot: string };
+  fromStored(stored: StoredParams): ParamsOf<K> | { cannot: MemberText };
   /** Parameters → the service request body. */
   body(params: ParamsOf<K>, opts: BodyOptions): RequestBody;
   /** The outputs of a finished result body, or undefined when the body does not carry them. */
@@ -118,7 +119,7 @@ export interface OperationModule<K extends Operation> {
    * when no next step leads here.
    */
   continueFrom:
-    | ((parent: JobRecord & { taskId: string }, input: StepInput) => ParamsOf<K> | { cannot: string })
+    | ((parent: JobRecord & { taskId: string }, input: StepInput) => ParamsOf<K> | { cannot: MemberText })
     | undefined;
 }
 

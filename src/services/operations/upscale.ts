@@ -17,10 +17,10 @@ import {
   tookLine,
 } from '../discord/render-kit.js';
 import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
-import { boundedInt, httpUrl, nonEmpty } from './fields.js';
+import { boundedInt, httpUrl, nonEmpty, problem } from './fields.js';
 import { MAGIC_PROMPT_OPTIONS, type MagicPromptOption, type UpscaleParams } from '../media/types.js';
 import { isHttpUrl } from '../shared/format.js';
-import { UserError, compact, num, oneOf, requireImage, str } from './input.js';
+import { UserError, compact, num, oneOf, requireImage, str, type MemberText } from './input.js';
 import type { OperationModule, StoredParams } from './types.js';
 
 /** Images shown as embeds (Discord merges up to 4 embeds sharing a `url` into one gallery). */
@@ -65,18 +65,24 @@ const upscaleParamsSchema = z.object({
   prompt: nonEmpty('prompt'),
   resemblance: boundedInt('resemblance', 1, 100),
   detail: boundedInt('detail', 1, 100).optional(),
-  seed: z.number().int('seed must be a whole number').min(0, 'seed must not be negative').optional(),
+  seed: z
+    .number()
+    .int(problem('input.whole_number', { field: 'seed' }))
+    .min(0, problem('input.not_negative', { field: 'seed' }))
+    .optional(),
   magicPromptOption: z
-    .enum(MAGIC_PROMPT_OPTIONS, { error: 'magic_prompt must be AUTO, ON or OFF' })
+    .enum(MAGIC_PROMPT_OPTIONS, {
+      error: problem('input.one_of', { field: 'magic_prompt', values: MAGIC_PROMPT_OPTIONS.join(', ') }),
+    })
     .optional(),
 });
 
 /** The stored parameters back, keeping the seed for a retry and dropping it for "Upscale again". */
-function fromStored(p: StoredParams, keepSeed: boolean): UpscaleParams | { cannot: string } {
+function fromStored(p: StoredParams, keepSeed: boolean): UpscaleParams | { cannot: MemberText } {
   const imageUrl = str(p['image_url']);
   const prompt = str(p['prompt']);
   if (imageUrl === undefined || prompt === undefined) {
-    return { cannot: 'The original parameters of this upscale are not available.' };
+    return { cannot: (tr) => tr.t('jobs.cannot.upscale_params') };
   }
   const detail = num(p['detail']);
   const seed = num(p['seed']);
@@ -108,15 +114,12 @@ export const upscaleOperation: OperationModule<'upscale'> = {
       const image = o.getAttachment('image');
       const imageUrl = o.getString('image_url')?.trim();
       if (image && imageUrl)
-        throw new UserError('ambiguous_image', 'Give either `image` or `image_url`, not both.');
+        throw new UserError('ambiguous_image', (tr) => tr.t('input.upscale.both_images'));
       if (!image && !imageUrl) {
-        throw new UserError('missing_image', 'Attach an `image` or give an `image_url` to upscale.');
+        throw new UserError('missing_image', (tr) => tr.t('input.upscale.no_image'));
       }
       if (imageUrl && !isHttpUrl(imageUrl)) {
-        throw new UserError(
-          'invalid_image_url',
-          '`image_url` must be an http(s) URL, e.g. https://example.com/photo.png.',
-        );
+        throw new UserError('invalid_image_url', (tr) => tr.t('input.upscale.bad_image_url'));
       }
       const detail = o.getInteger('detail');
       const seed = o.getInteger('seed');

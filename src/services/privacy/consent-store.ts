@@ -31,6 +31,8 @@ const recordSchema = z.object({
   at: z.number(),
   /** Which consent text was shown and accepted (see training/consent.ts). */
   wording: z.string(),
+  /** The language it was shown in (a catalog locale, e.g. `de`); absent on records made before. */
+  language: z.string().optional(),
   photoCount: z.number().int().nonnegative(),
   /** SHA-256 (hex) of each image exactly as sent, in order. */
   sha256: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
@@ -46,6 +48,8 @@ export interface ConsentInput {
   channelId?: string;
   jobId: string;
   wording: string;
+  /** The language the wording was shown in. */
+  language?: string;
   /** SHA-256 (hex) of each image exactly as sent, in order. */
   sha256: readonly string[];
   /** Default: now. */
@@ -90,6 +94,7 @@ export class ConsentStore {
       jobId: input.jobId,
       at,
       wording: input.wording,
+      ...(input.language !== undefined ? { language: input.language } : {}),
       photoCount: input.sha256.length,
       sha256: [...input.sha256],
       expiresAt: at + this.retentionMs,
@@ -138,7 +143,7 @@ export class ConsentStore {
 
   /**
    * Reduces every record of the member to what proves the consent (who, where,
-   * when, which wording, how many images and their SHA-256), dropping the
+   * when, which wording in which language, how many images and their SHA-256), dropping the
    * channel and the job; returns how many records were kept. For a member's
    * data deletion, where consent records are kept as proof.
    */
@@ -152,6 +157,7 @@ export class ConsentStore {
         ...(r.guildId !== undefined ? { guildId: r.guildId } : {}),
         at: r.at,
         wording: r.wording,
+        ...(r.language !== undefined ? { language: r.language } : {}),
         photoCount: r.photoCount,
         sha256: r.sha256,
         expiresAt: r.expiresAt,

@@ -212,6 +212,7 @@ function exportConsent(c: ConsentRecord) {
     ...(c.jobId !== undefined ? { job: c.jobId } : {}),
     confirmedAt: iso(c.at),
     wording: c.wording,
+    ...(c.language !== undefined ? { language: c.language } : {}),
     photoCount: c.photoCount,
     sha256: c.sha256,
     keptUntil: iso(c.expiresAt),

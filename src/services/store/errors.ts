@@ -1,3 +1,8 @@
+import type { MessageKey } from '../../i18n/index.js';
+
+/** The catalog key of what a member reads when the store is down, whatever they were doing. */
+export const STORE_DOWN_TEXT = 'errors.store_down' satisfies MessageKey;
+
 /**
  * The job store's backend (Redis or SQLite) failed, timed out or is unreachable.
  * Callers map it to 503 / "try again later"; the original failure is kept as `cause`
@@ -5,15 +10,13 @@
  */
 export class StoreUnavailableError extends Error {
   readonly code = 'STORE_UNAVAILABLE';
+  /** What a member reads (every command, button and the HTTP answer: one wording). */
+  readonly memberText = STORE_DOWN_TEXT;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreUnavailableError';
   }
 }
-
-/** What a member reads when the store is down (the command layer and the HTTP interaction answer). */
-export const STORE_DOWN_MESSAGE =
-  'The bot is temporarily unavailable (storage is down). Please try again in a minute.';
 
 export function isStoreUnavailableError(error: unknown): error is StoreUnavailableError {
   return error instanceof StoreUnavailableError;

@@ -15,6 +15,7 @@ import { z } from 'zod';
 import type { LockingKeyValueStore } from '../store/types.js';
 import { MIN_ADULT_AGE, subjectLine } from './render.js';
 import type { TrainingSession } from './sessions.js';
+import type { MessageKey, Translator } from '../../i18n/index.js';
 
 /** The wording in use; a new text gets a new version and the old one stays in CONSENT_WORDINGS. */
 export const CONSENT_WORDING = 'consent-v1';
@@ -25,6 +26,16 @@ export const CONSENT_WORDINGS: Readonly<Record<string, readonly string[]>> = {
     'These photos show me, or a person who agreed to their photos being used for AI training.',
     'The person in these photos is 18 or older.',
   ],
+};
+
+/**
+ * Each wording's statements as the member reads them, in their language: the
+ * English catalog text is the wording's own (test/i18n.test.ts checks
+ * they match), so the record's version names what was shown in any language.
+ */
+type ConsentKey = Extract<MessageKey, `training.consent.v${string}`>;
+export const CONSENT_WORDING_TEXTS: Readonly<Record<string, readonly ConsentKey[]>> = {
+  'consent-v1': ['training.consent.v1.own', 'training.consent.v1.adult'],
 };
 
 /** How long a prompt can be answered: the interaction token's life, a little less. */
@@ -41,6 +52,8 @@ const promptSchema = z.object({
   /** A failed upload job this submission retries (its new job links it). */
   parentJobId: z.string().optional(),
   wording: z.string(),
+  /** The language the prompt was shown in (recorded with the consent). */
+  language: z.string().optional(),
   createdAt: z.number(),
   /** Set once a click claimed the submission with it. */
   usedAt: z.number().optional(),
@@ -131,16 +144,18 @@ export function renderConsentPrompt(
   s: TrainingSession,
   prompt: ConsentPrompt,
   consentRetentionDays: number,
+  tr: Translator,
 ): ConsentPayload {
-  const statements = CONSENT_WORDINGS[prompt.wording] ?? [];
-  const n = s.photos.length;
+  const keys = CONSENT_WORDING_TEXTS[prompt.wording];
+  // A wording without translations is shown as recorded (English).
+  const statements = keys ? keys.map((k) => tr.t(k)) : (CONSENT_WORDINGS[prompt.wording] ?? []);
   const content = [
-    `**Before your ${n} photos are sent, please confirm:**`,
+    tr.t('training.consent.heading', { count: s.photos.length }),
     ...statements.map((t) => `• ${t}`),
     '',
-    `Subject: ${subjectLine(s)} (only you see this).`,
-    'Each photo is cleaned first (location, camera and other metadata removed; at most 2048 px), then sent to the media service for training preparation.',
-    `A record of this confirmation (time, server, number of photos and a fingerprint of each image sent) is kept for ${consentRetentionDays} days as proof; \`/privacy\` shows it.`,
+    tr.t('training.consent.subject', { subject: subjectLine(s, tr) }),
+    tr.t('training.consent.cleaning'),
+    tr.t('training.consent.record', { days: consentRetentionDays }),
   ].join('\n');
   return {
     content,
@@ -151,13 +166,13 @@ export function renderConsentPrompt(
           {
             type: ComponentType.Button,
             style: ButtonStyle.Success,
-            label: 'I confirm — send the photos',
+            label: tr.t('buttons.confirm_consent'),
             custom_id: consentCustomId('confirm', prompt.ownerId, prompt.id),
           },
           {
             type: ComponentType.Button,
             style: ButtonStyle.Secondary,
-            label: 'Cancel',
+            label: tr.t('buttons.cancel'),
             custom_id: consentCustomId('decline', prompt.ownerId, prompt.id),
           },
         ],

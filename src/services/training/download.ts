@@ -1,8 +1,10 @@
-import { formatBytes } from '../shared/format.js';
+import { formatBytes } from '../../i18n/index.js';
+import { inEnglish } from '../operations/fields.js';
+import type { MemberText } from '../operations/input.js';
 import { createHash } from 'node:crypto';
 import { YieldingSha256 } from '../shared/hash.js';
 import { Agent, interceptors, request, errors as undiciErrors, type Dispatcher } from 'undici';
-import { SNIFF_BYTES, SUPPORTED_FORMATS_TEXT, sniffImage, type ImageFormat } from './image-sniff.js';
+import { SNIFF_BYTES, sniffImage, type ImageFormat } from './image-sniff.js';
 import type { AllowList } from '../net/address-policy.js';
 import { SafeDownloadError, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
 
@@ -15,15 +17,20 @@ import { SafeDownloadError, type SafeDownloader, type SafeResponse } from '../ne
 export type DownloadErrorKind =
   'invalid_url' | 'http' | 'network' | 'timeout' | 'too_large' | 'not_image' | 'mismatch';
 
-/** A photo could not be fetched or is not acceptable; `message` is meant for the user. */
+/**
+ * A photo could not be fetched or is not acceptable: `text` is what the member
+ * reads (in their language), `message` the English text (logs, job errors).
+ */
 export class DownloadError extends Error {
+  readonly text: MemberText;
   constructor(
     readonly kind: DownloadErrorKind,
-    message: string,
+    text: MemberText,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(inEnglish(text), options);
     this.name = 'DownloadError';
+    this.text = text;
   }
 }
 
@@ -66,10 +73,11 @@ export function parseHttpUrl(url: string): URL {
   try {
     u = new URL(url);
   } catch {
-    throw new DownloadError('invalid_url', 'its link is not a valid URL');
+    throw new DownloadError('invalid_url', (tr) => tr.t('training.reason.invalid_url'));
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new DownloadError('invalid_url', `its link is not http(s) (${u.protocol.replace(/:$/, '')})`);
+    const protocol = u.protocol.replace(/:$/, '');
+    throw new DownloadError('invalid_url', (tr) => tr.t('training.reason.not_http', { protocol }));
   }
   return u;
 }
@@ -82,10 +90,10 @@ function toDownloadError(err: unknown, signal?: AbortSignal): DownloadError {
     err instanceof undiciErrors.ConnectTimeoutError ||
     (signal?.aborted === true && signal.reason instanceof Error && signal.reason.name === 'TimeoutError')
   ) {
-    return new DownloadError('timeout', 'the download timed out', { cause: err });
+    return new DownloadError('timeout', (tr) => tr.t('training.reason.timeout'), { cause: err });
   }
   const detail = err instanceof Error ? err.message : String(err);
-  return new DownloadError('network', `the download failed (${detail})`, { cause: err });
+  return new DownloadError('network', (tr) => tr.t('training.reason.network', { detail }), { cause: err });
 }
 
 /**
@@ -117,7 +125,8 @@ export function createHttpDownloader(
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       discard(res.body);
-      throw new DownloadError('http', `the download failed (HTTP ${res.statusCode})`);
+      const status = res.statusCode;
+      throw new DownloadError('http', (tr) => tr.t('training.reason.http', { status }));
     }
     const lengthHeader = res.headers['content-length'];
     const length =
@@ -148,12 +157,13 @@ function discard(body: Dispatcher.ResponseData['body']): void {
 }
 
 /** A photo downloaded again is not the one that was added. */
-export const CHANGED_MESSAGE = 'its content changed since it was added (different SHA-256)';
+export const CHANGED_MESSAGE: MemberText = (tr) => tr.t('training.reason.mismatch');
 
-export function tooLargeMessage(size: number | undefined, maxBytes: number): string {
-  return size === undefined
-    ? `it is over the ${formatBytes(maxBytes)} limit`
-    : `it is ${formatBytes(size)}, over the ${formatBytes(maxBytes)} limit`;
+export function tooLargeMessage(size: number | undefined, maxBytes: number): MemberText {
+  return (tr) =>
+    size === undefined
+      ? tr.t('training.reason.too_large_unknown', { limit: formatBytes(tr, maxBytes) })
+      : tr.t('training.reason.too_large', { size: formatBytes(tr, size), limit: formatBytes(tr, maxBytes) });
 }
 
 /**
@@ -214,11 +224,7 @@ export async function inspectImage(
     let head: Buffer = Buffer.alloc(0);
     let format: ImageFormat | undefined;
     let size = 0;
-    const notImage = () =>
-      new DownloadError(
-        'not_image',
-        `its content is not a ${SUPPORTED_FORMATS_TEXT} image (checked the file's first bytes)`,
-      );
+    const notImage = () => new DownloadError('not_image', (tr) => tr.t('training.reason.content_not_image'));
     for await (const chunk of cappedBody(res, limits.maxBytes)) {
       size += chunk.byteLength;
       hash.update(chunk);
@@ -319,23 +325,23 @@ function fromSafeError(err: unknown, maxBytes: number): DownloadError {
     case 'invalid_url':
     case 'scheme':
     case 'credentials':
-      return new DownloadError('invalid_url', 'its link is not a plain http(s) URL', { cause: err });
+      return new DownloadError('invalid_url', (tr) => tr.t('training.reason.not_plain_url'), { cause: err });
     case 'blocked_address':
-      return new DownloadError('network', 'its link points to an address the bot does not fetch from', {
-        cause: err,
-      });
-    case 'http':
-      return new DownloadError('http', `the download failed (HTTP ${err.detail.status ?? '?'})`, {
-        cause: err,
-      });
+      return new DownloadError('network', (tr) => tr.t('training.reason.private_address'), { cause: err });
+    case 'http': {
+      const status = err.detail.status ?? '?';
+      return new DownloadError('http', (tr) => tr.t('training.reason.http', { status }), { cause: err });
+    }
     case 'too_large':
       return new DownloadError('too_large', tooLargeMessage(undefined, maxBytes), { cause: err });
     case 'timeout':
     case 'aborted':
-      return new DownloadError('timeout', 'the download timed out', { cause: err });
-    default:
-      return new DownloadError('network', `the download failed (${err.detail.code ?? err.kind})`, {
+      return new DownloadError('timeout', (tr) => tr.t('training.reason.timeout'), { cause: err });
+    default: {
+      const detail = err.detail.code ?? err.kind;
+      return new DownloadError('network', (tr) => tr.t('training.reason.network', { detail }), {
         cause: err,
       });
+    }
   }
 }

@@ -1,6 +1,15 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
 import { trainingCustomId } from '../discord/custom-ids.js';
-import { discordTimestamp as ts, formatBytes } from '../shared/format.js';
+import { discordTimestamp as ts } from '../shared/format.js';
+import {
+  DEFAULT_LOCALE,
+  formatBytes,
+  isMessageKey,
+  keySegment,
+  translator,
+  type MessageKey,
+  type Translator,
+} from '../../i18n/index.js';
 import { MAX_PHOTOS, MIN_PHOTOS, quote, statusOf, type AddResult, type TrainingSession } from './sessions.js';
 
 /**
@@ -24,24 +33,50 @@ const MAX_CONTENT = 2000;
 /** Below this age no photo is sent (the consent text says the person is 18 or older). */
 export const MIN_ADULT_AGE = 18;
 
-/** `latino · female · age 28`: ephemeral texts only. */
-export function subjectLine(s: Pick<TrainingSession, 'ethnicity' | 'gender' | 'age'>): string {
-  return [s.ethnicity, s.gender, ...(s.age !== undefined ? [`age ${s.age}`] : [])].join(' · ');
+/** The texts below are English unless given the member's translator (ephemeral replies are). */
+const ENGLISH = translator(DEFAULT_LOCALE);
+
+/** A choice name's key (choice names take no values). */
+type ChoiceKey = Extract<MessageKey, `commands.${string}.choices.${string}`>;
+const isChoiceKey = (key: string): key is ChoiceKey => isMessageKey(key);
+
+/** `Latino · Female · age 28` in the member's words (the choice names the command registers): ephemeral texts only. */
+export function subjectLine(
+  s: Pick<TrainingSession, 'ethnicity' | 'gender' | 'age'>,
+  tr: Translator = ENGLISH,
+): string {
+  const choice = (option: 'ethnicity' | 'gender', value: string): string => {
+    const key = `commands.training-photos.start.options.${option}.choices.${keySegment(value)}`;
+    return isChoiceKey(key) ? tr.t(key) : value;
+  };
+  const ethnicity = choice('ethnicity', s.ethnicity);
+  const gender = choice('gender', s.gender);
+  return s.age !== undefined
+    ? tr.t('training.subject_age', { ethnicity, gender, age: s.age })
+    : tr.t('training.subject', { ethnicity, gender });
 }
 
 /** `12 / 30 photos — ready to submit` / `3 / 30 photos — 7 more needed (minimum 10)`. */
-export function countLine(s: TrainingSession): string {
+export function countLine(s: TrainingSession, tr: Translator = ENGLISH): string {
   const st = statusOf(s);
-  const head = `${st.count} / ${MAX_PHOTOS} photos`;
-  if (!st.ready) return `${head} — ${st.missing} more needed (minimum ${MIN_PHOTOS})`;
-  return st.room === 0 ? `${head} — full, ready to submit` : `${head} — ready to submit`;
+  if (!st.ready)
+    return tr.t('training.count.not_ready', {
+      count: st.count,
+      max: MAX_PHOTOS,
+      missing: st.missing,
+      min: MIN_PHOTOS,
+    });
+  return tr.t(st.room === 0 ? 'training.count.full' : 'training.count.ready', {
+    count: st.count,
+    max: MAX_PHOTOS,
+  });
 }
 
-function expiryLine(s: TrainingSession): string {
-  return `Session expires ${ts(s.expiresAt, 'R')} (${ts(s.expiresAt, 'f')}); adding photos renews it.`;
+function expiryLine(s: TrainingSession, tr: Translator = ENGLISH): string {
+  return tr.t('training.expiry', { relative: ts(s.expiresAt, 'R'), full: ts(s.expiresAt, 'f') });
 }
 
-function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComponent> {
+function sessionButtons(s: TrainingSession, tr: Translator): APIActionRowComponent<APIButtonComponent> {
   const st = statusOf(s);
   return {
     type: ComponentType.ActionRow,
@@ -49,80 +84,85 @@ function sessionButtons(s: TrainingSession): APIActionRowComponent<APIButtonComp
       {
         type: ComponentType.Button,
         style: ButtonStyle.Primary,
-        label: 'Add photos',
+        label: tr.t('buttons.add_photos'),
         custom_id: trainingCustomId('add', s.userId),
         disabled: st.room === 0,
       },
       {
         type: ComponentType.Button,
         style: ButtonStyle.Success,
-        label: 'Submit',
+        label: tr.t('buttons.submit'),
         custom_id: trainingCustomId('submit', s.userId),
       },
     ],
   };
 }
 
-/** The public message of an open session. `checking`: photos being validated right now. */
-export function renderSessionMessage(s: TrainingSession, opts: { checking?: number } = {}): SessionPayload {
+/**
+ * The public message of an open session, in the server's language (`tr`:
+ * publicTranslator(guildLocale)). `checking`: photos being validated right now.
+ */
+export function renderSessionMessage(
+  s: TrainingSession,
+  opts: { checking?: number } = {},
+  tr: Translator = ENGLISH,
+): SessionPayload {
   const st = statusOf(s);
-  const lines = [`📸 **Training photos** of <@${s.userId}>`, `**${countLine(s)}**`];
-  if (opts.checking) lines.push(`⏳ Checking ${opts.checking} photo${opts.checking === 1 ? '' : 's'}…`);
+  const lines = [
+    `📸 ${tr.t('training.session.header_public', { user: `<@${s.userId}>` })}`,
+    `**${countLine(s, tr)}**`,
+  ];
+  if (opts.checking) lines.push(`⏳ ${tr.t('training.session.checking', { count: opts.checking })}`);
   lines.push(
-    st.room > 0
-      ? `Add up to ${st.room} more with **Add photos** or \`/training-photos add\`; send them with **Submit** or \`/training-photos submit\`.`
-      : 'Send them with **Submit** or `/training-photos submit`.',
-    expiryLine(s),
+    st.room > 0 ? tr.t('training.session.add_more', { room: st.room }) : tr.t('training.session.send'),
+    expiryLine(s, tr),
   );
-  return { content: lines.join('\n'), components: [sessionButtons(s)] };
+  return { content: lines.join('\n'), components: [sessionButtons(s, tr)] };
 }
 
+/** The public message of a closed session, in the server's language. */
 export function renderClosedSessionMessage(
   s: TrainingSession,
   how: 'cancelled' | 'submitted',
+  tr: Translator = ENGLISH,
 ): SessionPayload {
-  const text =
-    how === 'cancelled'
-      ? `📸 Training-photo session of <@${s.userId}> cancelled (${s.photos.length} photos discarded).`
-      : `📸 Training photos of <@${s.userId}> submitted (${s.photos.length} photos) — progress is shown on the job's own message.`;
-  return { content: text, components: [] };
+  const values = { user: `<@${s.userId}>`, count: s.photos.length };
+  const text = tr.t(how === 'cancelled' ? 'training.closed.cancelled' : 'training.closed.submitted', values);
+  return { content: `📸 ${text}`, components: [] };
 }
 
-function clip(lines: string[], max = MAX_CONTENT): string {
+function clip(lines: string[], tr: Translator, max = MAX_CONTENT): string {
   let out = '';
   for (const [i, line] of lines.entries()) {
     const next = out === '' ? line : `${out}\n${line}`;
-    if (next.length > max - 20) return `${out}\n… and ${lines.length - i} more`;
+    if (next.length > max - 40) return `${out}\n${tr.t('training.more_lines', { count: lines.length - i })}`;
     out = next;
   }
   return out;
 }
 
-/** Ephemeral `/training-photos status`. */
-export function renderStatus(s: TrainingSession): string {
-  const lines = [`**${countLine(s)}** (${subjectLine(s)})`, expiryLine(s)];
-  if (s.submission && !s.submission.accepted) lines.push('⏳ These photos are being submitted right now.');
-  else if (s.submission) lines.push('📤 Submitted: the session closes when the upload job finishes.');
-  else if (s.failedJobId)
-    lines.push(
-      'The last upload of these photos failed: press **Retry** on its message, or `/training-photos submit`, to send them again.',
-    );
-  for (const [i, p] of s.photos.entries()) lines.push(`${i + 1}. ${quote(p.name)} — ${formatBytes(p.size)}`);
-  return clip(lines);
+/** Ephemeral `/training-photos status`, in the member's language. */
+export function renderStatus(s: TrainingSession, tr: Translator = ENGLISH): string {
+  const lines = [`**${countLine(s, tr)}** (${subjectLine(s, tr)})`, expiryLine(s, tr)];
+  if (s.submission && !s.submission.accepted) lines.push(`⏳ ${tr.t('training.status.submitting')}`);
+  else if (s.submission) lines.push(`📤 ${tr.t('training.status.submitted')}`);
+  else if (s.failedJobId) lines.push(tr.t('training.status.last_failed'));
+  for (const [i, p] of s.photos.entries())
+    lines.push(`${i + 1}. ${quote(p.name)} — ${formatBytes(tr, p.size)}`);
+  return clip(lines, tr);
 }
 
-/** Ephemeral summary of an add: what was added, every refusal with its reason. */
-export function renderAddResult(r: AddResult): string {
+/** Ephemeral summary of an add, in the member's language: what was added, every refusal with its reason. */
+export function renderAddResult(r: AddResult, tr: Translator = ENGLISH): string {
   const lines: string[] = [];
   const n = r.added.length;
+  const status = countLine(r.session, tr);
   lines.push(
-    n > 0
-      ? `Added ${n} photo${n === 1 ? '' : 's'}. Session: **${countLine(r.session)}**.`
-      : `No photo was added. Session: **${countLine(r.session)}**.`,
+    n > 0 ? tr.t('training.add.added', { count: n, status }) : tr.t('training.add.none', { status }),
   );
   if (r.refused.length > 0) {
-    lines.push(`Refused ${r.refused.length}:`);
-    for (const f of r.refused) lines.push(`• ${quote(f.name)}: ${f.reason}`);
+    lines.push(tr.t('training.add.refused', { count: r.refused.length }));
+    for (const f of r.refused) lines.push(`• ${quote(f.name)}: ${f.reason(tr)}`);
   }
-  return clip(lines);
+  return clip(lines, tr);
 }

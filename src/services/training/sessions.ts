@@ -51,13 +51,10 @@ import {
   type Downloader,
   type InspectedImage,
 } from './download.js';
-import {
-  IMAGE_FORMATS,
-  SUPPORTED_FORMATS_TEXT,
-  baseContentType,
-  formatOfContentType,
-} from './image-sniff.js';
+import { IMAGE_FORMATS, baseContentType, formatOfContentType } from './image-sniff.js';
 import { needsRefresh, refreshExpiring, type RefreshUrls } from './refresh-urls.js';
+import { inEnglish } from '../operations/fields.js';
+import type { MemberText } from '../operations/input.js';
 
 export { MAX_PHOTOS, MIN_PHOTOS };
 
@@ -130,7 +127,8 @@ export interface PhotoInput {
 
 export interface Refusal {
   name: string;
-  reason: string;
+  /** Why, in the member's language when shown (inEnglish for logs). */
+  reason: MemberText;
 }
 
 export interface AddResult {
@@ -153,12 +151,15 @@ export type TrainingSessionErrorCode =
 
 /** A session operation that cannot proceed; `message` is meant for the user. */
 export class TrainingSessionError extends Error {
+  /** What the member reads, in their language; `message` is the English text (logs). */
+  readonly text: MemberText;
   constructor(
     readonly code: TrainingSessionErrorCode,
-    message: string,
+    text: MemberText,
   ) {
-    super(message);
+    super(inEnglish(text));
     this.name = 'TrainingSessionError';
+    this.text = text;
   }
 }
 
@@ -208,7 +209,7 @@ export function statusOf(session: TrainingSession): SessionStatus {
   };
 }
 
-type Checked = { input: PhotoInput; refusal: string } | { input: PhotoInput; image: InspectedImage };
+type Checked = { input: PhotoInput; refusal: MemberText } | { input: PhotoInput; image: InspectedImage };
 
 export class TrainingSessions {
   readonly maxBytes: number;
@@ -368,9 +369,10 @@ export class TrainingSessions {
         }
         const dup = photos.find((p) => p.sha256 === c.image.sha256);
         if (dup) {
+          const name = quote(dup.name);
           refused.push({
             name: c.input.name,
-            reason: `it is the same picture as ${quote(dup.name)}, already in the session`,
+            reason: (tr) => tr.t('training.reason.duplicate', { name }),
           });
           continue;
         }
@@ -433,16 +435,12 @@ export class TrainingSessions {
       assertOpen(session);
       const st = statusOf(session);
       if (!st.ready) {
-        throw new TrainingSessionError(
-          'not_ready',
-          `The session holds ${st.count} photo${st.count === 1 ? '' : 's'}; at least ${MIN_PHOTOS} are needed to submit (${st.missing} more).`,
+        throw new TrainingSessionError('not_ready', (tr) =>
+          tr.t('training.not_enough_photos', { count: st.count, min: MIN_PHOTOS, missing: st.missing }),
         );
       }
       if (expectedDigest !== undefined && photoDigest(session) !== expectedDigest) {
-        throw new TrainingSessionError(
-          'changed',
-          'The session’s photos changed since you were asked to confirm; nothing was sent. Submit again to confirm the photos it holds now.',
-        );
+        throw new TrainingSessionError('changed', (tr) => tr.t('training.consent.changed'));
       }
       const next: TrainingSession = { ...session, submission: { claimId, at: this.now() } };
       await this.save(next);
@@ -530,17 +528,15 @@ export class TrainingSessions {
         'could not refresh Discord attachment links',
       );
       if (expired.length > 0) {
-        throw new TrainingSessionError(
-          'refresh_failed',
-          `Discord did not renew the expired links of ${expired.length} photo(s), so they cannot be downloaded now. Please try again in a minute.`,
+        throw new TrainingSessionError('refresh_failed', (tr) =>
+          tr.t('training.refresh_failed', { count: expired.length }),
         );
       }
     }
     const missing = session.photos.filter((p) => needsRefresh(p.url, now, 0) && !renewed.has(p.url));
     if (missing.length > 0) {
-      throw new TrainingSessionError(
-        'refresh_failed',
-        `The links of ${missing.map((p) => quote(p.name)).join(', ')} have expired and Discord did not renew them (was the original message deleted?). Cancel the session and start again.`,
+      throw new TrainingSessionError('refresh_failed', (tr) =>
+        tr.t('training.links_expired', { names: tr.list(missing.map((p) => quote(p.name))) }),
       );
     }
     return session.photos.map((photo) => {
@@ -556,11 +552,12 @@ export class TrainingSessions {
     try {
       return await downloadVerified(this.download, url, this.limits, p.sha256, p.size);
     } catch (err) {
-      const reason =
-        err instanceof DownloadError ? err.message : err instanceof Error ? err.message : String(err);
+      const name = quote(p.name);
+      const detail = err instanceof Error ? err.message : String(err);
+      const reason: MemberText = err instanceof DownloadError ? err.text : () => detail;
       throw new DownloadError(
         err instanceof DownloadError ? err.kind : 'network',
-        `${quote(p.name)}: ${reason}`,
+        (tr) => `${name}: ${reason(tr)}`,
         { cause: err },
       );
     }
@@ -611,7 +608,7 @@ export class TrainingSessions {
     if (!formatOfContentType(declared)) {
       return {
         input,
-        refusal: `it is not an image (${declared ?? 'unknown type'}); send ${SUPPORTED_FORMATS_TEXT}`,
+        refusal: (tr) => tr.t('training.reason.not_image', { type: declared ?? tr.t('input.unknown_type') }),
       };
     }
     if (input.size > this.maxBytes) return { input, refusal: tooLargeMessage(input.size, this.maxBytes) };
@@ -620,9 +617,9 @@ export class TrainingSessions {
       parseHttpUrl(input.url);
       return { input, image: await inspectImage(this.download, input.url, this.limits) };
     } catch (err) {
-      if (err instanceof DownloadError) return { input, refusal: err.message };
+      if (err instanceof DownloadError) return { input, refusal: err.text };
       this.logger.warn({ err, name: input.name }, 'training photo check failed');
-      return { input, refusal: 'it could not be checked (unexpected error)' };
+      return { input, refusal: (tr) => tr.t('training.reason.check_failed') };
     }
   }
 
@@ -696,29 +693,20 @@ export function photoDigest(s: Pick<TrainingSession, 'photos'>): string {
 function assertOpen(s: TrainingSession): void {
   if (!s.submission) return;
   throw s.submission.accepted
-    ? new TrainingSessionError(
-        'submitted',
-        'These photos were submitted and the upload is running; the session closes when it finishes (if it fails, you can retry). To start a new set here now, discard this one with `/training-photos cancel`.',
-      )
+    ? new TrainingSessionError('submitted', (tr) => tr.t('training.submitted_running'))
     : submitting();
 }
 
 function submitting(): TrainingSessionError {
-  return new TrainingSessionError(
-    'submitting',
-    'This session is already being submitted; wait for the result.',
-  );
+  return new TrainingSessionError('submitting', (tr) => tr.t('training.submitting'));
 }
 
 function noSession(): TrainingSessionError {
-  return new TrainingSessionError(
-    'no_session',
-    'You have no open training-photo session in this channel (or it expired). Start one with `/training-photos start`.',
-  );
+  return new TrainingSessionError('no_session', (tr) => tr.t('training.no_session'));
 }
 
-function fullReason(): string {
-  return `the session already holds ${MAX_PHOTOS} photos, the maximum`;
+function fullReason(): MemberText {
+  return (tr) => tr.t('training.reason.full', { max: MAX_PHOTOS });
 }
 
 export function quote(name: string): string {

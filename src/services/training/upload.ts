@@ -14,6 +14,7 @@ import type { Submitted } from '../media/client.js';
 import { MediaRequestInvalidError } from '../media/errors.js';
 import type { PhotoSource, TaskResult, WebhookTarget } from '../media/types.js';
 import { checkParams } from '../operations/index.js';
+import { inEnglish } from '../operations/fields.js';
 import type { ParamsOf } from '../operations/types.js';
 import { PhotoCleanError, type PhotoCleaner } from './clean-photo.js';
 import { DownloadError } from './download.js';
@@ -50,6 +51,8 @@ export interface ConsentGiven {
   at: number;
   /** The consent text's version (./consent.ts). */
   wording: string;
+  /** The language it was shown in. */
+  language?: string;
 }
 
 type Submit = (
@@ -140,7 +143,7 @@ export class TrainingUploader {
       };
       // Checked before the consent record: a request our own checks refuse is never sent.
       const checked = checkParams('upload', params);
-      if (!checked.ok) throw new MediaRequestInvalidError(checked.problems);
+      if (!checked.ok) throw new MediaRequestInvalidError(checked.problems.map(inEnglish));
       await this.opts.consent.record({
         ...consent,
         jobId,

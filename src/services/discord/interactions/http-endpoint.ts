@@ -6,7 +6,8 @@ import {
   type APIInteractionResponse,
 } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
-import { STORE_DOWN_MESSAGE } from '../../store/errors.js';
+import { STORE_DOWN_TEXT } from '../../store/errors.js';
+import { translatorFor, type Translator } from '../../../i18n/index.js';
 
 /**
  * Interactions received over HTTP (`DISCORD_INTERACTIONS=http`): the HTTP side of
@@ -51,14 +52,10 @@ export interface HttpEndpointDeps {
 /** How long an acknowledgement's HTTP response may take to be written before the late answer goes anyway. */
 const ACK_SENT_WAIT_MS = 3000;
 
-const SHUTTING_DOWN = 'The bot is restarting. Please try again in a few seconds.';
-const BROKEN = 'Sorry, the bot could not read this request. Please try again.';
-const FAILED = 'Sorry, something went wrong on our side. Please try again.';
-
 export class HttpInteractionEndpoint {
   readonly #deps: HttpEndpointDeps;
   /** Requests still open (how to answer each, and its interaction type), answered with an apology on shutdown. */
-  readonly #open = new Map<(r: HttpReply) => void, InteractionType>();
+  readonly #open = new Map<(r: HttpReply) => void, { type: InteractionType; tr: Translator }>();
   #closed = false;
 
   constructor(deps: HttpEndpointDeps) {
@@ -73,8 +70,8 @@ export class HttpInteractionEndpoint {
   close(): void {
     this.#closed = true;
     // Each in its own type's terms: an autocomplete takes only choices.
-    for (const [reply, type] of [...this.#open])
-      reply({ status: 200, body: apologyFor(type, SHUTTING_DOWN) });
+    for (const [reply, { type, tr }] of [...this.#open])
+      reply({ status: 200, body: apologyFor(type, tr.t('errors.http.restarting')) });
     this.#open.clear();
   }
 
@@ -83,7 +80,9 @@ export class HttpInteractionEndpoint {
     if (raw.type === InteractionType.Ping)
       return { status: 200, body: { type: InteractionResponseType.Pong } };
     const log = this.#deps.logger.child({ interactionId: raw.id, kind: raw.type });
-    if (this.#closed) return { status: 200, body: apologyFor(raw.type, SHUTTING_DOWN) };
+    // Apologies too speak the member's language (else the server's, else English).
+    const tr = translatorFor(raw);
+    if (this.#closed) return { status: 200, body: apologyFor(raw.type, tr.t('errors.http.restarting')) };
     const receivedAt = Date.now();
     let first: boolean;
     try {
@@ -91,7 +90,7 @@ export class HttpInteractionEndpoint {
     } catch (err) {
       // Without the store nothing can run (jobs, sessions, settings all live there): say so now.
       log.warn({ err }, 'store unavailable; interaction answered with an apology');
-      return { status: 200, body: apologyFor(raw.type, STORE_DOWN_MESSAGE) };
+      return { status: 200, body: apologyFor(raw.type, tr.t(STORE_DOWN_TEXT)) };
     }
     if (!first) {
       log.info('duplicate interaction delivery; not run again');
@@ -106,7 +105,7 @@ export class HttpInteractionEndpoint {
         resolve(r);
         return true;
       };
-      this.#open.set(reply, raw.type);
+      this.#open.set(reply, { type: raw.type, tr });
       const exchange: HttpExchange = {
         async ackInResponse(body) {
           let sent!: () => void;
@@ -122,7 +121,7 @@ export class HttpInteractionEndpoint {
           reply({ status: 202 });
         },
         unanswered() {
-          if (reply({ status: 200, body: apologyFor(raw.type, FAILED) }))
+          if (reply({ status: 200, body: apologyFor(raw.type, tr.t('errors.http.failed')) }))
             log.warn('no answer of the handler reached Discord; the HTTP response apologises');
         },
       };
@@ -130,7 +129,7 @@ export class HttpInteractionEndpoint {
         this.#deps.run(raw, exchange, receivedAt);
       } catch (err) {
         log.error({ err }, 'could not run the interaction');
-        reply({ status: 200, body: apologyFor(raw.type, BROKEN) });
+        reply({ status: 200, body: apologyFor(raw.type, tr.t('errors.http.unreadable')) });
       }
     });
   }
