@@ -22,10 +22,10 @@ describe('an incomplete operation does not compile', () => {
     expect(Object.keys(registry)).not.toContain('upload');
   });
 
-  it('a module missing a piece (render, outputs, body, next steps)', () => {
-    const { render: _render, ...noRender } = operations.song;
-    // @ts-expect-error render is missing
-    const a: OperationModule<'song'> = noRender;
+  it('a module missing a piece (card, outputs, body, next steps)', () => {
+    const { card: _card, ...noCard } = operations.song;
+    // @ts-expect-error card is missing
+    const a: OperationModule<'song'> = noCard;
     const { outputs: _outputs, ...noOutputs } = operations.video;
     // @ts-expect-error outputs is missing
     const b: OperationModule<'video'> = noOutputs;

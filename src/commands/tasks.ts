@@ -20,12 +20,17 @@ import {
 } from '../services/discord/custom-ids.js';
 import { discordTimestamp } from '../services/shared/format.js';
 import {
+  cardPayload,
+  isCard,
+  jobCardSpec,
   jobMessageLink,
   renderJob,
   renderJobSummaryLine,
   truncate,
+  type ClassicPayload,
   type MessagePayload,
 } from '../services/discord/render.js';
+import { translatorFor, type Translator } from '../i18n/index.js';
 import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord } from '../services/store/types.js';
@@ -40,7 +45,7 @@ import { UserError, unlessStoreDown, type BotContext, type Command, type Compone
  */
 
 /** A list page: buttons and the "open a job" menu. */
-type ListMessage = Omit<MessagePayload, 'components'> & {
+type ListMessage = Omit<ClassicPayload, 'components'> & {
   components: APIActionRowComponent<APIComponentInMessageActionRow>[];
 };
 
@@ -127,9 +132,11 @@ async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefin
   return (await ctx.records.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.records.get(id) : undefined);
 }
 
-/** One job in full: its message, plus its timeline, parent and children, and the job-centre buttons. */
-async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> {
-  const base = renderJob(job, ctx.now());
+/**
+ * One job in full, in the member's language: its message (the result card once it
+ * ended), plus its timeline, parent and children, and the job-centre buttons.
+ */
+async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<MessagePayload> {
   const link = jobMessageLink(job);
   const children = link
     ? (await ctx.records.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
@@ -153,18 +160,38 @@ async function detail(ctx: BotContext, job: JobRecord): Promise<MessagePayload> 
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
   const retryId = nextStepId({ kind: 'retry', jobId: job.id });
+  const actions = (hasRetry: boolean): APIButtonComponent[] =>
+    // A removed result offers nothing to do with it.
+    job.removed !== undefined
+      ? []
+      : [
+          ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
+            ? [button('Retry', retryId, false, ButtonStyle.Primary)]
+            : []),
+          button('Re-post', tasksRepostId(job.id)),
+          ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),
+        ];
+  const card = jobCardSpec(job, tr);
+  if (card !== undefined) {
+    // The card itself, nothing beside it (a V2 message has no content): the details and buttons go inside.
+    const hasRetry = card.rows.some((row) => row.some((b) => 'custom_id' in b && b.custom_id === retryId));
+    const more = actions(hasRetry);
+    return cardPayload({
+      ...card,
+      details: [...card.details, ...extra],
+      rows: more.length > 0 ? [...card.rows, more] : card.rows,
+    });
+  }
+  const base = renderJob(job, ctx.now(), tr);
+  if (isCard(base)) return base;
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
-  const actions = [
-    ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
-      ? [button('Retry', retryId, false, ButtonStyle.Primary)]
-      : []),
-    button('Re-post', tasksRepostId(job.id)),
-    ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),
-  ];
   return {
     ...base,
     content: `${base.content}\n${extra.join('\n')}`.slice(0, 2000),
-    components: [...base.components.slice(0, 4), { type: ComponentType.ActionRow, components: actions }],
+    components: [
+      ...base.components.slice(0, 4),
+      { type: ComponentType.ActionRow, components: actions(hasRetry) },
+    ],
   };
 }
 
@@ -186,7 +213,7 @@ export const tasks = {
             `No task or job \`${id.replace(/`/g, '')}\` among your jobs.`,
           );
         }
-        await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
+        await i.reply(toReplyOptions(await detail(ctx, job, translatorFor(i))), { ephemeral: true });
         return;
       }
       await i.reply(toReplyOptions(await listPage(ctx, i.user.id, 0)), { ephemeral: true });
@@ -214,7 +241,7 @@ export const tasksButtons: ComponentHandler = {
           'job_unavailable',
           'That job is no longer stored (jobs are kept for a limited time).',
         );
-      await i.reply(toReplyOptions(await detail(ctx, job)), { ephemeral: true });
+      await i.reply(toReplyOptions(await detail(ctx, job, translatorFor(i))), { ephemeral: true });
     });
   },
   async button(i: BotInteraction, ctx: BotContext) {
@@ -240,6 +267,9 @@ export const tasksButtons: ComponentHandler = {
           "Only the member who ran this job (or a member with Manage Server in the job's server) can do that.",
         );
       if (b.kind === 'repost') {
+        // A result a moderator took down is never posted again.
+        if (job.removed !== undefined)
+          throw new UserError('removed', translatorFor(i).t('tasks.repost_removed'));
         // A fresh public message in this channel, for a result that scrolled away or was deleted.
         await i.reply(toReplyOptions(renderJob(job, ctx.now())));
         return;
@@ -259,7 +289,7 @@ export const tasksButtons: ComponentHandler = {
         );
       }
       const fresh = (await ctx.records.get(job.id)) ?? job;
-      await i.editReply(toReplyOptions(await detail(ctx, fresh)));
+      await i.editReply(toReplyOptions(await detail(ctx, fresh, translatorFor(i))));
     });
   },
 };

@@ -265,6 +265,7 @@ export interface MessageArgs {
   'result.by': { user: string | number };
   'result.extended_from': { link: string | number };
   'result.links_expire': undefined;
+  'result.more': { count: string | number };
   'result.parameters': undefined;
   'result.seed': undefined;
   'result.song.audio': undefined;
@@ -324,6 +325,7 @@ export interface MessageArgs {
   'tasks.option_task': { id: string | number };
   'tasks.refresh_failed': undefined;
   'tasks.repost_links_expired': undefined;
+  'tasks.repost_removed': undefined;
   'tasks.store_down': undefined;
   'tasks.timeline.accepted': { when: string | number };
   'tasks.timeline.created': { when: string | number };

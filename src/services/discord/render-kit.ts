@@ -70,7 +70,7 @@ const PARAM_LABELS: Record<string, string> = {
 };
 
 /** `imageUrl` → `Image URL`, `magic_prompt` → `Magic prompt`. */
-function humanizeKey(key: string): string {
+export function humanizeKey(key: string): string {
   const known = PARAM_LABELS[key];
   if (known !== undefined) return known;
   const words = key
@@ -93,9 +93,19 @@ function paramValue(v: string | number | boolean | string[]): string {
   return v.trim() === '' ? '—' : truncate(escapeMarkdown(v), LIMITS.fieldValue);
 }
 
+/** Parameters written by the member (free text), left out of public messages when AutoMod withheld them. */
+export const MEMBER_TEXT_PARAMS: ReadonlySet<string> = new Set(['prompt']);
+
+/** The job's parameters a public message may show (not the member's own text once AutoMod withheld it). */
+export function shownParams(job: JobRecord): [string, JobRecord['params'][string]][] {
+  return Object.entries(job.params).filter(
+    ([key]) => !(job.textWithheld === true && MEMBER_TEXT_PARAMS.has(key)),
+  );
+}
+
 /** job.params as embed fields (long text inline=false, short values inline). */
 export function paramFields(job: JobRecord, max = 15): APIEmbedField[] {
-  return Object.entries(job.params)
+  return shownParams(job)
     .slice(0, max)
     .map(([key, value]) => {
       const text = paramValue(value);

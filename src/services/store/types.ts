@@ -84,6 +84,11 @@ export interface JobRecord {
   galleryPost?: GalleryPostRef;
   /** Taken down by a moderator (Remove result): shown as removed everywhere, never posted again. */
   removed?: { at: number; by: string };
+  /**
+   * Discord's AutoMod blocked text of the job's message: public renders leave out what
+   * the member wrote (the prompt) from then on.
+   */
+  textWithheld?: boolean;
   /** Bumped on every change. */
   version: number;
 }

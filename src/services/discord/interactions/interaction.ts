@@ -18,6 +18,7 @@ import {
   type APIUser,
 } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
+import { editBody } from '../render-limits.js';
 import { OptionResolver } from './options.js';
 
 /**
@@ -371,7 +372,7 @@ export class BotInteraction {
 
   /** Components: replaces the message the component sits on. */
   update(body: MessageBody): Promise<APIMessage | undefined> {
-    const data = withDefaults(body);
+    const data = editBody(withDefaults(body));
     return this.#run(async () => {
       if (this.#state === 'new') {
         return this.#first(
@@ -391,7 +392,7 @@ export class BotInteraction {
 
   /** Edits the answer (`@original`), or one of its follow-ups. */
   editReply(body: MessageBody, messageId?: string): Promise<APIMessage> {
-    const data = withDefaults(body);
+    const data = editBody(withDefaults(body));
     return this.#run(async () => {
       if (messageId !== undefined) {
         return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, messageId));
