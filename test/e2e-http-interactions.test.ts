@@ -3,6 +3,7 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from '.
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { redisAnswers } from './helpers/private-redis.js';
+import { messageText } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -99,7 +100,7 @@ describe('http interactions end to end', () => {
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'the camera pans to the sea' },
     });
-    const done = await video.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const done = await video.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     const open = h.fake.sendButton({ customId: button(done, 'Extend again'), messageId: done.id });
     await open.response();
     const modal = open.modal as { custom_id: string } | undefined;
@@ -110,7 +111,7 @@ describe('http interactions end to end', () => {
       messageId: done.id,
       components: [{ customId: 'prompt', value: 'now the sky turns red' }],
     });
-    const next = await submit.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const next = await submit.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     expect(text(next)).toContain('now the sky turns red');
     h.fake.assertNoViolations();
   });
@@ -124,7 +125,7 @@ describe('http interactions end to end', () => {
     await cmd.message();
     const again = await h.fake.redeliver(cmd.id);
     expect(again.status).toBe(202);
-    await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     await new Promise((r) => setTimeout(r, 300));
     const after = [...h.emulator.tasks.values()].filter((t) => t.operation === 'video' && !t.fixture);
     expect(after).toHaveLength(before + 1);
@@ -240,7 +241,7 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'late waves' },
     });
-    const done = await video.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const done = await video.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     const retry = h.fake.sendButton({ customId: button(done, 'Extend again'), messageId: done.id });
     await inlineAck(retry.id);
     const follow = await eventually(() => retry.followUps[0], 10_000, 'apology');
@@ -286,7 +287,7 @@ describe.skipIf(!REDIS_UP)('http interactions: two instances sharing Redis', () 
     fake.setInteractionsMode('http', `${h1.baseUrl}/interactions`);
     const again = await fake.redeliver(cmd.id);
     expect(again.status).toBe(202);
-    await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(videos()).toHaveLength(before + 1);
     expect(fake.interactionResponses.filter((r) => r.interactionId === cmd.id)).toHaveLength(1);

@@ -19,6 +19,7 @@ import {
 } from './helpers/photos.js';
 import { redisAnswers } from './helpers/private-redis.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
+import { messageText } from './helpers/message-text.js';
 
 /**
  * End to end through the real bot (createApp) with a fake Discord (REST,
@@ -57,12 +58,8 @@ function buttonLabels(m: FakeMessage): string[] {
   return out;
 }
 
-function text(m: FakeMessage): string {
-  return [
-    m.content,
-    ...m.embeds.map((e) => `${String(e['title'] ?? '')}\n${String(e['description'] ?? '')}`),
-  ].join('\n');
-}
+/** What a message says (a classic message or a result card). */
+const text = (m: FakeMessage): string => messageText(m);
 
 const isFinalUpload = (m: FakeMessage | undefined): boolean =>
   m !== undefined && /expire <t:\d+:R>/.test(text(m));
