@@ -3,7 +3,7 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from '.
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { redisAnswers } from './helpers/private-redis.js';
-import { messageText } from './helpers/message-text.js';
+import { controls, messageText } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -13,8 +13,7 @@ const PNG = Buffer.from(
 const text = (m: FakeMessage): string => JSON.stringify(m.data);
 
 function button(m: FakeMessage, label: string): string {
-  const rows = (m.data['components'] ?? []) as { components?: { custom_id?: string; label?: string }[] }[];
-  const b = rows.flatMap((r) => r.components ?? []).find((c) => c.label === label);
+  const b = controls<{ custom_id?: string; label?: string }>(m).find((c) => c.label === label);
   if (!b?.custom_id) throw new Error(`no button "${label}" on ${text(m).slice(0, 300)}`);
   return b.custom_id;
 }

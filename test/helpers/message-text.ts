@@ -120,3 +120,14 @@ export function textDisplayLength(m: unknown): number {
     .filter((c) => c['type'] === 10)
     .reduce((n, c) => n + (str(c['content'])?.length ?? 0), 0);
 }
+
+/**
+ * A message's buttons and menus, in order, wherever they sit (top-level rows of a
+ * classic message, rows inside a card's Container, a section's accessory).
+ */
+export function controls<T = Record<string, unknown>>(m: unknown): T[] {
+  return walkComponents(bodyOf(m)['components']).filter((c) => {
+    const type = c['type'];
+    return typeof type === 'number' && type >= 2 && type <= 8;
+  }) as T[];
+}
