@@ -116,6 +116,15 @@ describe('/tasks job centre', () => {
       );
       expect(new Set(customIds(own)).size).toBe(customIds(own).length);
     }
+    // In the member's language: a German member gets the card, its timeline and its buttons in German.
+    const de = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, options: { id: job?.id ?? '' }, locale: 'de' })
+      .message(10_000);
+    expect(messageText(de)).toContain('**Verlauf:**');
+    expect(messageText(de)).toContain('KI-generiert');
+    expect(buttons(de).map((b) => b.label)).toEqual(
+      expect.arrayContaining(['Song 2 verlängern', 'Erneut posten', 'Aktualisieren']),
+    );
     const other = await h.fake
       .sendCommand({ name: 'tasks', userId: bob, options: { id: job?.taskId ?? '' } })
       .message(10_000);

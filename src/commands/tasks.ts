@@ -141,22 +141,30 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
   const children = link
     ? (await ctx.records.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
     : [];
+  const when = (ms: number): string => discordTimestamp(ms, 'f');
   const timeline = [
-    `Created ${discordTimestamp(job.createdAt, 'f')}`,
+    tr.t('tasks.timeline.created', { when: when(job.createdAt) }),
     job.submittedAt !== undefined
-      ? `accepted by the service ${discordTimestamp(job.submittedAt, 'f')}`
+      ? tr.t('tasks.timeline.accepted', { when: when(job.submittedAt) })
       : undefined,
-    job.finishedAt !== undefined ? `${job.state} ${discordTimestamp(job.finishedAt, 'f')}` : undefined,
+    job.finishedAt !== undefined
+      ? tr.t(job.state === 'failed' ? 'tasks.timeline.failed' : 'tasks.timeline.finished', {
+          when: when(job.finishedAt),
+        })
+      : undefined,
   ].filter((x): x is string => x !== undefined);
+  const parent = job.params['extended_from'];
+  // The card names the parent in its heading already; a classic message does not.
+  const parentLine =
+    typeof parent === 'string' ? tr.t('tasks.detail.extended_from', { link: parent }) : undefined;
   const extra = [
-    `**Timeline:** ${timeline.join(' · ')}`,
-    typeof job.params['extended_from'] === 'string'
-      ? `**Extended from:** ${job.params['extended_from']}`
-      : undefined,
+    tr.t('tasks.detail.timeline', { items: timeline.join(' · ') }),
     children.length > 0
-      ? `**Continued by:** ${children.map((c) => jobMessageLink(c) ?? c.id).join(' · ')}`
+      ? tr.t('tasks.detail.continued_by', {
+          links: children.map((c) => jobMessageLink(c) ?? c.id).join(' · '),
+        })
       : undefined,
-    link ? `**Message:** ${link}` : undefined,
+    link ? tr.t('tasks.detail.message', { link }) : undefined,
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
   const retryId = nextStepId({ kind: 'retry', jobId: job.id });
@@ -166,10 +174,10 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
       ? []
       : [
           ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
-            ? [button('Retry', retryId, false, ButtonStyle.Primary)]
+            ? [button(tr.t('buttons.retry'), retryId, false, ButtonStyle.Primary)]
             : []),
-          button('Re-post', tasksRepostId(job.id)),
-          ...(job.taskId !== undefined ? [button('Refresh', tasksRefreshId(job.id))] : []),
+          button(tr.t('buttons.repost'), tasksRepostId(job.id)),
+          ...(job.taskId !== undefined ? [button(tr.t('buttons.refresh'), tasksRefreshId(job.id))] : []),
         ];
   const card = jobCardSpec(job, tr);
   if (card !== undefined) {
@@ -187,7 +195,10 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
   return {
     ...base,
-    content: `${base.content}\n${extra.join('\n')}`.slice(0, 2000),
+    content: [base.content, extra[0], parentLine, ...extra.slice(1)]
+      .filter((x): x is string => x !== undefined)
+      .join('\n')
+      .slice(0, 2000),
     components: [
       ...base.components.slice(0, 4),
       { type: ComponentType.ActionRow, components: actions(hasRetry) },

@@ -43,6 +43,7 @@ import {
   safeHttpUrl,
   truncate,
   type CardPayload,
+  type ClassicPayload,
   type MessagePayload,
 } from './render-limits.js';
 
@@ -411,7 +412,7 @@ export function threadName(job: Pick<JobRecord, 'operation' | 'params'>): string
 }
 
 /** The channel reply of a job that lives in a thread: one short line, ending on the final state. */
-export function renderThreadLine(job: JobRecord): MessagePayload {
+export function renderThreadLine(job: JobRecord): ClassicPayload {
   const where = `<#${job.message.channelId}>`;
   const state =
     job.state === 'finished'
@@ -436,7 +437,7 @@ export function renderGalleryPost(
   job: JobRecord,
   attachments: { filename: string }[],
   linked: { url: string; reason: string }[],
-): MessagePayload & { attachments: { id: string; filename: string }[] } {
+): ClassicPayload & { attachments: { id: string; filename: string }[] } {
   const link = jobMessageLink(job);
   const embed: APIEmbed = withTimestamp(
     {
