@@ -529,7 +529,9 @@ export class BotInteraction {
   }
 
   #editOriginal(data: MessageBody): Promise<APIMessage> {
-    return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, this.#original));
+    // A reply filling a deferral is an edit too: a card clears the classic fields (editBody).
+    const body = editBody(data);
+    return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, body, this.#original));
   }
 
   /** A webhook call; right after an acknowledgement in the HTTP response, "unknown" is retried briefly. */
