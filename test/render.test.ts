@@ -531,6 +531,15 @@ describe('renderJob: finished (a Components V2 card)', () => {
     expect(text).toContain('`task-video-1`');
   });
 
+  it('the task and song ids a member copies into a command are code spans', () => {
+    const job = finished('song');
+    job.params = { task_id: 'parent-task-1', song_id: 'song-a', continue_at: 30 };
+    const text = cardText(checkCard(renderJob(job, T0)));
+    expect(text).toContain('**Source task:** `parent-task-1`');
+    expect(text).toContain('**Song ID:** `song-a`');
+    expect(text).toContain('**Continue at:** 30');
+  });
+
   it('names the parent job it extends, once, as a link', () => {
     const link = 'https://discord.com/channels/333333333333333333/222222222222222222/555555555555555555';
     const job = finished('video');

@@ -160,11 +160,18 @@ function paramText(v: string | number | boolean | string[], tr: Translator): str
   return v.trim() === '' ? '—' : truncate(escapeMarkdown(v.trim()), 1000);
 }
 
+/** Parameters that are identifiers (copied into another command): shown as code. */
+const ID_PARAMS: ReadonlySet<string> = new Set(['task_id', 'song_id']);
+
 /** `**Prompt:** a cat` lines: the main parameters a public card may show (not the parent link: the head has it). */
 function paramLines(job: JobRecord, tr: Translator): string[] {
   return shownParams(job)
     .filter(([key]) => key !== 'extended_from')
-    .map(([key, value]) => `**${paramLabel(key, tr)}:** ${paramText(value, tr)}`);
+    .map(([key, value]) => {
+      const text =
+        ID_PARAMS.has(key) && typeof value === 'string' ? inlineCode(value, 200) : paramText(value, tr);
+      return `**${paramLabel(key, tr)}:** ${text}`;
+    });
 }
 
 /** "Extended from <jump link>", when the job continues another one. */
