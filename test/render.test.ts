@@ -753,9 +753,14 @@ describe('removed results', () => {
 
   it('renderRemoved is that card, in the language asked for', () => {
     const job = { ...finished('video'), locale: 'de' };
-    expect(renderRemoved(job)).toEqual(renderJob({ ...job, removed: { at: T0, by: '1' } }, T0));
-    expect(cardText(checkCard(renderRemoved(job)))).toContain('Moderator');
-    expect(cardText(renderRemoved(job, translator('ja')))).toContain('モデレーター');
+    // Ready to PATCH over a classic message: the card, its classic fields cleared.
+    expect(renderRemoved(job)).toEqual(editBody(renderJob({ ...job, removed: { at: T0, by: '1' } }, T0)));
+    expect(renderRemoved(job)).toMatchObject({ content: null, embeds: null, flags: 1 << 15 });
+    expectValid(renderRemoved(job));
+    expect(cardText(renderRemoved(job))).toContain('Moderator');
+    expect(messageText(renderRemoved(job, translator('ja')))).toContain('モデレーター');
+    // A message whose record is gone: the server's language is not known, English.
+    expect(messageText(renderRemoved())).toBe('🚫 This result was removed by a moderator.');
   });
 });
 

@@ -10,7 +10,7 @@ import { ButtonStyle, ComponentType, Routes } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cardPayload, type CardSpec } from '../src/services/discord/render-card.js';
 import { createInteractionRest, createRestTransport } from '../src/services/discord/discord-transport.js';
-import { renderJob } from '../src/services/discord/render.js';
+import { renderJob, renderRemoved } from '../src/services/discord/render.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import type { FakeDiscord } from './fake-discord/index.js';
 import { fakeWithClient, type FakeWithClient } from './helpers/fake-discord-client.js';
@@ -102,6 +102,23 @@ describe('a card through both edit routes', () => {
       }),
     ).rejects.toMatchObject({ status: 400 });
     expect(fake.takeViolations()).toHaveLength(1);
+  });
+
+  it('renderRemoved PATCHed as it is (files dropped) turns a classic message with files into the removed card', async () => {
+    const rest = new REST({ api: fake.apiUrl }).setToken(fake.token);
+    const posted = (await rest.post(Routes.channelMessages(fake.defaultChannelId), {
+      body: { content: 'a cat in a hat', attachments: [{ id: '0', filename: 'cat.png' }] },
+      files: [{ name: 'cat.png', data: Buffer.from('png') }],
+    })) as { id: string };
+    await rest.patch(Routes.channelMessage(fake.defaultChannelId, posted.id), {
+      body: { ...renderRemoved({ locale: 'de' }), attachments: [] },
+    });
+    const after = fake.messages.get(posted.id);
+    expect(after && isCardMessage(after)).toBe(true);
+    expect(after?.content).toBe('');
+    expect(after?.attachments).toEqual([]);
+    expect(messageText(after)).toBe('🚫 Dieses Ergebnis wurde von einem Moderator entfernt.');
+    fake.assertNoViolations();
   });
 });
 

@@ -37,6 +37,9 @@ export interface CardPayload {
   allowed_mentions: { parse: [] };
 }
 
+/** A card as an edit goes out (see editBody): the classic fields cleared. */
+export type CardEdit = CardPayload & { content: null; embeds: null };
+
 /** What the bot sends for a job's message (create or edit). */
 export type MessagePayload = ClassicPayload | CardPayload;
 

@@ -42,7 +42,7 @@ import {
   maskedLink,
   safeHttpUrl,
   truncate,
-  type CardPayload,
+  type CardEdit,
   type ClassicPayload,
   type MessagePayload,
 } from './render-limits.js';
@@ -57,7 +57,7 @@ export {
   truncate,
 } from './render-limits.js';
 export { IS_COMPONENTS_V2, editBody, isCard } from './render-limits.js';
-export type { CardPayload, ClassicPayload, MessagePayload } from './render-limits.js';
+export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './render-limits.js';
 export { cardPayload, type CardSpec } from './render-card.js';
 export { COLORS, formatDuration } from './render-kit.js';
 
@@ -327,11 +327,16 @@ function removedSpec(tr: Translator): CardSpec {
 }
 
 /**
- * A job taken down by a moderator: a card saying only that (no files, no buttons, no
- * member text). Every render of a removed job is this one.
+ * A job taken down by a moderator (or a message whose record is gone: no job): a card
+ * saying only that, in the server's language or `tr`'s (no files, no buttons, no member
+ * text). Ready to PATCH as it is: its classic fields are cleared (null), since the
+ * message it replaces may still be a classic one. Every render of a removed job shows it.
  */
-export function renderRemoved(_job: JobRecord, tr: Translator = jobTranslator(_job)): CardPayload {
-  return cardPayload(removedSpec(tr));
+export function renderRemoved(
+  job?: Pick<JobRecord, 'locale'>,
+  tr: Translator = publicTranslator(job?.locale),
+): CardEdit {
+  return { ...cardPayload(removedSpec(tr)), content: null, embeds: null };
 }
 
 /** Whether a failed job offers Retry (a new job with the same parameters). */
@@ -345,7 +350,7 @@ export function retryable(job: JobRecord): boolean {
  * failed or was removed, in `tr`'s language (default: the server's).
  */
 export function renderJob(job: JobRecord, now: number, tr: Translator = jobTranslator(job)): MessagePayload {
-  if (job.removed !== undefined) return renderRemoved(job, tr);
+  if (job.removed !== undefined) return cardPayload(removedSpec(tr));
   switch (job.state) {
     case 'submitting':
     case 'unconfirmed':
