@@ -540,6 +540,14 @@ describe('renderJob: finished (a Components V2 card)', () => {
     expect(text).toContain('**Continue at:** 30');
   });
 
+  it('a parameter link whose name is not UTF-8 (%C3) or has none still renders, named by its file or host', () => {
+    const job = finished('upscale');
+    job.params = { ...job.params, image_url: 'https://cdn.example.com/in/%C3.png' };
+    expect(cardText(checkCard(renderJob(job, T0)))).toContain('(https://cdn.example.com/in/%C3.png)');
+    job.params = { ...job.params, image_url: 'https://cdn.example.com/' };
+    expect(cardText(checkCard(renderJob(job, T0)))).toContain('[cdn.example.com](https://cdn.example.com/)');
+  });
+
   it('names the parent job it extends, once, as a link', () => {
     const link = 'https://discord.com/channels/333333333333333333/222222222222222222/555555555555555555';
     const job = finished('video');

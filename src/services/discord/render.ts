@@ -5,13 +5,15 @@
  *
  * Everything from the media service (URLs, lyrics, status and error texts) and
  * from users (prompts) is untrusted: URLs pass through `safeHttpUrl`, text through
- * `escapeMarkdown`, and `fitToDiscordLimits` is the last step of every render.
+ * `escapeMarkdown`, and the last step of every render fits it to Discord's limits
+ * (`fitToDiscordLimits` for a classic message, `cardPayload` for a card).
  */
 import { ButtonStyle, type APIEmbed } from 'discord-api-types/v10';
 import {
   formatDuration as formatLocalDuration,
   isMessageKey,
   publicTranslator,
+  type MessageKey,
   type Translator,
 } from '../../i18n/index.js';
 import { operations, resultParts } from '../operations/index.js';
@@ -141,10 +143,26 @@ function opTitle(job: JobRecord, tr: Translator): string {
   return tr.t(`operations.${job.operation}.title`);
 }
 
+type ParamKey = Extract<MessageKey, `params.${string}`>;
+const isParamKey = (k: string): k is ParamKey => k.startsWith('params.') && isMessageKey(k);
+
 /** A parameter's label in the card's language (an unknown key reads humanized). */
 function paramLabel(key: string, tr: Translator): string {
   const k = `params.${key}`;
-  return isMessageKey(k) ? tr.t(k as `params.${'prompt'}`) : humanizeKey(key);
+  return isParamKey(k) ? tr.t(k) : humanizeKey(key);
+}
+
+/** The file name a URL ends in, readable (`cat.png`), or its host when it names none. */
+function urlName(url: string): string {
+  const u = new URL(url);
+  let last = u.pathname.split('/').pop() ?? '';
+  try {
+    last = decodeURIComponent(last);
+  } catch {
+    // A percent escape that is no UTF-8 (`%C3`): the name as written.
+  }
+  const name = last.replace(/[^\w.-]/g, '');
+  return name === '' ? u.hostname : truncate(name, 60);
 }
 
 /** A parameter's value as card text: links masked (named after their file), text escaped and capped. */
@@ -153,10 +171,7 @@ function paramText(v: string | number | boolean | string[], tr: Translator): str
   if (typeof v === 'boolean') return tr.t(v ? 'params.value.yes' : 'params.value.no');
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '—';
   const url = safeHttpUrl(v);
-  if (url !== undefined && url.length <= LIMITS.embedUrl) {
-    const file = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '').replace(/[^\w.-]/g, '');
-    return maskedLink(file === '' ? new URL(url).hostname : truncate(file, 60), url);
-  }
+  if (url !== undefined && url.length <= LIMITS.embedUrl) return maskedLink(urlName(url), url);
   return v.trim() === '' ? '—' : truncate(escapeMarkdown(v.trim()), 1000);
 }
 
