@@ -137,7 +137,8 @@ function fitRows(rows: readonly APIButtonComponent[][]): APIActionRowComponent<A
  */
 export function cardPayload(spec: CardSpec): CardPayload {
   const { items, rest } = splitMedia(spec.media);
-  const head = truncate(spec.head.filter((l) => l !== '').join('\n'), HEAD_MAX);
+  // A card always opens with some text (an empty Text Display is refused).
+  const head = truncate(spec.head.filter((l) => l !== '').join('\n'), HEAD_MAX) || '\u200b';
   const footer = spec.footer ? truncate(`-# ${spec.footer}`, FOOTER_MAX) : '';
   // Text Displays are separated, so their characters simply add up; links come first
   // (every result URL should reach the member), then parameters, notes and details share the rest.
@@ -163,7 +164,7 @@ export function cardPayload(spec: CardSpec): CardPayload {
   const text = (content: string): APIComponentInContainer[] =>
     content.trim() === '' ? [] : [{ type: ComponentType.TextDisplay, content }];
   const body: APIComponentInContainer[] = [
-    ...text(head || '\u200b'),
+    ...text(head),
     ...text(params.join('\n')),
     ...(items.length > 0 ? [{ type: ComponentType.MediaGallery as const, items }] : []),
     ...text(links.join('\n')),
