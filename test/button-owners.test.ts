@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { controls } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -23,8 +24,7 @@ interface Component {
   label?: string;
   options?: { value: string }[];
 }
-const componentsOf = (m: FakeMessage): Component[] =>
-  ((m.data['components'] ?? []) as { components?: Component[] }[]).flatMap((r) => r.components ?? []);
+const componentsOf = (m: FakeMessage): Component[] => controls<Component>(m);
 function customId(m: FakeMessage, label: string): string {
   const c = componentsOf(m).find((b) => b.label === label);
   if (!c?.custom_id) throw new Error(`no "${label}" on ${text(m).slice(0, 300)}`);

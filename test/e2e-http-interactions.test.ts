@@ -3,6 +3,7 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from '.
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { needs } from './helpers/requirements.js';
+import { controls, messageText } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -12,8 +13,7 @@ const PNG = Buffer.from(
 const text = (m: FakeMessage): string => JSON.stringify(m.data);
 
 function button(m: FakeMessage, label: string): string {
-  const rows = (m.data['components'] ?? []) as { components?: { custom_id?: string; label?: string }[] }[];
-  const b = rows.flatMap((r) => r.components ?? []).find((c) => c.label === label);
+  const b = controls<{ custom_id?: string; label?: string }>(m).find((c) => c.label === label);
   if (!b?.custom_id) throw new Error(`no button "${label}" on ${text(m).slice(0, 300)}`);
   return b.custom_id;
 }
@@ -99,7 +99,7 @@ describe('http interactions end to end', () => {
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'the camera pans to the sea' },
     });
-    const done = await video.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const done = await video.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     const open = h.fake.sendButton({ customId: button(done, 'Extend again'), messageId: done.id });
     await open.response();
     const modal = open.modal as { custom_id: string } | undefined;
@@ -110,7 +110,7 @@ describe('http interactions end to end', () => {
       messageId: done.id,
       components: [{ customId: 'prompt', value: 'now the sky turns red' }],
     });
-    const next = await submit.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const next = await submit.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     expect(text(next)).toContain('now the sky turns red');
     h.fake.assertNoViolations();
   });
@@ -124,7 +124,7 @@ describe('http interactions end to end', () => {
     await cmd.message();
     const again = await h.fake.redeliver(cmd.id);
     expect(again.status).toBe(202);
-    await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     await new Promise((r) => setTimeout(r, 300));
     const after = [...h.emulator.tasks.values()].filter((t) => t.operation === 'video' && !t.fixture);
     expect(after).toHaveLength(before + 1);
@@ -240,7 +240,7 @@ describe('http interactions: answers after the automatic acknowledgement', () =>
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'late waves' },
     });
-    const done = await video.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const done = await video.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     const retry = h.fake.sendButton({ customId: button(done, 'Extend again'), messageId: done.id });
     await inlineAck(retry.id);
     const follow = await eventually(() => retry.followUps[0], 10_000, 'apology');
@@ -281,7 +281,7 @@ describe('http interactions: two instances sharing Redis', needs('redis'), () =>
     fake.setInteractionsMode('http', `${h1.baseUrl}/interactions`);
     const again = await fake.redeliver(cmd.id);
     expect(again.status).toBe(202);
-    await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(videos()).toHaveLength(before + 1);
     expect(fake.interactionResponses.filter((r) => r.interactionId === cmd.id)).toHaveLength(1);

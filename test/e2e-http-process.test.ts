@@ -11,6 +11,7 @@ import { spawnBot, type BotProcess } from '../bench/common.js';
 import { FIXTURE_VIDEO_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually } from './helpers/harness.js';
+import { messageText } from './helpers/message-text.js';
 
 describe('bot process in http interactions mode', () => {
   let fake: FakeDiscord;
@@ -56,7 +57,7 @@ describe('bot process in http interactions mode', () => {
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'a process over http' },
     });
-    const msg = await cmd.waitForMessage((m) => m.content.includes('.mp4'), 30_000);
+    const msg = await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 30_000);
     expect(msg.ephemeral).toBe(false);
     expect(fake.gateway.connections).toHaveLength(0);
     const out = bot?.output() ?? '';

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, FIXTURE_VIDEO_TASK_ID } from './emulator/server.js';
 import { eventually, percentagesShown, startHarness, type Harness } from './helpers/harness.js';
 import type { FakeMessage } from './fake-discord/index.js';
+import { isCardMessage, messageText } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -10,9 +11,8 @@ const PNG = Buffer.from(
 
 const texts = (m: FakeMessage): string[] => m.edits.map((e) => JSON.stringify(e.after));
 
-function finalText(m: FakeMessage): string {
-  return JSON.stringify(m.data);
-}
+/** What the message says, card or classic. */
+const finalText = (m: FakeMessage): string => messageText(m);
 
 describe.each([
   { mode: 'webhooks', webhooks: true, interactions: 'gateway' as const },
@@ -79,6 +79,7 @@ describe.each([
       songs: { audio_url: string; video_url: string; image_url: string }[];
       video_url: string;
     };
+    expect(isCardMessage(msg)).toBe(true);
     const text = finalText(msg);
     for (const s of final.songs) {
       expect(text).toContain(s.audio_url);
@@ -98,15 +99,19 @@ describe.each([
     h.fake.assertNoViolations();
   });
 
-  it('/extend-video shows the video URL in the content when finished', async () => {
+  it('/extend-video ends as a card (flag set, no content or embeds) showing the video URL', async () => {
     const cmd = h.fake.sendCommand({
       name: 'extend-video',
       options: { task_id: FIXTURE_VIDEO_TASK_ID, prompt: 'the camera pans to the sea', aspect_ratio: '16:9' },
     });
-    const msg = await cmd.waitForMessage((m) => m.content.includes('.mp4'), 15_000);
+    const msg = await cmd.waitForMessage((m) => messageText(m).includes('.mp4'), 15_000);
     const task = [...h.emulator.tasks.values()].find((t) => t.operation === 'video' && !t.fixture);
     expect(task?.params).toMatchObject({ parent_task_id: FIXTURE_VIDEO_TASK_ID, aspect_ratio: '16:9' });
-    expect(msg.content).toContain((task?.body as { video_url: string }).video_url);
+    expect(isCardMessage(msg)).toBe(true);
+    expect(msg.content).toBe('');
+    expect(msg.embeds).toEqual([]);
+    expect(messageText(msg)).toContain((task?.body as { video_url: string }).video_url);
+    expect(messageText(msg)).toContain('AI-generated');
     h.fake.assertNoViolations();
   });
 
@@ -119,6 +124,7 @@ describe.each([
     const msg = await cmd.waitForMessage((m) => finalText(m).includes('Upscale again'), 15_000);
     const req = [...h.emulator.tasks.values()].find((t) => t.operation === 'upscale');
     expect(String(req?.params['image_url'])).toContain(h.fake.cdnUrl);
+    expect(isCardMessage(msg)).toBe(true);
     const body = req?.body as { image_urls: string[] };
     for (const u of body.image_urls) expect(finalText(msg)).toContain(u);
     h.fake.assertNoViolations();

@@ -53,7 +53,7 @@ class FakeTransport implements DiscordTransport {
   }
 
   private parse(body: MessagePayload): { jobId: string; label: string; at: number } {
-    const [jobId = '', label = ''] = body.content.split('|');
+    const [jobId = '', label = ''] = ('content' in body ? body.content : '').split('|');
     return { jobId, label, at: Date.now() };
   }
 

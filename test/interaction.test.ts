@@ -12,6 +12,7 @@ import Fastify from 'fastify';
 import { API } from '@discordjs/core/http-only';
 import { DiscordAPIError } from '@discordjs/rest';
 import {
+  ComponentType,
   MessageFlags,
   type APIInteraction,
   type APIInteractionResponse,
@@ -25,6 +26,7 @@ import {
   BotInteraction,
   TooLateError,
   type AckTransport,
+  type MessageBody,
 } from '../src/services/discord/interactions/interaction.js';
 import {
   HttpInteractionEndpoint,
@@ -369,6 +371,35 @@ describe.each<Mode>(['gateway', 'http'])('answers in time (%s)', (mode) => {
     expect(follow?.body).toEqual({ content: 'and more', flags: EPHEMERAL, allowed_mentions: { parse: [] } });
     expect(edit2?.body).toEqual({ content: 'more, edited', allowed_mentions: { parse: [] } });
     if (mode === 'http') expect(await s.http).toEqual({ status: 202 });
+  });
+
+  it('a card (IS_COMPONENTS_V2) as an edit clears content and embeds (null); as a new message it carries neither', async () => {
+    const card: MessageBody = {
+      flags: MessageFlags.IsComponentsV2,
+      components: [
+        {
+          type: ComponentType.Container,
+          components: [{ type: ComponentType.TextDisplay, content: 'done' }],
+        },
+      ],
+    };
+    const raw = command();
+    const s = bench.start(raw, async (i) => {
+      await i.deferReply();
+      await i.reply(card);
+      await i.editReply(card);
+      await i.followUp(card, { ephemeral: true });
+    });
+    await result(s);
+    const [, fill, edit, follow] = discord.requests;
+    for (const r of [fill, edit]) {
+      expect(r?.body).toEqual({ ...card, content: null, embeds: null, allowed_mentions: { parse: [] } });
+    }
+    expect(follow?.body).toEqual({
+      ...card,
+      flags: MessageFlags.IsComponentsV2 | EPHEMERAL,
+      allowed_mentions: { parse: [] },
+    });
   });
 
   it('a public deferReply has no flags', async () => {

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, restartBot, startHarness, type Harness } from './helpers/harness.js';
+import { controls } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -25,8 +26,7 @@ interface Component {
   disabled?: boolean;
   options?: { label: string; value: string; description?: string }[];
 }
-const componentsOf = (m: FakeMessage): Component[] =>
-  ((m.data['components'] ?? []) as { components?: Component[] }[]).flatMap((r) => r.components ?? []);
+const componentsOf = (m: FakeMessage): Component[] => controls<Component>(m);
 
 function button(m: FakeMessage, label: string): string {
   const b = componentsOf(m).find((c) => c.type === 2 && c.label === label);

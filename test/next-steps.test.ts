@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, restartBot, startHarness, type Harness } from './helpers/harness.js';
+import { controls } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -18,8 +19,7 @@ const MANAGE = String((1n << 5n) | (1n << 11n));
 const MEMBER = String(1n << 11n);
 
 function button(m: FakeMessage, label: string): string {
-  const rows = (m.data['components'] ?? []) as { components?: { custom_id?: string; label?: string }[] }[];
-  const b = rows.flatMap((r) => r.components ?? []).find((c) => c.label === label);
+  const b = controls<{ custom_id?: string; label?: string }>(m).find((c) => c.label === label);
   if (!b?.custom_id) throw new Error(`no button "${label}" on ${text(m).slice(0, 300)}`);
   return b.custom_id;
 }

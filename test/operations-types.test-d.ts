@@ -20,8 +20,8 @@ describe('an incomplete operation does not compile', () => {
     expectTypeOf<Omit<Registry, 'upload'>>().not.toExtend<OperationRegistry>();
   });
 
-  it('a module missing a piece (render, outputs, body, next steps)', () => {
-    expectTypeOf<Omit<Registry['song'], 'render'>>().not.toExtend<OperationModule<'song'>>();
+  it('a module missing a piece (card, outputs, body, next steps)', () => {
+    expectTypeOf<Omit<Registry['song'], 'card'>>().not.toExtend<OperationModule<'song'>>();
     expectTypeOf<Omit<Registry['video'], 'outputs'>>().not.toExtend<OperationModule<'video'>>();
     expectTypeOf<Omit<Registry['upscale'], 'body'>>().not.toExtend<OperationModule<'upscale'>>();
     // continueFrom must be said, even when nothing leads there (undefined).

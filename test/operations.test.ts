@@ -13,7 +13,8 @@ import {
 import { OptionResolver } from '../src/services/discord/interactions/options.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseNextStepId } from '../src/services/discord/custom-ids.js';
-import { renderJob } from '../src/services/discord/render.js';
+import { editBody, renderJob } from '../src/services/discord/render.js';
+import { customIds, isCardMessage, messageText } from './helpers/message-text.js';
 import { normalizeTaskResult } from '../src/services/media/schemas.js';
 import { OPERATIONS, type Operation, type TaskOutputs } from '../src/services/media/types.js';
 import { NEXT_STEP_TARGETS, checkParams, operations, resultFiles } from '../src/services/operations/index.js';
@@ -111,8 +112,9 @@ function finishedJob(op: Operation, params: JobRecord['params'], result: TaskOut
 let spec: OpenApiSpec;
 const EDIT_PATHS = ['/webhooks/1/token/messages/@original', '/channels/2/messages/3'];
 
-function expectDiscordValid(payload: unknown): void {
-  const body: unknown = JSON.parse(JSON.stringify(payload));
+function expectDiscordValid(payload: object): void {
+  // As the edit goes out (a card clears the classic fields).
+  const body: unknown = JSON.parse(JSON.stringify(editBody(payload)));
   for (const path of EDIT_PATHS) {
     const match = spec.matchPath(path);
     expect(match, path).toBeDefined();
@@ -121,9 +123,6 @@ function expectDiscordValid(payload: unknown): void {
     expect(r.ok).not.toBe('no-schema');
   }
 }
-
-const customIds = (payload: ReturnType<typeof renderJob>) =>
-  payload.components.flatMap((r) => r.components).flatMap((b) => ('custom_id' in b ? [b.custom_id] : []));
 
 /** A finished parent of each extend operation, as the emulator knows it. */
 const parentTask = (operation: 'song' | 'video'): TaskRecord =>
@@ -341,7 +340,8 @@ describe('extend-video: options → body → result → render → next steps', 
     const job = finishedJob('video', stored, result.outputs as TaskOutputs);
     const payload = renderJob(job, job.updatedAt);
     expectDiscordValid(payload);
-    expect(payload.content).toContain(`${BASE}/files/task-video.mp4`);
+    expect(isCardMessage(payload)).toBe(true);
+    expect(messageText(payload)).toContain(`${BASE}/files/task-video.mp4`);
     expect(customIds(payload).map(parseNextStepId)).toEqual([{ kind: 'extend-video', jobId: job.id }]);
     expect(m.fromStored(stored)).toEqual(params);
     // Extend again: the new prompt, the parent's aspect ratio and prompt enhancement (not its frames).
@@ -384,7 +384,7 @@ describe('training upload: params → streamed body → result → render', () =
     expect(job.params).toEqual({ photos: 10 });
     const payload = renderJob(job, job.updatedAt);
     expectDiscordValid(payload);
-    expect(payload.content).toContain('Training photos');
+    expect(messageText(payload)).toContain('Training photos');
     expect(JSON.stringify(payload)).toContain(`<t:${Date.parse(expiresAt) / 1000}:R>`);
     expect(customIds(payload)).toEqual([]);
     expect(JSON.stringify(payload)).not.toMatch(/asian|female/);

@@ -234,13 +234,16 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     const shownId = (await lastMessage(page).getAttribute('data-id')) ?? '';
     const edits = pg.fake.messages.get(shownId)?.edits ?? [];
     expect(percentagesShown(edits.map((e) => JSON.stringify(e.after))).length).toBeGreaterThan(0);
-    // Link buttons are grey with the external-link icon; lyrics show [Verse], not \[Verse\].
-    const audio1 = lastMessage(page).locator('a.btn.link', { hasText: 'Audio 1' });
-    expect(await audio1.locator('svg.icon-external').count()).toBe(1);
+    // The result is a Components V2 card: a container with its heading, the audio as links,
+    // lyrics showing [Verse], not \[Verse\], and the two covers in one gallery; no content, no embeds.
+    const card = lastMessage(page).locator('.v2-container');
+    expect(await card.locator('h3.md-h3').innerText()).toContain('Song extension');
+    expect(await card.locator('a', { hasText: 'Audio' }).count()).toBe(2);
+    expect(await card.innerText()).toContain('AI-generated');
     expect(await lastMessage(page).innerText()).toContain('[Verse]');
     expect(await lastMessage(page).innerText()).not.toContain('\\[');
-    // Song covers are thumbnails at the right of their embeds.
-    expect(await lastMessage(page).locator('.embed.has-thumbnail .embed-thumbnail img').count()).toBe(2);
+    expect(await card.locator('.mosaic.n2 img').count()).toBe(2);
+    expect(await lastMessage(page).locator('.msg-content, .embed').count()).toBe(0);
     expect(await atBottom(page)).toBe(true);
     // Beside the channel, the operator panel has the job's timeline: webhooks, edits, finished.
     const job = page.locator('#timeline .job').first();
@@ -276,7 +279,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       .toBe(1);
   });
 
-  it('/upscale with an image: the four results once, as one 2×2 gallery; the input image is not a result', async () => {
+  it('/upscale with an image: the four results once, as one gallery in the card; the input image is not a result', async () => {
     await pickCommand(page, 'upscale');
     await chip(page, 'prompt').fill('a cat');
     await page.setInputFiles('#file-input', { name: 'input-cat.png', mimeType: 'image/png', buffer: PNG });
@@ -296,19 +299,11 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     expect(shown).toHaveLength(4);
     expect(new Set(shown).size).toBe(4);
     expect(shown.some((s) => s.includes('input-cat'))).toBe(false);
-    expect(await lastMessage(page).locator('.embed-gallery.n4 img').count()).toBe(4);
-    // Fields: `inline: false` ones have their own row (grid-column 1 / 13).
-    const columns = await lastMessage(page)
-      .locator('.embed-field')
-      .evaluateAll((fields) =>
-        fields.map((f) => [
-          f.querySelector('.embed-field-name')?.textContent,
-          (f as unknown as { style: { gridColumn: string } }).style.gridColumn,
-        ]),
-      );
-    const url = columns.find(([name]) => name === 'Image URL');
-    expect(url?.[1]).toBe('1 / 13');
-    expect(columns.find(([name]) => name === 'Task ID')?.[1]).not.toBe('1 / 13');
+    // One gallery of the four images inside the card; the input image is a parameter link.
+    const card = lastMessage(page).locator('.v2-container');
+    expect(await card.locator('.mosaic.n4 img').count()).toBe(4);
+    expect(await card.locator('a', { hasText: 'input-cat.png' }).count()).toBe(1);
+    expect(await card.innerText()).toContain('Image URL:');
   });
 
   it('a Components V2 card (fixture): container, gallery, files with players, section with a button', async () => {

@@ -17,10 +17,17 @@ import {
   progressBar,
   renderJob,
   renderJobSummaryLine,
+  renderRemoved,
   safeHttpUrl,
   truncate,
+  editBody,
+  isCard,
+  type CardPayload,
+  type ClassicPayload,
   type MessagePayload,
 } from '../src/services/discord/render.js';
+import { translator } from '../src/i18n/index.js';
+import { componentCount, messageText, textDisplayLength, walkComponents } from './helpers/message-text.js';
 import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { JobRecord, JobState } from '../src/services/store/types.js';
 
@@ -119,18 +126,25 @@ function resultUrls(result: TaskOutputs): string[] {
 
 /** All places a URL can show up in a message, as one searchable text. */
 function everything(p: MessagePayload): string {
-  const parts: string[] = [p.content];
-  for (const e of p.embeds) {
-    parts.push(e.title ?? '', e.description ?? '', e.url ?? '', e.image?.url ?? '', e.thumbnail?.url ?? '');
-    parts.push(e.footer?.text ?? '', e.author?.name ?? '');
-    for (const f of e.fields ?? []) parts.push(f.name, f.value);
-  }
-  for (const b of buttons(p)) if (b.style === ButtonStyle.Link) parts.push(b.url);
-  return parts.join('\n');
+  return messageText(p);
+}
+
+/** A classic message (waiting, running): fails the test when it is a card. */
+function classic(p: MessagePayload): ClassicPayload {
+  if (isCard(p)) throw new Error('expected a classic message, got a card');
+  return p;
+}
+
+/** A Components V2 card: fails the test when it is a classic message. */
+function asCard(p: MessagePayload): CardPayload {
+  if (!isCard(p)) throw new Error('expected a card, got a classic message');
+  return p;
 }
 
 function buttons(p: MessagePayload): APIButtonComponent[] {
-  return p.components.flatMap((r) => r.components);
+  return walkComponents(p.components).filter(
+    (c): c is APIButtonComponent & Record<string, unknown> => c['type'] === ComponentType.Button,
+  );
 }
 
 function linkButtons(p: MessagePayload): { label: string; url: string }[] {
@@ -152,11 +166,67 @@ function actionLabels(p: MessagePayload): string[] {
 }
 
 function descriptions(p: MessagePayload): string {
-  return p.embeds.map((e) => e.description ?? '').join('\n');
+  return classic(p)
+    .embeds.map((e) => e.description ?? '')
+    .join('\n');
+}
+
+/** The card's Text Displays, joined. */
+function cardText(p: MessagePayload): string {
+  return walkComponents(asCard(p).components)
+    .filter((c) => c['type'] === ComponentType.TextDisplay)
+    .map((c) => String(c['content']))
+    .join('\n');
+}
+
+/** The URLs of the card's gallery, in order. */
+function galleryUrls(p: MessagePayload): string[] {
+  return walkComponents(asCard(p).components)
+    .filter((c) => c['type'] === ComponentType.MediaGallery)
+    .flatMap((c) => (c['items'] as { media: { url: string } }[]).map((i) => i.media.url));
+}
+
+/** Checks every Components V2 rule by hand (the OpenAPI file does not describe the flag or the totals). */
+function expectCardWithinLimits(p: CardPayload): void {
+  expect(Object.keys(p).sort()).toEqual(['allowed_mentions', 'components', 'flags']);
+  expect(p.flags).toBe(1 << 15);
+  expect(p.allowed_mentions).toEqual({ parse: [] });
+  expect(p.components).toHaveLength(1);
+  expect(p.components[0].type).toBe(ComponentType.Container);
+  expect(componentCount(p)).toBeLessThanOrEqual(40);
+  expect(textDisplayLength(p)).toBeLessThanOrEqual(4000);
+  const all = walkComponents(p.components);
+  for (const c of all) {
+    if (c['type'] === ComponentType.TextDisplay) expect(String(c['content']).trim()).not.toBe('');
+    if (c['type'] === ComponentType.MediaGallery) {
+      const items = c['items'] as { media: { url: string } }[];
+      expect(items.length).toBeGreaterThan(0);
+      expect(items.length).toBeLessThanOrEqual(10);
+      for (const i of items) {
+        expect(isHttpUrl(i.media.url)).toBe(true);
+        expect(i.media.url.length).toBeLessThanOrEqual(LIMITS.embedUrl);
+      }
+    }
+    if (c['type'] === ComponentType.ActionRow) {
+      const n = (c['components'] as unknown[]).length;
+      expect(n).toBeGreaterThan(0);
+      expect(n).toBeLessThanOrEqual(LIMITS.buttonsPerRow);
+    }
+  }
+  const ids = customIds(p);
+  expect(new Set(ids).size).toBe(ids.length);
+  for (const b of buttons(p)) {
+    if (b.style === ButtonStyle.Premium) continue;
+    expect((b.label ?? '').length).toBeGreaterThan(0);
+    expect((b.label ?? '').length).toBeLessThanOrEqual(LIMITS.buttonLabel);
+    if (b.style === ButtonStyle.Link) expect(b.url.length).toBeLessThanOrEqual(LIMITS.buttonUrl);
+    else expect(b.custom_id.length).toBeLessThanOrEqual(LIMITS.customId);
+  }
+  for (const m of everything(p).matchAll(/(?<!\\)\]\(([^)\s]*)\)/g)) expect(m[1]).toMatch(/^https?:\/\//);
 }
 
 /** Checks every Discord limit by hand (independently of the OpenAPI schema). */
-function expectWithinLimits(p: MessagePayload): void {
+function expectWithinLimits(p: ClassicPayload): void {
   expect(Object.keys(p).sort()).toEqual(['allowed_mentions', 'components', 'content', 'embeds']);
   expect(p.allowed_mentions).toEqual({ parse: [] });
   expect(p.content.length).toBeLessThanOrEqual(LIMITS.content);
@@ -250,8 +320,8 @@ function loadValidators(): void {
 }
 
 function expectValid(p: MessagePayload): void {
-  // What goes on the wire is the JSON text.
-  const body: unknown = JSON.parse(JSON.stringify(p));
+  // What goes on the wire is the JSON text of the edit (a card clears the classic fields).
+  const body: unknown = JSON.parse(JSON.stringify(editBody(p)));
   for (const [path, validate] of validators) {
     const ok = validate(body);
     expect(
@@ -260,11 +330,15 @@ function expectValid(p: MessagePayload): void {
   }
 }
 
-function check(p: MessagePayload): MessagePayload {
-  expectWithinLimits(p);
+function check<P extends MessagePayload>(p: P): P {
+  if (isCard(p)) expectCardWithinLimits(p);
+  else expectWithinLimits(p);
   expectValid(p);
   return p;
 }
+
+const checkClassic = (p: MessagePayload): ClassicPayload => check(classic(p));
+const checkCard = (p: MessagePayload): CardPayload => check(asCard(p));
 
 beforeAll(() => {
   loadValidators();
@@ -378,7 +452,7 @@ describe('renderJob: pending and processing', () => {
   };
 
   it.each(ops)('%s submitting', (op) => {
-    const p = check(renderJob(makeJob(op, 'submitting'), T0 + 1000));
+    const p = checkClassic(renderJob(makeJob(op, 'submitting'), T0 + 1000));
     expect(p.embeds).toHaveLength(1);
     expect(p.embeds[0]?.title).toBe(titles[op]);
     expect(p.embeds[0]?.color).toBe(COLORS.queued);
@@ -389,7 +463,7 @@ describe('renderJob: pending and processing', () => {
   });
 
   it.each(ops)('%s queued shows the task id and the parameters', (op) => {
-    const p = check(renderJob(makeJob(op, 'queued', { taskId: 'task-xyz' }), T0 + 1000));
+    const p = checkClassic(renderJob(makeJob(op, 'queued', { taskId: 'task-xyz' }), T0 + 1000));
     expect(p.embeds[0]?.title).toBe(titles[op]);
     expect(p.embeds[0]?.color).toBe(COLORS.queued);
     expect(p.content + descriptions(p)).toContain('Queued…');
@@ -403,7 +477,7 @@ describe('renderJob: pending and processing', () => {
   });
 
   it('escapes markdown in user parameters and shows URL parameters as URLs', () => {
-    const p = check(renderJob(makeJob('upscale', 'queued'), T0));
+    const p = checkClassic(renderJob(makeJob('upscale', 'queued'), T0));
     const fields = p.embeds[0]?.fields ?? [];
     expect(fields.find((f) => f.name === 'Prompt')?.value).toBe('a \\*cat\\* on a \\_mat\\_');
     expect(fields.find((f) => f.name === 'Image URL')?.value).toBe('https://cdn.example.com/in/source.png');
@@ -412,7 +486,7 @@ describe('renderJob: pending and processing', () => {
 
   it.each(ops)('%s processing shows the bar, percentage and elapsed time', (op) => {
     const job = makeJob(op, 'processing', { taskId: 'task-1', percentage: 30 });
-    const p = check(renderJob(job, T0 + 65_000));
+    const p = checkClassic(renderJob(job, T0 + 65_000));
     const text = p.content + '\n' + descriptions(p);
     expect(text).toContain('███░░░░░░░ 30%');
     expect(text).toContain('elapsed 1m 05s');
@@ -425,92 +499,111 @@ describe('renderJob: pending and processing', () => {
       percentage: 50,
       statusText: 'Preparing *images* @everyone',
     });
-    const p = check(renderJob(job, T0 + 5000));
+    const p = checkClassic(renderJob(job, T0 + 5000));
     expect(descriptions(p)).toContain('Preparing \\*images\\*');
     expect(JSON.stringify(p)).not.toContain('@everyone');
   });
 });
 
-describe('renderJob: finished', () => {
-  it.each(['upscale', 'song', 'video', 'upload'] as const)('%s: every result URL is in the message', (op) => {
-    const job = finished(op);
-    const p = check(renderJob(job, T0 + 70_000));
-    expect(p.embeds[0]?.color).toBe(COLORS.finished);
-    const all = everything(p);
-    for (const url of resultUrls(RESULTS[op])) expect(all).toContain(url);
+describe('renderJob: finished (a Components V2 card)', () => {
+  it.each(['upscale', 'song', 'video', 'upload'] as const)(
+    '%s: a card, no content or embeds, every result URL in it',
+    (op) => {
+      const p = checkCard(renderJob(finished(op), T0 + 70_000));
+      expect(p.components[0].accent_color).toBe(COLORS.finished);
+      expect('content' in p || 'embeds' in p).toBe(false);
+      const all = everything(p);
+      for (const url of resultUrls(RESULTS[op])) expect(all).toContain(url);
+    },
+  );
+
+  it('says who ran it without pinging, the parameters, that it is AI-generated, and the job', () => {
+    const p = checkCard(renderJob(finished('video'), T0));
+    const text = cardText(p);
+    expect(text).toContain(`by <@${USER}>`);
+    expect(p.allowed_mentions).toEqual({ parse: [] });
+    expect(text).toContain('AI-generated');
+    expect(text).toContain('took 1m 05s');
+    expect(text).toContain('**Prompt:** pan left');
+    expect(text).toContain('**Aspect ratio:** 16:9');
+    expect(text).toContain('**Enhance prompt:** yes');
+    expect(text).toContain('Job job_abc123');
+    expect(text).toContain('`task-video-1`');
   });
 
-  it('upscale: one embed per image sharing the url (gallery), seed, link buttons and upscale again', () => {
-    const p = check(renderJob(finished('upscale'), T0));
-    expect(p.embeds).toHaveLength(4);
-    expect(p.embeds.map((e) => e.image?.url)).toEqual([img(1), img(2), img(3), img(4)]);
-    expect(new Set(p.embeds.map((e) => e.url)).size).toBe(1);
-    expect(p.embeds[0]?.fields?.find((f) => f.name === 'Seed')?.value).toBe('424242');
-    expect(linkButtons(p).map((b) => b.label)).toEqual(['Image 1', 'Image 2', 'Image 3', 'Image 4']);
-    expect(linkButtons(p).map((b) => b.url)).toEqual([img(1), img(2), img(3), img(4)]);
+  it('the task and song ids a member copies into a command are code spans', () => {
+    const job = finished('song');
+    job.params = { task_id: 'parent-task-1', song_id: 'song-a', continue_at: 30 };
+    const text = cardText(checkCard(renderJob(job, T0)));
+    expect(text).toContain('**Source task:** `parent-task-1`');
+    expect(text).toContain('**Song ID:** `song-a`');
+    expect(text).toContain('**Continue at:** 30');
+  });
+
+  it('a parameter link whose name is not UTF-8 (%C3) or has none still renders, named by its file or host', () => {
+    const job = finished('upscale');
+    job.params = { ...job.params, image_url: 'https://cdn.example.com/in/%C3.png' };
+    expect(cardText(checkCard(renderJob(job, T0)))).toContain('(https://cdn.example.com/in/%C3.png)');
+    job.params = { ...job.params, image_url: 'https://cdn.example.com/' };
+    expect(cardText(checkCard(renderJob(job, T0)))).toContain('[cdn.example.com](https://cdn.example.com/)');
+  });
+
+  it('names the parent job it extends, once, as a link', () => {
+    const link = 'https://discord.com/channels/333333333333333333/222222222222222222/555555555555555555';
+    const job = finished('video');
+    job.params = { ...job.params, extended_from: link };
+    const text = cardText(checkCard(renderJob(job, T0)));
+    expect(text).toContain(`Extended from ${link}`);
+    expect(text.split(link)).toHaveLength(2);
+  });
+
+  it('upscale: the images in one gallery, the seed, upscale again', () => {
+    const p = checkCard(renderJob(finished('upscale'), T0));
+    expect(galleryUrls(p)).toEqual([img(1), img(2), img(3), img(4)]);
+    expect(cardText(p)).toContain('Upscaled images (4)');
+    expect(cardText(p)).toContain('**Seed:** 424242');
+    // The input image is a parameter: a short link, not a gallery item.
+    expect(cardText(p)).toContain('[source.png](https://cdn.example.com/in/source.png)');
     const ids = customIds(p);
     expect(ids).toEqual(['next:upscale-again:job_abc123']);
     expect(parseNextStepId(ids[0] ?? '')).toEqual({ kind: 'upscale-again', jobId: 'job_abc123' });
     expect(actionLabels(p)).toEqual(['Upscale again']);
   });
 
-  it('upscale with 12 images: ≤ 10 embeds, ≤ 5 rows, every image still reachable', () => {
+  it('upscale with 12 images: 10 in the gallery, the other two as links', () => {
     const urls = Array.from({ length: 12 }, (_, i) => img(i + 1));
-    const p = check(renderJob(finished('upscale', { kind: 'upscale', imageUrls: urls, seed: 1 }), T0));
-    expect(p.embeds).toHaveLength(10);
-    // Galleries of 4: embeds 1-4, 5-8, 9-10 each share a url.
-    expect(p.embeds.map((e) => e.url)).toEqual([
-      img(1),
-      img(1),
-      img(1),
-      img(1),
-      img(5),
-      img(5),
-      img(5),
-      img(5),
-      img(9),
-      img(9),
-    ]);
-    const all = everything(p);
-    for (const u of urls) expect(all).toContain(u);
-    expect(linkButtons(p)).toHaveLength(12);
+    const p = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: urls, seed: 1 }), T0));
+    expect(galleryUrls(p)).toEqual(urls.slice(0, 10));
+    expect(cardText(p)).toContain(`[Image 11](${img(11)})`);
+    expect(cardText(p)).toContain(`[Image 12](${img(12)})`);
     expect(customIds(p)).toEqual(['next:upscale-again:job_abc123']);
   });
 
   it('upscale with 40 images stays within limits and keeps every URL', () => {
     const urls = Array.from({ length: 40 }, (_, i) => img(i + 1));
-    const p = check(renderJob(finished('upscale', { kind: 'upscale', imageUrls: urls }), T0));
+    const p = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: urls }), T0));
     const all = everything(p);
     for (const u of urls) expect(all).toContain(u);
     expect(customIds(p)).toHaveLength(1);
   });
 
-  it('song: two song embeds, video in content, audio/video buttons and extend buttons', () => {
-    const p = check(renderJob(finished('song'), T0));
+  it('song: the covers in the gallery, audio/video links and song ids per song, lyrics escaped, extend buttons', () => {
+    const p = checkCard(renderJob(finished('song'), T0));
     const out = RESULTS.song as Extract<TaskOutputs, { kind: 'song' }>;
-    expect(p.content).toContain('https://cdn.example.com/song/mix.mp4');
-    const songEmbeds = p.embeds.filter((e) => /^Song \d+$/.test(e.title ?? ''));
-    expect(songEmbeds.map((e) => e.title)).toEqual(['Song 1', 'Song 2']);
-    expect(songEmbeds[0]?.fields?.find((f) => f.name === 'Song ID')?.value).toBe('`song-1-id`');
-    expect(songEmbeds[1]?.fields?.find((f) => f.name === 'Song ID')?.value).toBe('`song-2-id`');
-    expect(songEmbeds[0]?.thumbnail?.url).toBe(out.songs[0]?.imageUrl);
-    expect(songEmbeds[1]?.thumbnail?.url).toBe(out.songs[1]?.imageUrl);
+    expect(galleryUrls(p)).toEqual(out.songs.map((s) => s.imageUrl));
+    const text = cardText(p);
+    expect(text).toContain('[Video](https://cdn.example.com/song/mix.mp4)');
+    expect(text).toContain(
+      '**Song 1** · 🎧 [Audio](https://cdn.example.com/song/1.mp3) · 🎬 [Video](https://cdn.example.com/song/1.mp4) · Song ID `song-1-id`',
+    );
+    expect(text).toContain('Song ID `song-2-id`');
     // Lyrics are escaped: no heading, no mention.
-    expect(songEmbeds[0]?.description).toContain('\\[Verse 1\\]');
-    expect(songEmbeds[0]?.description).toContain('\\# not a heading');
-    expect(songEmbeds[0]?.description).toContain('\\<@1\\>');
+    expect(text).toContain('\\[Verse 1\\]');
+    expect(text).toContain('\\# not a heading');
+    expect(text).toContain('\\<@1\\>');
     expect(JSON.stringify(p)).not.toContain('@everyone');
-    expect(linkButtons(p)).toEqual([
-      { label: 'Audio 1', url: 'https://cdn.example.com/song/1.mp3' },
-      { label: 'Audio 2', url: 'https://cdn.example.com/song/2.mp3' },
-      { label: 'Video', url: 'https://cdn.example.com/song/mix.mp4' },
-    ]);
     expect(customIds(p)).toEqual(['next:extend-song:job_abc123:0', 'next:extend-song:job_abc123:1']);
     expect(actionLabels(p)).toEqual(['Extend song 1', 'Extend song 2']);
-    expect(customIds(p).map((id) => parseNextStepId(id))).toEqual([
-      { kind: 'extend-song', jobId: 'job_abc123', songIndex: 0 },
-      { kind: 'extend-song', jobId: 'job_abc123', songIndex: 1 },
-    ]);
   });
 
   it('song with 20k-character lyrics on both songs stays within every limit', () => {
@@ -540,57 +633,169 @@ describe('renderJob: finished', () => {
     };
     const job = finished('song', out);
     job.params = { ...job.params, note: 'y'.repeat(5000) };
-    const p = check(renderJob(job, T0));
-    const songEmbeds = p.embeds.filter((e) => /^Song \d+$/.test(e.title ?? ''));
-    for (const e of songEmbeds) expect(e.description).toMatch(/…$/);
+    const p = checkCard(renderJob(job, T0));
+    expect(cardText(p)).toMatch(/…/);
     const all = everything(p);
     for (const url of resultUrls(out)) expect(all).toContain(url);
   });
 
-  it('video: URL in the content, parameters embed, open button and extend again', () => {
-    const p = check(renderJob(finished('video'), T0));
-    const url = 'https://cdn.example.com/video/out.mp4';
-    expect(p.content.split('\n')).toContain(url);
-    expect(p.embeds).toHaveLength(1);
-    expect(p.embeds[0]?.fields?.find((f) => f.name === 'Prompt')?.value).toBe('pan left');
-    expect(p.embeds[0]?.fields?.find((f) => f.name === 'Aspect ratio')?.value).toBe('16:9');
-    expect(linkButtons(p)).toEqual([{ label: 'Open video', url }]);
+  it('video: the video as a link, extend again', () => {
+    const p = checkCard(renderJob(finished('video'), T0));
+    expect(cardText(p)).toContain('🎬 [Open video](https://cdn.example.com/video/out.mp4)');
+    expect(galleryUrls(p)).toEqual([]);
     expect(customIds(p)).toEqual(['next:extend-video:job_abc123']);
     expect(actionLabels(p)).toEqual(['Extend again']);
   });
 
   it('upload: message and expiry as relative, absolute and ISO time; no next step', () => {
-    const p = check(renderJob(finished('upload'), T0));
+    const p = checkCard(renderJob(finished('upload'), T0));
     const unix = Date.parse('2025-01-09T03:04:05.000Z') / 1000;
-    const d = descriptions(p);
+    const d = cardText(p);
     expect(d).toContain('Images prepared');
     expect(d).toContain(`<t:${unix}:R>`);
     expect(d).toContain(`<t:${unix}:F>`);
     expect(d).toContain('2025-01-09T03:04:05.000Z');
-    expect(p.components).toEqual([]);
+    expect(buttons(p)).toEqual([]);
   });
 
   it('upload with an unparseable expiry still shows the text', () => {
-    const p = check(renderJob(finished('upload', { kind: 'upload', message: 'ok', expiresAt: 'soon' }), T0));
-    expect(descriptions(p)).toContain('`soon`');
+    const p = checkCard(
+      renderJob(finished('upload', { kind: 'upload', message: 'ok', expiresAt: 'soon' }), T0),
+    );
+    expect(cardText(p)).toContain('`soon`');
   });
 
-  it('finished without a result renders a plain finished message', () => {
-    const p = check(renderJob(makeJob('video', 'finished'), T0));
-    expect(p.embeds[0]?.color).toBe(COLORS.finished);
-    expect(p.content).toContain('finished');
+  it('finished without a result renders a plain finished card', () => {
+    const p = checkCard(renderJob(makeJob('video', 'finished'), T0));
+    expect(p.components[0].accent_color).toBe(COLORS.finished);
+    expect(cardText(p)).toContain('Finished, but the service sent no result.');
+  });
+});
+
+describe('result cards: limits', () => {
+  it('100 images behind 1500-character links: 10 in the gallery, links trimmed with "… and N more"', () => {
+    const urls = Array.from(
+      { length: 100 },
+      (_, i) => `https://cdn.example.com/${String(i).padStart(3, '0')}/${'z'.repeat(1500)}.png`,
+    );
+    const p = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: urls }), T0));
+    expect(galleryUrls(p)).toEqual(urls.slice(0, 10));
+    const text = cardText(p);
+    const linked = urls.slice(10).filter((u) => text.includes(u)).length;
+    expect(linked).toBeGreaterThan(0);
+    expect(text).toContain(`… and ${90 - linked} more`);
+    expect(customIds(p)).toEqual(['next:upscale-again:job_abc123']);
+  });
+
+  it('a 4000-character prompt and 20 extra parameters: the parameters give way, the links stay', () => {
+    const job = finished('video');
+    job.params = {
+      ...job.params,
+      prompt: 'p'.repeat(4000),
+      ...Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`extra_${i}`, 'v'.repeat(300)])),
+    };
+    const p = checkCard(renderJob(job, T0));
+    expect(everything(p)).toContain('https://cdn.example.com/video/out.mp4');
+    expect(cardText(p)).toMatch(/… and \d+ more/);
+    expect(customIds(p)).toEqual(['next:extend-video:job_abc123']);
+  });
+
+  it('every card is within the V2 limits, for every operation and state that is a card', () => {
+    for (const op of ['upscale', 'song', 'video', 'upload'] as const) {
+      checkCard(renderJob(finished(op), T0));
+      checkCard(renderJob(makeJob(op, 'failed', { error: { code: 'x', message: 'no' } }), T0));
+    }
+  });
+});
+
+describe('result cards: languages', () => {
+  it("speak the server's language (job.locale): German", () => {
+    const job = { ...finished('upscale'), locale: 'de' };
+    const p = checkCard(renderJob(job, T0));
+    const text = cardText(p);
+    expect(text).toContain('Hochskalierte Bilder (4)');
+    expect(text).toContain(`von <@${USER}>`);
+    expect(text).toContain('KI-generiert');
+    expect(text).toContain('Auftrag job_abc123');
+    expect(actionLabels(p)).toEqual(['Erneut hochskalieren']);
+  });
+
+  it('Japanese, failed: title, advice and Retry', () => {
+    const job = makeJob('song', 'failed', {
+      locale: 'ja',
+      error: { code: 'service_rejected', message: 'no' },
+    });
+    const p = checkCard(renderJob(job, T0));
+    expect(cardText(p)).toContain('失敗');
+    expect(actionLabels(p)).toEqual(['再試行']);
+    const ja = checkCard(renderJob({ ...finished('video'), locale: 'ja' }, T0));
+    expect(cardText(ja)).toContain('AI 生成');
+    expect(actionLabels(ja)).toEqual(['さらに延長']);
+  });
+
+  it('a server locale the bot does not speak reads English; a translator passed in wins', () => {
+    expect(cardText(renderJob({ ...finished('video'), locale: 'ko' }, T0))).toContain('AI-generated');
+    expect(cardText(renderJob(finished('video'), T0, translator('fr')))).toContain('Généré par IA');
+  });
+});
+
+describe('removed results', () => {
+  it('a removed job renders, in every state, a card saying only that a moderator removed it', () => {
+    const removed = { at: T0, by: '999999999999999999' };
+    for (const job of [
+      { ...finished('upscale'), removed },
+      { ...finished('song'), removed },
+      makeJob('video', 'processing', { removed }),
+      makeJob('video', 'failed', { removed, error: { code: 'x', message: 'secret error' } }),
+    ]) {
+      const p = checkCard(renderJob(job, T0));
+      expect(cardText(p)).toBe('🚫 This result was removed by a moderator.');
+      expect(buttons(p)).toEqual([]);
+      expect(galleryUrls(p)).toEqual([]);
+      const all = JSON.stringify(p);
+      expect(all).not.toContain('https://');
+      expect(all).not.toContain('cat');
+      expect(all).not.toContain(USER);
+    }
+  });
+
+  it('renderRemoved is that card, in the language asked for', () => {
+    const job = { ...finished('video'), locale: 'de' };
+    // Ready to PATCH over a classic message: the card, its classic fields cleared.
+    expect(renderRemoved(job)).toEqual(editBody(renderJob({ ...job, removed: { at: T0, by: '1' } }, T0)));
+    expect(renderRemoved(job)).toMatchObject({ content: null, embeds: null, flags: 1 << 15 });
+    expectValid(renderRemoved(job));
+    expect(cardText(renderRemoved(job))).toContain('Moderator');
+    expect(messageText(renderRemoved(job, translator('ja')))).toContain('モデレーター');
+    // A message whose record is gone: the server's language is not known, English.
+    expect(messageText(renderRemoved())).toBe('🚫 This result was removed by a moderator.');
+  });
+});
+
+describe('AutoMod withheld text', () => {
+  it('public renders leave out the prompt once textWithheld is set; other parameters stay', () => {
+    const job = { ...finished('upscale'), textWithheld: true };
+    const card = checkCard(renderJob(job, T0));
+    expect(cardText(card)).not.toContain('cat');
+    expect(cardText(card)).not.toContain('Prompt');
+    expect(cardText(card)).toContain('**Resemblance:** 50');
+    const running = checkClassic(renderJob({ ...makeJob('video', 'processing'), textWithheld: true }, T0));
+    expect(JSON.stringify(running)).not.toContain('pan left');
+    expect(JSON.stringify(running)).toContain('16:9');
+    // Without the flag the prompt is shown.
+    expect(cardText(renderJob(finished('upscale'), T0))).toContain('a \\*cat\\* on a \\_mat\\_');
   });
 });
 
 describe('renderJob: untrusted URLs', () => {
   it('a 600-character URL is never a button but stays in the message as a link', () => {
     const long = `https://cdn.example.com/${'a'.repeat(600)}.mp4`;
-    const p = check(renderJob(finished('video', { kind: 'video', videoUrl: long }), T0));
+    const p = checkCard(renderJob(finished('video', { kind: 'video', videoUrl: long }), T0));
     expect(linkButtons(p)).toEqual([]);
     expect(everything(p)).toContain(long);
     expect(customIds(p)).toEqual(['next:extend-video:job_abc123']);
 
-    const song = check(
+    const song = checkCard(
       renderJob(
         finished('song', {
           kind: 'song',
@@ -599,12 +804,10 @@ describe('renderJob: untrusted URLs', () => {
         T0,
       ),
     );
-    expect(linkButtons(song)).toEqual([]);
     expect(everything(song)).toContain(long);
 
-    const up = check(renderJob(finished('upscale', { kind: 'upscale', imageUrls: [long, img(2)] }), T0));
-    expect(linkButtons(up).map((b) => b.label)).toEqual(['Image 2']);
-    expect(up.embeds[0]?.image?.url).toBe(long);
+    const up = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: [long, img(2)] }), T0));
+    expect(galleryUrls(up)).toEqual([long, img(2)]);
   });
 
   it('odd but http(s) URLs are normalised into valid URIs', () => {
@@ -615,32 +818,30 @@ describe('renderJob: untrusted URLs', () => {
       'https://bücher.example/a.png',
       'https://user:secret@cdn.example.com/a.png',
     ];
-    const p = check(renderJob(finished('upscale', { kind: 'upscale', imageUrls: odd }), T0));
-    expect(p.embeds).toHaveLength(odd.length);
-    expect(linkButtons(p)).toHaveLength(odd.length);
+    const p = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: odd }), T0));
+    expect(galleryUrls(p)).toHaveLength(odd.length);
     expect(JSON.stringify(p)).not.toContain('secret');
   });
 
-  it('a URL longer than an embed allows is kept as a text link only', () => {
+  it('a URL longer than a gallery item allows is kept as a text link only', () => {
     const huge = `https://cdn.example.com/${'b'.repeat(2100)}.png`;
-    const p = check(renderJob(finished('upscale', { kind: 'upscale', imageUrls: [huge, img(2)] }), T0));
-    expect(everything(p)).toContain(huge);
-    expect(p.embeds.every((e) => e.image?.url !== huge && e.url !== huge)).toBe(true);
+    const p = checkCard(renderJob(finished('upscale', { kind: 'upscale', imageUrls: [huge, img(2)] }), T0));
+    expect(cardText(p)).toContain(huge);
+    expect(galleryUrls(p)).toEqual([img(2)]);
   });
 
   it('javascript: and other non-http URLs are dropped everywhere', () => {
     const evil = 'javascript:alert(document.cookie)';
-    const ups = check(
+    const ups = checkCard(
       renderJob(
         finished('upscale', { kind: 'upscale', imageUrls: [evil, img(2), 'data:image/png;base64,AAAA'] }),
         T0,
       ),
     );
-    expect(ups.embeds.map((e) => e.image?.url)).toEqual([img(2)]);
-    expect(linkButtons(ups).map((b) => b.label)).toEqual(['Image 2']);
+    expect(galleryUrls(ups)).toEqual([img(2)]);
     expect(JSON.stringify(ups)).not.toContain('data:image');
 
-    const song = check(
+    const song = checkCard(
       renderJob(
         finished('song', {
           kind: 'song',
@@ -653,9 +854,9 @@ describe('renderJob: untrusted URLs', () => {
     expect(linkButtons(song)).toEqual([]);
     expect(JSON.stringify(song)).not.toMatch(/javascript:|vbscript:/i);
 
-    const vid = check(renderJob(finished('video', { kind: 'video', videoUrl: evil }), T0));
-    expect(linkButtons(vid)).toEqual([]);
-    expect(vid.content).not.toContain('javascript');
+    const vid = checkCard(renderJob(finished('video', { kind: 'video', videoUrl: evil }), T0));
+    expect(JSON.stringify(vid)).not.toContain('javascript');
+    expect(cardText(vid)).toContain('The service returned no video URL.');
   });
 
   it('fitToDiscordLimits drops unsafe embed/button URLs it is handed directly', () => {
@@ -713,7 +914,7 @@ describe('renderJob: untrusted URLs', () => {
   });
 });
 
-describe('renderJob: failed', () => {
+describe('renderJob: failed (a card)', () => {
   const advice: [string, RegExp][] = [
     ['service_rejected', /fix the input and run the command again/i],
     ['service_auth', /API key was rejected — ask an admin; nothing was charged/],
@@ -721,29 +922,29 @@ describe('renderJob: failed', () => {
     ['service_unavailable', /try again later/i],
     ['timed_out', /\/tasks/],
     ['not_confirmed', /never confirmed this job.*credits were returned/i],
-    [
-      'service_out_of_credits',
-      /unavailable for now \(the operator has been told\)\. Your credits were returned/,
-    ],
-    ['service_busy', /try again later\. Your credits were returned/i],
+    ['service_out_of_credits', /unavailable for now: try again later\. Nothing was charged/],
+    ['service_busy', /try again later/i],
+    ['restart_during_submit', /restarted while submitting/],
     ['something_new', /try again later/i],
   ];
 
-  it.each(advice)('%s: red embed, error text and advice', (code, re) => {
+  it.each(advice)('%s: red card, error text, advice and Retry', (code, re) => {
     const job = makeJob('song', 'failed', {
       taskId: 'task-failed-1',
       error: { code, message: 'Service said no' },
     });
-    const p = check(renderJob(job, T0));
-    const e = p.embeds[0];
-    expect(e?.color).toBe(COLORS.failed);
-    expect(e?.title).toBe('Song extension failed');
-    expect(e?.description).toContain('Service said no');
-    expect(e?.fields?.find((f) => f.name === 'What you can do')?.value).toMatch(re);
-    expect(e?.fields?.find((f) => f.name === 'Task ID')?.value).toBe('`task-failed-1`');
+    const p = checkCard(renderJob(job, T0));
+    expect(p.components[0].accent_color).toBe(COLORS.failed);
+    const text = cardText(p);
+    expect(text).toContain('Song extension failed');
+    expect(text).toContain('Service said no');
+    expect(text).toContain('**What you can do**');
+    expect(text).toMatch(re);
+    expect(text).toContain(`**Error code:** \`${code}\``);
+    expect(text).toContain('`task-failed-1`');
+    expect(text).not.toContain('AI-generated');
     // A failed job's one button: Retry (same parameters, new job).
-    const ids = p.components.flatMap((r) => r.components).map((b) => ('custom_id' in b ? b.custom_id : ''));
-    expect(ids).toEqual([`next:retry:${job.id}`]);
+    expect(customIds(p)).toEqual([`next:retry:${job.id}`]);
   });
 
   it('several service messages are each shown, escaped, without mentions', () => {
@@ -751,24 +952,23 @@ describe('renderJob: failed', () => {
     const job = makeJob('upscale', 'failed', {
       error: { code: 'service_rejected', message: details.join('\n'), details },
     });
-    const p = check(renderJob(job, T0));
-    const d = descriptions(p);
+    const d = cardText(checkCard(renderJob(job, T0)));
     expect(d).toContain('• image\\_url is \\*invalid\\*');
     expect(d).toContain('• prompt too long \\<@&999\\>');
     expect(d).not.toContain('@here');
     expect(d).toContain('\\[x\\]');
-    expect(p.embeds[0]?.fields?.some((f) => f.name === 'Task ID')).toBe(false);
+    expect(d).not.toContain('Task ID');
   });
 
   it('a huge error message is truncated within limits', () => {
     const job = makeJob('video', 'failed', { error: { code: 'service_error', message: 'e'.repeat(50_000) } });
-    const p = check(renderJob(job, T0));
-    expect(descriptions(p)).toMatch(/…$/);
+    expect(cardText(checkCard(renderJob(job, T0)))).toMatch(/e…/);
   });
 
   it('failed without an error object still renders', () => {
-    const p = check(renderJob(makeJob('upload', 'failed'), T0));
-    expect(p.embeds[0]?.color).toBe(COLORS.failed);
+    const p = checkCard(renderJob(makeJob('upload', 'failed'), T0));
+    expect(p.components[0].accent_color).toBe(COLORS.failed);
+    expect(cardText(p)).toContain('Unknown error.');
   });
 });
 

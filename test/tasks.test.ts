@@ -9,16 +9,14 @@ import { translator } from '../src/i18n/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { controls, customIds, isCardMessage, messageText } from './helpers/message-text.js';
 
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
 const MEMBER = String(1n << 11n);
 const MANAGE = String((1n << 5n) | (1n << 11n));
 
 function buttons(m: FakeMessage): { custom_id: string; label: string; disabled?: boolean }[] {
-  const rows = (m.data['components'] ?? []) as {
-    components?: { custom_id: string; label: string; disabled?: boolean }[];
-  }[];
-  return rows.flatMap((r) => r.components ?? []);
+  return controls<{ custom_id: string; label: string; disabled?: boolean }>(m);
 }
 const lineCount = (m: FakeMessage) => String(m.data['content']).split('\n').length - 1;
 
@@ -135,9 +133,25 @@ describe('/tasks job centre', () => {
     for (const id of [job?.taskId ?? '', job?.id ?? '']) {
       const own = await h.fake.sendCommand({ name: 'tasks', userId: carol, options: { id } }).message(10_000);
       expect(own.ephemeral).toBe(true);
-      expect(text(own)).toContain('Timeline');
-      expect(buttons(own).map((b) => b.label)).toEqual(expect.arrayContaining(['Re-post', 'Refresh']));
+      // The result card itself, ephemeral (64 | 1 << 15), nothing beside it, each custom_id once.
+      expect(own.flags & (64 | 32768)).toBe(64 | 32768);
+      expect(own.content).toBe('');
+      expect(own.embeds).toEqual([]);
+      expect(messageText(own)).toContain('Timeline');
+      expect(buttons(own).map((b) => b.label)).toEqual(
+        expect.arrayContaining(['Extend song 1', 'Extend song 2', 'Retry', 'Re-post', 'Refresh']),
+      );
+      expect(new Set(customIds(own)).size).toBe(customIds(own).length);
     }
+    // In the member's language: a German member gets the card, its timeline and its buttons in German.
+    const de = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, options: { id: job?.id ?? '' }, locale: 'de' })
+      .message(10_000);
+    expect(messageText(de)).toContain('**Verlauf:**');
+    expect(messageText(de)).toContain('KI-generiert');
+    expect(buttons(de).map((b) => b.label)).toEqual(
+      expect.arrayContaining(['Song 2 verlängern', 'Erneut posten', 'Aktualisieren']),
+    );
     const other = await h.fake
       .sendCommand({ name: 'tasks', userId: bob, options: { id: job?.taskId ?? '' } })
       .message(10_000);
@@ -156,6 +170,7 @@ describe('/tasks job centre', () => {
     const rp = h.fake.sendButton({ customId: repost?.custom_id ?? '', messageId: detail.id, userId: carol });
     const fresh = await rp.message(10_000);
     expect(fresh.ephemeral).toBe(false);
+    expect(isCardMessage(fresh)).toBe(true);
     expect(text(fresh)).toContain('Extend song 2');
     const fetchesBefore = h.emulator.requests.filter((r) => r.path === '/fetch').length;
     const refresh = buttons(detail).find((b) => b.label === 'Refresh');
@@ -168,6 +183,39 @@ describe('/tasks job centre', () => {
         timeoutMs: 10_000,
       },
     );
+    h.fake.assertNoViolations();
+  });
+
+  it('a removed result: the detail is the removed card without buttons, Re-post refuses', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: carol,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    await cmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+    const job = (await h.app.store.listByUser(carol, 1))[0];
+    if (!job) throw new Error('no job');
+    const detailBefore = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, options: { id: job.id } })
+      .message(10_000);
+    const repost = buttons(detailBefore).find((b) => b.label === 'Re-post');
+    await h.app.store.apply(job.id, { removed: { by: admin }, at: Date.now() });
+    const detail = await h.fake
+      .sendCommand({ name: 'tasks', userId: carol, options: { id: job.id } })
+      .message(10_000);
+    expect(isCardMessage(detail)).toBe(true);
+    expect(messageText(detail)).toContain('removed by a moderator');
+    expect(buttons(detail)).toEqual([]);
+    expect(messageText(detail)).not.toMatch(/https:\/\/[^\s)]*\.(mp3|mp4|png|jpe?g)/);
+    const publicCount = () => [...h.fake.messages.values()].filter((m) => !m.ephemeral).length;
+    const before = publicCount();
+    const refused = await h.fake
+      .sendButton({ customId: repost?.custom_id ?? '', messageId: detailBefore.id, userId: carol })
+      .message(10_000);
+    expect(refused.ephemeral).toBe(true);
+    expect(refused.content).toContain('cannot be re-posted');
+    // Nothing public was posted.
+    expect(publicCount()).toBe(before);
     h.fake.assertNoViolations();
   });
 

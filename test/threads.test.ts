@@ -9,13 +9,13 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 import { oncePerJob } from '../src/services/discord/message-nonce.js';
+import { controls } from './helpers/message-text.js';
 
 const THREADS_ROUTE = '/channels/{channel_id}/messages/{message_id}/threads';
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
 
 function buttonIds(m: FakeMessage): string[] {
-  const rows = (m.data['components'] ?? []) as { components?: { custom_id?: string; label?: string }[] }[];
-  return rows.flatMap((r) => r.components ?? []).flatMap((c) => (c.custom_id ? [c.custom_id] : []));
+  return controls<{ custom_id?: string }>(m).flatMap((c) => (c.custom_id ? [c.custom_id] : []));
 }
 
 describe('a thread per job', () => {

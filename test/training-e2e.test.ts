@@ -20,6 +20,7 @@ import {
 import { needs } from './helpers/requirements.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
 import { translator } from '../src/i18n/index.js';
+import { messageText } from './helpers/message-text.js';
 
 /**
  * End to end through the real bot (createApp) with a fake Discord (REST,
@@ -58,12 +59,8 @@ function buttonLabels(m: FakeMessage): string[] {
   return out;
 }
 
-function text(m: FakeMessage): string {
-  return [
-    m.content,
-    ...m.embeds.map((e) => `${String(e['title'] ?? '')}\n${String(e['description'] ?? '')}`),
-  ].join('\n');
-}
+/** What a message says (a classic message or a result card). */
+const text = (m: FakeMessage): string => messageText(m);
 
 const isFinalUpload = (m: FakeMessage | undefined): boolean =>
   m !== undefined && /expire <t:\d+:R>/.test(text(m));

@@ -20,10 +20,14 @@ import {
 } from '../services/discord/custom-ids.js';
 import { discordTimestamp } from '../services/shared/format.js';
 import {
+  cardPayload,
+  isCard,
+  jobCardSpec,
   jobMessageLink,
   renderJob,
   renderJobSummaryLine,
   truncate,
+  type ClassicPayload,
   type MessagePayload,
 } from '../services/discord/render.js';
 import { operations } from '../services/operations/index.js';
@@ -41,7 +45,7 @@ import { UserError, type BotContext, type Command, type ComponentHandler } from 
  */
 
 /** A list page: buttons and the "open a job" menu. */
-type ListMessage = Omit<MessagePayload, 'components'> & {
+type ListMessage = Omit<ClassicPayload, 'components'> & {
   components: APIActionRowComponent<APIComponentInMessageActionRow>[];
 };
 
@@ -137,18 +141,32 @@ async function listPage(ctx: BotContext, tr: Translator, userId: string, page: n
 
 const canSee = mayActOnJob;
 
+/** The service purges a result's files about a day after it finished. */
+const SERVICE_LINKS_MS = 86_400_000;
+
+/** A finished job's result links are the service's, older than a day, and no gallery post kept the files. */
+export function linksMayHaveExpired(job: JobRecord, now: number): boolean {
+  return (
+    job.state === 'finished' &&
+    job.galleryPost === undefined &&
+    now - (job.finishedAt ?? job.updatedAt) > SERVICE_LINKS_MS
+  );
+}
+
 async function findJob(ctx: BotContext, id: string): Promise<JobRecord | undefined> {
   return (await ctx.records.getByTaskId(id)) ?? (JOB_ID.test(id) ? await ctx.records.get(id) : undefined);
 }
 
-/** One job in full: its message, plus its timeline, parent and children, and the job-centre buttons. */
-async function detail(ctx: BotContext, tr: Translator, job: JobRecord): Promise<MessagePayload> {
-  const base = renderJob(job, ctx.now());
+/**
+ * One job in full, in the member's language: its message (the result card once it
+ * ended), plus its timeline, parent and children, and the job-centre buttons.
+ */
+async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<MessagePayload> {
   const link = jobMessageLink(job);
   const children = link
     ? (await ctx.records.listByUser(job.userId, LIST_LIMIT)).filter((j) => j.params['extended_from'] === link)
     : [];
-  const when = (ms: number) => discordTimestamp(ms, 'f');
+  const when = (ms: number): string => discordTimestamp(ms, 'f');
   const timeline = [
     tr.t('tasks.timeline.created', { when: when(job.createdAt) }),
     job.submittedAt !== undefined
@@ -160,11 +178,12 @@ async function detail(ctx: BotContext, tr: Translator, job: JobRecord): Promise<
         })
       : undefined,
   ].filter((x): x is string => x !== undefined);
+  const parent = job.params['extended_from'];
+  // The card names the parent in its heading already; a classic message does not.
+  const parentLine =
+    typeof parent === 'string' ? tr.t('tasks.detail.extended_from', { link: parent }) : undefined;
   const extra = [
     tr.t('tasks.detail.timeline', { items: timeline.join(' · ') }),
-    typeof job.params['extended_from'] === 'string'
-      ? tr.t('tasks.detail.extended_from', { link: job.params['extended_from'] })
-      : undefined,
     children.length > 0
       ? tr.t('tasks.detail.continued_by', {
           links: children.map((c) => jobMessageLink(c) ?? c.id).join(' · '),
@@ -174,18 +193,41 @@ async function detail(ctx: BotContext, tr: Translator, job: JobRecord): Promise<
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
   const retryId = nextStepId({ kind: 'retry', jobId: job.id });
+  const actions = (hasRetry: boolean): APIButtonComponent[] =>
+    // A removed result offers nothing to do with it.
+    job.removed !== undefined
+      ? []
+      : [
+          ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
+            ? [button(tr.t('buttons.retry'), retryId, false, ButtonStyle.Primary)]
+            : []),
+          button(tr.t('buttons.repost'), tasksRepostId(job.id)),
+          ...(job.taskId !== undefined ? [button(tr.t('buttons.refresh'), tasksRefreshId(job.id))] : []),
+        ];
+  const card = jobCardSpec(job, tr);
+  if (card !== undefined) {
+    // The card itself, nothing beside it (a V2 message has no content): the details and buttons go inside.
+    const hasRetry = card.rows.some((row) => row.some((b) => 'custom_id' in b && b.custom_id === retryId));
+    const more = actions(hasRetry);
+    return cardPayload({
+      ...card,
+      details: [...card.details, ...extra],
+      rows: more.length > 0 ? [...card.rows, more] : card.rows,
+    });
+  }
+  const base = renderJob(job, ctx.now(), tr);
+  if (isCard(base)) return base;
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
-  const actions = [
-    ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
-      ? [button(tr.t('buttons.retry'), retryId, false, ButtonStyle.Primary)]
-      : []),
-    button(tr.t('buttons.repost'), tasksRepostId(job.id)),
-    ...(job.taskId !== undefined ? [button(tr.t('buttons.refresh'), tasksRefreshId(job.id))] : []),
-  ];
   return {
     ...base,
-    content: `${base.content}\n${extra.join('\n')}`.slice(0, 2000),
-    components: [...base.components.slice(0, 4), { type: ComponentType.ActionRow, components: actions }],
+    content: [base.content, extra[0], parentLine, ...extra.slice(1)]
+      .filter((x): x is string => x !== undefined)
+      .join('\n')
+      .slice(0, 2000),
+    components: [
+      ...base.components.slice(0, 4),
+      { type: ComponentType.ActionRow, components: actions(hasRetry) },
+    ],
   };
 }
 
@@ -201,7 +243,7 @@ export const tasks = {
       if (!job || !canSee(i, job)) {
         throw new UserError('task_not_found', (t) => t.t('tasks.not_found', { id: id.replace(/`/g, '') }));
       }
-      await i.reply(toReplyOptions(await detail(ctx, tr, job)), { ephemeral: true });
+      await i.reply(toReplyOptions(await detail(ctx, job, tr)), { ephemeral: true });
       return;
     }
     await i.reply(toReplyOptions(await listPage(ctx, tr, i.user.id, 0)), { ephemeral: true });
@@ -219,7 +261,7 @@ export const tasksButtons: ComponentHandler = {
     if (b.userId !== i.user.id) throw new UserError('not_yours', (tr) => tr.t('tasks.not_yours'));
     const job = await ctx.records.get(jobId);
     if (!job || !canSee(i, job)) throw new UserError('job_unavailable', (tr) => tr.t('jobs.not_stored'));
-    await i.reply(toReplyOptions(await detail(ctx, translatorFor(i), job)), { ephemeral: true });
+    await i.reply(toReplyOptions(await detail(ctx, job, translatorFor(i))), { ephemeral: true });
   },
   async button(i: BotInteraction, ctx: BotContext) {
     const b = parseTasksId(i.customId);
@@ -234,6 +276,11 @@ export const tasksButtons: ComponentHandler = {
     if (!job) throw new UserError('job_unavailable', (t) => t.t('jobs.not_stored'));
     if (!canSee(i, job)) throw new UserError('not_owner', (t) => t.t('refusal.stranger'));
     if (b.kind === 'repost') {
+      // A result a moderator took down is never posted again.
+      if (job.removed !== undefined) throw new UserError('removed', (t) => t.t('tasks.repost_removed'));
+      // The service's links last about a day: past that, only a gallery copy is sure to work.
+      if (linksMayHaveExpired(job, ctx.now()))
+        throw new UserError('links_expired', (t) => t.t('tasks.repost_links_expired'));
       // A fresh public message in this channel, for a result that scrolled away or was deleted.
       await i.reply(toReplyOptions(renderJob(job, ctx.now())));
       return;
@@ -249,6 +296,6 @@ export const tasksButtons: ComponentHandler = {
       await i.followUp({ content: tr.t('tasks.refresh_failed') }, { ephemeral: true });
     }
     const fresh = (await ctx.records.get(job.id)) ?? job;
-    await i.editReply(toReplyOptions(await detail(ctx, tr, fresh)));
+    await i.editReply(toReplyOptions(await detail(ctx, fresh, tr)));
   },
 };

@@ -267,6 +267,7 @@ export interface MessageArgs {
   'result.by': { user: string | number };
   'result.extended_from': { link: string | number };
   'result.links_expire': undefined;
+  'result.more': { count: string | number };
   'result.parameters': undefined;
   'result.seed': undefined;
   'result.song.audio': undefined;
@@ -327,6 +328,7 @@ export interface MessageArgs {
   'tasks.option_task': { id: string | number };
   'tasks.refresh_failed': undefined;
   'tasks.repost_links_expired': undefined;
+  'tasks.repost_removed': undefined;
   'tasks.timeline.accepted': { when: string | number };
   'tasks.timeline.created': { when: string | number };
   'tasks.timeline.failed': { when: string | number };

@@ -1,6 +1,6 @@
 import { REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
-import type { MessagePayload } from './render.js';
+import { editBody, type MessagePayload } from './render-limits.js';
 
 export type { MessagePayload };
 
@@ -40,13 +40,14 @@ export interface DiscordTransport {
 export function createRestTransport(deps: { botRest: REST; interactionRest: REST }): DiscordTransport {
   return {
     async editInteractionOriginal(applicationId, token, body, messageId = '@original') {
+      // A card's edit clears the classic fields (see editBody): the same body on both routes.
       await deps.interactionRest.patch(Routes.webhookMessage(applicationId, token, messageId), {
-        body,
+        body: editBody(body),
         auth: false,
       });
     },
     async editChannelMessage(channelId, messageId, body) {
-      await deps.botRest.patch(Routes.channelMessage(channelId, messageId), { body });
+      await deps.botRest.patch(Routes.channelMessage(channelId, messageId), { body: editBody(body) });
     },
   };
 }

@@ -21,7 +21,7 @@ import {
   isSnowflake,
   safeHttpUrl,
   truncate,
-  type MessagePayload,
+  type ClassicPayload,
 } from './render-limits.js';
 
 export const COLORS = {
@@ -39,11 +39,6 @@ export const STATE_EMOJI: Record<JobState, string> = {
   finished: '✅',
   failed: '❌',
 };
-
-/** Link buttons leave the last row for next steps. */
-const MAX_LINK_BUTTONS = (LIMITS.actionRows - 1) * LIMITS.buttonsPerRow;
-/** A URL goes in the content (for Discord's own player embed) only when it leaves room for the rest. */
-export const MAX_CONTENT_URL = 1800;
 
 /** `42s`, `1m 05s`, `2h 03m 04s` (negative and non-finite count as 0). */
 export function formatDuration(ms: number): string {
@@ -70,7 +65,7 @@ const PARAM_LABELS: Record<string, string> = {
 };
 
 /** `imageUrl` → `Image URL`, `magic_prompt` → `Magic prompt`. */
-function humanizeKey(key: string): string {
+export function humanizeKey(key: string): string {
   const known = PARAM_LABELS[key];
   if (known !== undefined) return known;
   const words = key
@@ -93,9 +88,19 @@ function paramValue(v: string | number | boolean | string[]): string {
   return v.trim() === '' ? '—' : truncate(escapeMarkdown(v), LIMITS.fieldValue);
 }
 
+/** Parameters written by the member (free text), left out of public messages when AutoMod withheld them. */
+export const MEMBER_TEXT_PARAMS: ReadonlySet<string> = new Set(['prompt']);
+
+/** The job's parameters a public message may show (not the member's own text once AutoMod withheld it). */
+export function shownParams(job: JobRecord): [string, JobRecord['params'][string]][] {
+  return Object.entries(job.params).filter(
+    ([key]) => !(job.textWithheld === true && MEMBER_TEXT_PARAMS.has(key)),
+  );
+}
+
 /** job.params as embed fields (long text inline=false, short values inline). */
 export function paramFields(job: JobRecord, max = 15): APIEmbedField[] {
-  return Object.entries(job.params)
+  return shownParams(job)
     .slice(0, max)
     .map(([key, value]) => {
       const text = paramValue(value);
@@ -117,17 +122,6 @@ export function withTimestamp(embed: APIEmbed, ms: number): APIEmbed {
   return Number.isFinite(ms) ? { ...embed, timestamp: new Date(ms).toISOString() } : embed;
 }
 
-export function linkButton(label: string, url: string | undefined): APIButtonComponent | undefined {
-  const safe = safeHttpUrl(url);
-  if (safe === undefined || safe.length > LIMITS.buttonUrl) return undefined;
-  return {
-    type: ComponentType.Button,
-    style: ButtonStyle.Link,
-    label: truncate(label, LIMITS.buttonLabel),
-    url: safe,
-  };
-}
-
 export function actionButton(
   label: string,
   customId: string,
@@ -141,54 +135,15 @@ export function actionButton(
   };
 }
 
-/** Lays buttons out in rows of 5: link buttons first (capped), next-step buttons on their own row. */
-export function rows(
-  links: (APIButtonComponent | undefined)[],
-  actions: APIButtonComponent[] = [],
-): APIActionRowComponent<APIButtonComponent>[] {
-  const out: APIActionRowComponent<APIButtonComponent>[] = [];
-  const present = links.filter((b): b is APIButtonComponent => b !== undefined).slice(0, MAX_LINK_BUTTONS);
-  for (let i = 0; i < present.length; i += LIMITS.buttonsPerRow) {
-    out.push({ type: ComponentType.ActionRow, components: present.slice(i, i + LIMITS.buttonsPerRow) });
-  }
-  if (actions.length > 0) {
-    out.push({ type: ComponentType.ActionRow, components: actions.slice(0, LIMITS.buttonsPerRow) });
-  }
-  return out;
-}
-
 /** The message as sent: no pings, fitted to Discord's limits. */
 export function payload(
   content: string,
   embeds: APIEmbed[],
   components: APIActionRowComponent<APIButtonComponent>[] = [],
-): MessagePayload {
+): ClassicPayload {
   return fitToDiscordLimits({ content, embeds, components, allowed_mentions: { parse: [] } });
 }
 
 export function lines(...parts: (string | undefined | false)[]): string {
   return parts.filter((p): p is string => typeof p === 'string' && p !== '').join('\n');
-}
-
-export function tookLine(job: JobRecord): string | undefined {
-  return job.finishedAt !== undefined ? `took ${formatDuration(job.finishedAt - job.createdAt)}` : undefined;
-}
-
-export function finishedHeader(title: string): string {
-  return `${STATE_EMOJI.finished} **${title}** finished`;
-}
-
-/** The main embed of a finished job: who ran it, how long it took, `extra` lines, its task and parameters. */
-export function finishedEmbed(
-  job: JobRecord,
-  title: string,
-  ...extra: (string | undefined | false)[]
-): APIEmbed {
-  return {
-    title,
-    description: lines(mention(job.userId), tookLine(job), ...extra),
-    color: COLORS.finished,
-    fields: [...taskField(job), ...paramFields(job)],
-    footer: footer(job),
-  };
 }

@@ -7,18 +7,58 @@
 import {
   ButtonStyle,
   ComponentType,
+  MessageFlags,
   type APIActionRowComponent,
   type APIButtonComponent,
+  type APIContainerComponent,
   type APIEmbed,
   type APIEmbedField,
 } from 'discord-api-types/v10';
 
-/** What the bot sends for a job's message (create or edit): always all four keys. */
-export interface MessagePayload {
+/** A classic message (content, embeds, rows of buttons): always all four keys, so an edit replaces everything. */
+export interface ClassicPayload {
   content: string;
   embeds: APIEmbed[];
   components: APIActionRowComponent<APIButtonComponent>[];
   allowed_mentions: { parse: [] };
+}
+
+/** Message flag IS_COMPONENTS_V2 (1 << 15): the message is made of layout components only. */
+export const IS_COMPONENTS_V2: number = MessageFlags.IsComponentsV2;
+
+/**
+ * A Components V2 message (a result card): one Container, no content, no embeds.
+ * A message that became one can never go back (Discord refuses the edit), so once
+ * a job's message is a card, every later render of it is a card too.
+ */
+export interface CardPayload {
+  flags: number;
+  components: [APIContainerComponent];
+  allowed_mentions: { parse: [] };
+}
+
+/** A card as an edit goes out (see editBody): the classic fields cleared. */
+export type CardEdit = CardPayload & { content: null; embeds: null };
+
+/** What the bot sends for a job's message (create or edit). */
+export type MessagePayload = ClassicPayload | CardPayload;
+
+/** Whether a message body (ours or any other) carries IS_COMPONENTS_V2. */
+export function isCard(p: MessagePayload): p is CardPayload;
+export function isCard(p: object): boolean;
+export function isCard(p: object): boolean {
+  const flags = 'flags' in p ? p.flags : undefined;
+  return typeof flags === 'number' && (flags & IS_COMPONENTS_V2) !== 0;
+}
+
+/**
+ * The body of an edit on the wire. Turning a classic message into a card needs its
+ * classic fields cleared explicitly (`content`/`embeds` null: an absent key would keep
+ * them, and Discord refuses a card with content). No `attachments` key: the message
+ * keeps whatever files it has.
+ */
+export function editBody<T extends object>(body: T): T | (T & { content: null; embeds: null }) {
+  return isCard(body) ? { ...body, content: null, embeds: null } : body;
 }
 
 export const LIMITS = {
@@ -38,6 +78,11 @@ export const LIMITS = {
   buttonLabel: 80,
   buttonUrl: 512,
   customId: 100,
+  /** Components V2: components in all (nested ones count), characters of all Text Displays. */
+  v2Components: 40,
+  v2Text: 4000,
+  galleryItems: 10,
+  mediaDescription: 1024,
 } as const;
 
 const ELLIPSIS = '…';
@@ -278,7 +323,7 @@ function fitTotal(embeds: APIEmbed[]): void {
   while (embedCharacters(embeds) > LIMITS.embedTotal && embeds.length > 1) embeds.pop();
 }
 
-function fitButton(b: APIButtonComponent): APIButtonComponent | undefined {
+export function fitButton(b: APIButtonComponent): APIButtonComponent | undefined {
   if (b.style === ButtonStyle.Premium) return b;
   const label = b.label === undefined ? undefined : truncate(b.label, LIMITS.buttonLabel);
   if ((label === undefined || label.trim() === '') && b.emoji === undefined) return undefined;
@@ -306,7 +351,7 @@ function fitButton(b: APIButtonComponent): APIButtonComponent | undefined {
  * labels ≤ 80, link-button URLs http(s) ≤ 512 (others dropped), custom_id ≤ 100;
  * and no mention parsing at all.
  */
-export function fitToDiscordLimits(payload: MessagePayload): MessagePayload {
+export function fitToDiscordLimits(payload: ClassicPayload): ClassicPayload {
   const embeds: APIEmbed[] = [];
   for (const e of payload.embeds) {
     if (embeds.length >= LIMITS.embeds) break;

@@ -5,36 +5,47 @@
  *
  * Everything from the media service (URLs, lyrics, status and error texts) and
  * from users (prompts) is untrusted: URLs pass through `safeHttpUrl`, text through
- * `escapeMarkdown`, and `fitToDiscordLimits` is the last step of every render.
+ * `escapeMarkdown`, and the last step of every render fits it to Discord's limits
+ * (`fitToDiscordLimits` for a classic message, `cardPayload` for a card).
  */
-import { publicTranslator } from '../../i18n/index.js';
 import { ButtonStyle, type APIEmbed } from 'discord-api-types/v10';
-import { operations, renderResult } from '../operations/index.js';
+import {
+  formatDuration as formatLocalDuration,
+  isMessageKey,
+  publicTranslator,
+  type MessageKey,
+  type Translator,
+} from '../../i18n/index.js';
+import { operations, resultParts } from '../operations/index.js';
 import { discordTimestamp } from '../shared/format.js';
 import type { JobRecord } from '../store/types.js';
 import { nextStepId } from './custom-ids.js';
+import { cardPayload, type CardSpec, type ResultParts } from './render-card.js';
 import {
   COLORS,
   STATE_EMOJI,
   actionButton,
-  finishedHeader,
   footer,
   formatDuration,
+  humanizeKey,
   lines,
   mention,
   paramFields,
   payload,
-  rows,
+  shownParams,
   taskField,
   withTimestamp,
-  finishedEmbed,
 } from './render-kit.js';
 import {
+  LIMITS,
   escapeMarkdown,
   inlineCode,
   isSnowflake,
   maskedLink,
+  safeHttpUrl,
   truncate,
+  type CardEdit,
+  type ClassicPayload,
   type MessagePayload,
 } from './render-limits.js';
 
@@ -47,7 +58,9 @@ export {
   safeHttpUrl,
   truncate,
 } from './render-limits.js';
-export type { MessagePayload } from './render-limits.js';
+export { IS_COMPONENTS_V2, editBody, isCard } from './render-limits.js';
+export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './render-limits.js';
+export { cardPayload, type CardSpec } from './render-card.js';
 export { COLORS, formatDuration } from './render-kit.js';
 
 /** `███░░░░░░░ 30%`: 10 cells, floor(pct/10) filled; pct clamped to 0..100, shown floored. */
@@ -120,10 +133,225 @@ function renderProcessing(job: JobRecord, now: number): MessagePayload {
   return payload(`${STATE_EMOJI.processing} **${title(job)}** · ${bar} · ${elapsed}`, [embed]);
 }
 
-function renderFinished(job: JobRecord): MessagePayload {
-  if (job.result) return renderResult(job, job.result);
-  const embed = finishedEmbed(job, title(job), 'Finished, but the service sent no result.');
-  return payload(finishedHeader(title(job)), [embed]);
+// ---------------------------------------------------------------- cards
+
+/** "…and 3 more", in the card's language. */
+const moreLine = (tr: Translator) => (count: number) => tr.t('result.more', { count });
+
+/** The operation's name in the card's language. */
+function opTitle(job: JobRecord, tr: Translator): string {
+  return tr.t(`operations.${job.operation}.title`);
+}
+
+type ParamKey = Extract<MessageKey, `params.${string}`>;
+const isParamKey = (k: string): k is ParamKey => k.startsWith('params.') && isMessageKey(k);
+
+/** A parameter's label in the card's language (an unknown key reads humanized). */
+function paramLabel(key: string, tr: Translator): string {
+  const k = `params.${key}`;
+  return isParamKey(k) ? tr.t(k) : humanizeKey(key);
+}
+
+/** The file name a URL ends in, readable (`cat.png`), or its host when it names none. */
+function urlName(url: string): string {
+  const u = new URL(url);
+  let last = u.pathname.split('/').pop() ?? '';
+  try {
+    last = decodeURIComponent(last);
+  } catch {
+    // A percent escape that is no UTF-8 (`%C3`): the name as written.
+  }
+  const name = last.replace(/[^\w.-]/g, '');
+  return name === '' ? u.hostname : truncate(name, 60);
+}
+
+/** A parameter's value as card text: links masked (named after their file), text escaped and capped. */
+function paramText(v: string | number | boolean | string[], tr: Translator): string {
+  if (Array.isArray(v)) return v.length === 0 ? '—' : v.map((x) => paramText(x, tr)).join(', ');
+  if (typeof v === 'boolean') return tr.t(v ? 'params.value.yes' : 'params.value.no');
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '—';
+  const url = safeHttpUrl(v);
+  if (url !== undefined && url.length <= LIMITS.embedUrl) return maskedLink(urlName(url), url);
+  return v.trim() === '' ? '—' : truncate(escapeMarkdown(v.trim()), 1000);
+}
+
+/** Parameters that are identifiers (copied into another command): shown as code. */
+const ID_PARAMS: ReadonlySet<string> = new Set(['task_id', 'song_id']);
+
+/** `**Prompt:** a cat` lines: the main parameters a public card may show (not the parent link: the head has it). */
+function paramLines(job: JobRecord, tr: Translator): string[] {
+  return shownParams(job)
+    .filter(([key]) => key !== 'extended_from')
+    .map(([key, value]) => {
+      const text =
+        ID_PARAMS.has(key) && typeof value === 'string' ? inlineCode(value, 200) : paramText(value, tr);
+      return `**${paramLabel(key, tr)}:** ${text}`;
+    });
+}
+
+/** "Extended from <jump link>", when the job continues another one. */
+function parentLine(job: JobRecord, tr: Translator): string | undefined {
+  const parent = job.params['extended_from'];
+  if (typeof parent !== 'string' || parent.trim() === '') return undefined;
+  const url = safeHttpUrl(parent);
+  return tr.t('result.extended_from', { link: url ?? inlineCode(parent, 64) });
+}
+
+/** `Job <id> · Task ID \`<task>\`` (small print). */
+function cardFooter(job: JobRecord, tr: Translator): string {
+  return [
+    tr.t('job.footer', { id: job.id }),
+    job.taskId !== undefined && job.taskId !== ''
+      ? `${tr.t('job.field.task_id')} ${inlineCode(job.taskId)}`
+      : undefined,
+  ]
+    .filter((x): x is string => x !== undefined)
+    .join(' · ');
+}
+
+/** "by @member · took 12s · AI-generated" (the mention pings no one: allowed_mentions is empty). */
+function byLine(job: JobRecord, tr: Translator, ...more: (string | undefined)[]): string {
+  const who = mention(job.userId);
+  return [who !== '' ? tr.t('result.by', { user: who }) : undefined, ...more]
+    .filter((x): x is string => x !== undefined && x !== '')
+    .join(' · ');
+}
+
+function finishedSpec(job: JobRecord, tr: Translator): CardSpec {
+  const parts: ResultParts = job.result
+    ? resultParts(job, job.result, tr)
+    : {
+        title: opTitle(job, tr),
+        facts: [],
+        media: [],
+        links: [],
+        notes: [tr.t('job.finished.no_result')],
+        actions: [],
+      };
+  const took =
+    job.finishedAt !== undefined
+      ? tr.t('job.took', { duration: formatLocalDuration(tr, job.finishedAt - job.createdAt) })
+      : undefined;
+  return {
+    accent: COLORS.finished,
+    head: [
+      `### ${STATE_EMOJI.finished} ${parts.title}`,
+      byLine(job, tr, took, tr.t('result.ai_generated')),
+      parentLine(job, tr) ?? '',
+    ],
+    params: [...parts.facts, ...paramLines(job, tr)],
+    media: parts.media,
+    links: parts.links,
+    notes: parts.notes,
+    details: [],
+    footer: cardFooter(job, tr),
+    rows: parts.actions.length > 0 ? [parts.actions] : [],
+    more: moreLine(tr),
+  };
+}
+
+/** What the member can do about a failure, by JobError code. */
+function failureAdvice(code: string | undefined, tr: Translator): string {
+  switch (code) {
+    case 'service_rejected':
+    case 'invalid_request':
+    case 'service_failed':
+    case 'service_auth':
+    case 'service_out_of_credits':
+    case 'timed_out':
+    case 'restart_during_submit':
+      return tr.t(`failure.${code}`);
+    case 'service_error':
+    case 'service_unavailable':
+    case 'service_busy':
+      return tr.t('failure.service_trouble');
+    case 'not_confirmed':
+      return tr.t('failure.never_confirmed');
+    default:
+      return tr.t('failure.default');
+  }
+}
+
+function failedSpec(job: JobRecord, tr: Translator): CardSpec {
+  const err = job.error;
+  const details = (err?.details ?? []).map((d) => d.trim()).filter((d) => d !== '');
+  const text =
+    details.length > 1
+      ? details.map((d) => `• ${truncate(escapeMarkdown(d), 1000)}`).join('\n')
+      : escapeMarkdown(err?.message.trim() || details[0] || tr.t('job.failed.unknown_error'));
+  const code = err?.code !== undefined && err.code !== '' ? err.code : undefined;
+  // Retry: a new job with the same parameters (training photos are gathered again instead).
+  const retry = retryable(job)
+    ? [
+        actionButton(
+          tr.t('buttons.retry'),
+          nextStepId({ kind: 'retry', jobId: job.id }),
+          ButtonStyle.Secondary,
+        ),
+      ]
+    : [];
+  return {
+    accent: COLORS.failed,
+    head: [
+      `### ${STATE_EMOJI.failed} ${tr.t('job.failed.title', { title: opTitle(job, tr) })}`,
+      byLine(job, tr),
+      parentLine(job, tr) ?? '',
+    ],
+    params: [
+      ...(code !== undefined ? [`**${tr.t('job.failed.error_code')}:** ${inlineCode(code, 100)}`] : []),
+      ...paramLines(job, tr),
+    ],
+    media: [],
+    links: [],
+    notes: [truncate(text, 3000), `**${tr.t('job.failed.advice_heading')}**\n${failureAdvice(code, tr)}`],
+    details: [],
+    footer: cardFooter(job, tr),
+    rows: retry.length > 0 ? [retry] : [],
+    more: moreLine(tr),
+  };
+}
+
+/** The translator of a job's public messages: the server's language when the job started. */
+export function jobTranslator(job: Pick<JobRecord, 'locale'>): Translator {
+  return publicTranslator(job.locale);
+}
+
+/**
+ * What a job's card shows, for a job whose message is a card (finished, failed or
+ * removed); undefined while it is still a classic message (waiting, running).
+ */
+export function jobCardSpec(job: JobRecord, tr: Translator = jobTranslator(job)): CardSpec | undefined {
+  if (job.removed !== undefined) return removedSpec(tr);
+  if (job.state === 'finished') return finishedSpec(job, tr);
+  if (job.state === 'failed') return failedSpec(job, tr);
+  return undefined;
+}
+
+function removedSpec(tr: Translator): CardSpec {
+  return {
+    accent: COLORS.queued,
+    head: [`🚫 ${tr.t('moderation.removed')}`],
+    params: [],
+    media: [],
+    links: [],
+    notes: [],
+    details: [],
+    rows: [],
+    more: moreLine(tr),
+  };
+}
+
+/**
+ * A job taken down by a moderator (or a message whose record is gone: no job): a card
+ * saying only that, in the server's language or `tr`'s (no files, no buttons, no member
+ * text). Ready to PATCH as it is: its classic fields are cleared (null), since the
+ * message it replaces may still be a classic one. Every render of a removed job shows it.
+ */
+export function renderRemoved(
+  job?: Pick<JobRecord, 'locale'>,
+  tr: Translator = publicTranslator(job?.locale),
+): CardEdit {
+  return { ...cardPayload(removedSpec(tr)), content: null, embeds: null };
 }
 
 /** Whether a failed job offers Retry (a new job with the same parameters). */
@@ -131,65 +359,13 @@ export function retryable(job: JobRecord): boolean {
   return job.state === 'failed' && operations[job.operation].retryable;
 }
 
-/** What the user can do about a failure, by JobError code. */
-function failureAdvice(code: string | undefined): string {
-  switch (code) {
-    case 'service_rejected':
-      return 'The service rejected the request: fix the input and run the command again.';
-    case 'invalid_request':
-      return 'Fix the input and run the command again (nothing was sent to the service).';
-    case 'service_failed':
-      return 'The service could not complete the task: run the command again, perhaps with different input.';
-    case 'service_auth':
-      return 'The bot’s API key was rejected — ask an admin; nothing was charged.';
-    case 'service_error':
-    case 'service_unavailable':
-    case 'service_busy':
-      return 'The media service is having trouble: try again later. Your credits were returned.';
-    case 'service_out_of_credits':
-      return 'The media service is unavailable for now (the operator has been told). Your credits were returned.';
-    case 'not_confirmed':
-      return 'The service never confirmed this job, so it is treated as not received: your credits were returned.';
-    case 'timed_out':
-      return 'No result arrived in time. Check `/tasks` to see whether it finished before retrying.';
-    default:
-      return 'Something went wrong: try again later, and ask an admin if it keeps happening.';
-  }
-}
-
-function renderFailed(job: JobRecord): MessagePayload {
-  const err = job.error;
-  const details = (err?.details ?? []).map((d) => d.trim()).filter((d) => d !== '');
-  const text =
-    details.length > 1
-      ? details.map((d) => `• ${truncate(escapeMarkdown(d), 1000)}`).join('\n')
-      : escapeMarkdown(err?.message.trim() || details[0] || 'Unknown error.');
-  const embed: APIEmbed = withTimestamp(
-    {
-      title: `${title(job)} failed`,
-      description: lines(mention(job.userId), truncate(text, 3500)),
-      color: COLORS.failed,
-      fields: [
-        { name: 'What you can do', value: failureAdvice(err?.code), inline: false },
-        ...taskField(job),
-        ...(err?.code !== undefined && err.code !== ''
-          ? [{ name: 'Error code', value: inlineCode(err.code, 100), inline: true }]
-          : []),
-        ...paramFields(job),
-      ],
-      footer: footer(job),
-    },
-    job.createdAt,
-  );
-  // Retry: a new job with the same parameters (training photos are gathered again instead).
-  const retry = !retryable(job)
-    ? []
-    : rows([], [actionButton('Retry', nextStepId({ kind: 'retry', jobId: job.id }), ButtonStyle.Secondary)]);
-  return payload(`${STATE_EMOJI.failed} **${title(job)}** failed`, [embed], retry);
-}
-
-/** The full message for a job in its current state (always within Discord's limits). */
-export function renderJob(job: JobRecord, now: number): MessagePayload {
+/**
+ * The full message for a job in its current state (always within Discord's limits):
+ * a classic message while it waits or runs, a card (Components V2) once it finished,
+ * failed or was removed, in `tr`'s language (default: the server's).
+ */
+export function renderJob(job: JobRecord, now: number, tr: Translator = jobTranslator(job)): MessagePayload {
+  if (job.removed !== undefined) return cardPayload(removedSpec(tr));
   switch (job.state) {
     case 'submitting':
     case 'unconfirmed':
@@ -198,9 +374,9 @@ export function renderJob(job: JobRecord, now: number): MessagePayload {
     case 'processing':
       return renderProcessing(job, now);
     case 'finished':
-      return renderFinished(job);
+      return cardPayload(finishedSpec(job, tr));
     case 'failed':
-      return renderFailed(job);
+      return cardPayload(failedSpec(job, tr));
   }
 }
 
@@ -267,7 +443,7 @@ export function threadName(job: Pick<JobRecord, 'id' | 'operation' | 'params' | 
 }
 
 /** The channel reply of a job that lives in a thread: one short line, ending on the final state. */
-export function renderThreadLine(job: JobRecord): MessagePayload {
+export function renderThreadLine(job: JobRecord): ClassicPayload {
   const where = `<#${job.message.channelId}>`;
   const state =
     job.state === 'finished'
@@ -292,7 +468,7 @@ export function renderGalleryPost(
   job: JobRecord,
   attachments: { filename: string }[],
   linked: { url: string; reason: string }[],
-): MessagePayload & { attachments: { id: string; filename: string }[] } {
+): ClassicPayload & { attachments: { id: string; filename: string }[] } {
   const link = jobMessageLink(job);
   const embed: APIEmbed = withTimestamp(
     {
@@ -311,9 +487,4 @@ export function renderGalleryPost(
   );
   const base = payload(`**${title(job)}** by ${mention(job.userId)}`.trim(), [embed]);
   return { ...base, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
-}
-
-/** A result a moderator took down (Remove result): only that it was removed, in the server's language. */
-export function renderRemoved(job?: Pick<JobRecord, 'locale'>): MessagePayload {
-  return payload(publicTranslator(job?.locale).t('moderation.removed'), []);
 }

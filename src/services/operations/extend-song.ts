@@ -1,26 +1,9 @@
 import { SlashCommandBuilder } from 'discord.js';
-import type { APIEmbed } from 'discord-api-types/v10';
 import { z } from 'zod';
 import { nextStepId } from '../discord/custom-ids.js';
-import {
-  COLORS,
-  MAX_CONTENT_URL,
-  actionButton,
-  finishedHeader,
-  lines,
-  linkButton,
-  payload,
-  rows,
-  finishedEmbed,
-} from '../discord/render-kit.js';
-import {
-  LIMITS,
-  escapeMarkdown,
-  inlineCode,
-  maskedLink,
-  safeHttpUrl,
-  truncate,
-} from '../discord/render-limits.js';
+import type { Translator } from '../../i18n/index.js';
+import { actionButton } from '../discord/render-kit.js';
+import { escapeMarkdown, inlineCode, maskedLink, safeHttpUrl, truncate } from '../discord/render-limits.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import { problem, taskId } from './fields.js';
 import type { Song } from '../media/types.js';
@@ -79,38 +62,24 @@ function songOf(s: SongBody): Song {
   return song;
 }
 
-function songEmbed(song: Song, index: number): APIEmbed {
+/** `**Song 1** · 🎧 [Audio](…) · 🎬 [Video](…) · Song ID \`…\`` (the cover is in the gallery). */
+function songLine(song: Song, index: number, tr: Translator): string {
   const audio = safeHttpUrl(song.audioUrl);
   const video = safeHttpUrl(song.videoUrl);
-  const image = safeHttpUrl(song.imageUrl);
-  const links = [
-    audio !== undefined ? `🎧 ${maskedLink('Audio', audio)}` : undefined,
-    video !== undefined ? `🎬 ${maskedLink('Video', video)}` : undefined,
-    image !== undefined ? `🖼️ ${maskedLink('Cover', image)}` : undefined,
-  ].filter((x): x is string => x !== undefined);
-  const lyrics = song.lyrics?.trim();
-  const embed: APIEmbed = {
-    title: `Song ${index + 1}`,
-    description: lines(
-      links.join(' · '),
-      lyrics !== undefined && lyrics !== ''
-        ? `\n**Lyrics**\n${truncate(escapeMarkdown(lyrics), LYRICS_EXCERPT)}`
-        : undefined,
-    ),
-    color: COLORS.finished,
-    fields: [{ name: 'Song ID', value: inlineCode(song.songId, 200), inline: true }],
-  };
-  if (audio !== undefined && audio.length <= LIMITS.embedUrl) embed.url = audio;
-  if (image !== undefined && image.length <= LIMITS.embedUrl) embed.thumbnail = { url: image };
-  return embed;
+  return [
+    `**${tr.t('result.song.title', { n: index + 1 })}**`,
+    audio !== undefined ? `🎧 ${maskedLink(tr.t('result.song.audio'), audio)}` : undefined,
+    video !== undefined ? `🎬 ${maskedLink(tr.t('result.song.video'), video)}` : undefined,
+    `${tr.t('result.song.song_id')} ${inlineCode(song.songId, 200)}`,
+  ]
+    .filter((x): x is string => x !== undefined)
+    .join(' · ');
 }
-
-const TITLE = 'Song extension';
 
 export const songOperation: OperationModule<'song'> = {
   operation: 'song',
   command: 'extend-song',
-  title: TITLE,
+  title: 'Song extension',
   label: 'Song',
   path: 'songExtend',
   mode: 'async',
@@ -175,28 +144,37 @@ export const songOperation: OperationModule<'song'> = {
     if (!song) return { cannot: (tr) => tr.t('jobs.cannot.song_missing') };
     return { parentTaskId: parent.taskId, songId: song.songId };
   },
-  render(job, out) {
+  card(job, out, tr) {
     const video = safeHttpUrl(out.videoUrl);
-    const header = finishedEmbed(job, TITLE, video !== undefined && `🎬 ${maskedLink('Video', video)}`);
-    const songs = out.songs.slice(0, LIMITS.embeds - 1);
-    const embeds = [header, ...songs.map((s, i) => songEmbed(s, i))];
-    const links = [
-      ...songs.map((s, i) => linkButton(`Audio ${i + 1}`, s.audioUrl)),
-      linkButton('Video', video),
-    ];
-    // custom-ids only carry song 1 and 2 (indexes 0 and 1), which is what a song task yields.
-    const actions = songs
-      .slice(0, 2)
-      .map((_s, i) =>
-        actionButton(
-          `Extend song ${i + 1}`,
-          nextStepId({ kind: 'extend-song', jobId: job.id, songIndex: i }),
+    const songs = out.songs;
+    const links = songs.map((s, i) => songLine(s, i, tr));
+    if (video !== undefined) links.push(`🎬 ${maskedLink(tr.t('buttons.video'), video)}`);
+    return {
+      title: tr.t('operations.song.title'),
+      facts: [],
+      media: songs.flatMap((s, i) => {
+        const cover = safeHttpUrl(s.imageUrl);
+        const song = tr.t('result.song.title', { n: i + 1 });
+        return cover === undefined
+          ? []
+          : [{ url: cover, label: `${tr.t('result.song.cover')} · ${song}`, description: song }];
+      }),
+      links,
+      notes: songs.flatMap((s, i) => {
+        const lyrics = s.lyrics?.trim();
+        if (lyrics === undefined || lyrics === '') return [];
+        const heading = `**${tr.t('result.song.lyrics')}** · ${tr.t('result.song.title', { n: i + 1 })}`;
+        return [`${heading}\n${truncate(escapeMarkdown(lyrics), LYRICS_EXCERPT)}`];
+      }),
+      // custom-ids only carry song 1 and 2 (indexes 0 and 1), which is what a song task yields.
+      actions: songs
+        .slice(0, 2)
+        .map((_s, i) =>
+          actionButton(
+            tr.t('buttons.extend_song', { n: i + 1 }),
+            nextStepId({ kind: 'extend-song', jobId: job.id, songIndex: i }),
+          ),
         ),
-      );
-    const content = lines(
-      finishedHeader(TITLE),
-      video !== undefined && video.length <= MAX_CONTENT_URL ? video : undefined,
-    );
-    return payload(content, embeds, rows(links, actions));
+    };
   },
 };

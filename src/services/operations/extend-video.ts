@@ -1,17 +1,8 @@
 import { SlashCommandBuilder } from 'discord.js';
 import { z } from 'zod';
 import { nextStepId } from '../discord/custom-ids.js';
-import {
-  MAX_CONTENT_URL,
-  actionButton,
-  finishedHeader,
-  lines,
-  linkButton,
-  payload,
-  rows,
-  finishedEmbed,
-} from '../discord/render-kit.js';
-import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
+import { actionButton } from '../discord/render-kit.js';
+import { maskedLink, safeHttpUrl } from '../discord/render-limits.js';
 import { httpUrl, nonEmpty, problem, taskId } from './fields.js';
 import { ASPECT_RATIOS, type AspectRatio, type VideoExtendParams } from '../media/types.js';
 import { bool, compact, oneOf, requireImage, str, webhookFields } from './input.js';
@@ -65,12 +56,10 @@ function inherited(p: StoredParams): Pick<VideoExtendParams, 'enhancePrompt' | '
   };
 }
 
-const TITLE = 'Video extension';
-
 export const videoOperation: OperationModule<'video'> = {
   operation: 'video',
   command: 'extend-video',
-  title: TITLE,
+  title: 'Video extension',
   label: 'Video',
   path: 'videoExtend',
   mode: 'async',
@@ -136,23 +125,17 @@ export const videoOperation: OperationModule<'video'> = {
     const prompt = input.prompt ?? '';
     return { parentTaskId: parent.taskId, prompt, ...inherited(parent.params) };
   },
-  render(job, out) {
+  card(job, out, tr) {
     const video = safeHttpUrl(out.videoUrl);
-    const embed = finishedEmbed(
-      job,
-      TITLE,
-      video !== undefined ? `🎬 ${maskedLink('Open video', video)}` : 'The service returned no video URL.',
-    );
-    if (video !== undefined && video.length <= LIMITS.embedUrl) embed.url = video;
-    // A bare URL in the content is what makes Discord show its playable video embed.
-    const content = lines(
-      finishedHeader(TITLE),
-      video !== undefined && video.length <= MAX_CONTENT_URL ? video : undefined,
-    );
-    const buttons = rows(
-      [linkButton('Open video', video)],
-      [actionButton('Extend again', nextStepId({ kind: 'extend-video', jobId: job.id }))],
-    );
-    return payload(content, [embed], buttons);
+    return {
+      title: tr.t('operations.video.title'),
+      facts: [],
+      media: [],
+      links: video !== undefined ? [`🎬 ${maskedLink(tr.t('result.video.open'), video)}`] : [],
+      notes: video === undefined ? [tr.t('result.video.none')] : [],
+      actions: [
+        actionButton(tr.t('buttons.extend_again'), nextStepId({ kind: 'extend-video', jobId: job.id })),
+      ],
+    };
   },
 };

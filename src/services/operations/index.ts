@@ -5,7 +5,8 @@
  * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
  */
 import type { NextStep } from '../discord/custom-ids.js';
-import type { MessagePayload } from '../discord/render-limits.js';
+import type { Translator } from '../../i18n/index.js';
+import type { ResultParts } from '../discord/render-card.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import type { Operation, TaskOutputs } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
@@ -61,9 +62,9 @@ function moduleOfResult<K extends Operation>(out: OutputsOf<K>): OperationModule
   return operationOf(out.kind as K);
 }
 
-/** The finished message of a job (each operation renders its own result). */
-export function renderResult(job: JobRecord, out: TaskOutputs): MessagePayload {
-  return moduleOfResult(out).render(job, out);
+/** What a finished result adds to its job's card (each operation shows its own result). */
+export function resultParts(job: JobRecord, out: TaskOutputs, tr: Translator): ResultParts {
+  return moduleOfResult(out).card(job, out, tr);
 }
 
 /** Result files of a finished job (for the gallery), in the order shown. */

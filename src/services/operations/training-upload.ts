@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { finishedHeader, payload, finishedEmbed } from '../discord/render-kit.js';
 import { escapeMarkdown, inlineCode, truncate } from '../discord/render-limits.js';
 import { photoUploadBody } from '../media/photo-body.js';
 import { MAX_PHOTOS, MIN_PHOTOS, boundedInt, problem } from './fields.js';
@@ -22,12 +21,10 @@ const photoUploadParamsSchema = z.object({
   age: boundedInt('age', 1, 120).optional(),
 });
 
-const TITLE = 'Training photos';
-
 export const uploadOperation: OperationModule<'upload'> = {
   operation: 'upload',
   command: 'training-photos',
-  title: TITLE,
+  title: 'Training photos',
   label: 'Training photos',
   path: 'photoUpload',
   mode: 'async',
@@ -60,21 +57,30 @@ export const uploadOperation: OperationModule<'upload'> = {
   inGallery: false,
   files: () => [],
   continueFrom: undefined,
-  render(job, out) {
+  card(_job, out, tr) {
     const message = out.message?.trim();
     let expiry: string | undefined;
     if (out.expiresAt !== undefined && out.expiresAt.trim() !== '') {
       const ms = Date.parse(out.expiresAt);
+      const raw = inlineCode(out.expiresAt, 64);
       expiry = Number.isFinite(ms)
-        ? `The prepared images expire ${discordTimestamp(ms, 'R')} (${discordTimestamp(ms, 'F')}, ${inlineCode(out.expiresAt, 64)}).`
-        : `The prepared images expire at ${inlineCode(out.expiresAt, 64)}.`;
+        ? tr.t('result.training.expires', {
+            relative: discordTimestamp(ms, 'R'),
+            full: discordTimestamp(ms, 'F'),
+            raw,
+          })
+        : tr.t('result.training.expires_at', { raw });
     }
-    const embed = finishedEmbed(
-      job,
-      TITLE,
-      message !== undefined && message !== '' && truncate(escapeMarkdown(message), 2000),
-      expiry,
-    );
-    return payload(finishedHeader(TITLE), [embed]);
+    return {
+      title: tr.t('operations.upload.title'),
+      facts: [],
+      media: [],
+      links: [],
+      notes: [
+        ...(message !== undefined && message !== '' ? [truncate(escapeMarkdown(message), 2000)] : []),
+        ...(expiry !== undefined ? [expiry] : []),
+      ],
+      actions: [],
+    };
   },
 };

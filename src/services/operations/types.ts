@@ -11,7 +11,8 @@ import type { RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord-ap
 import type { OptionResolver } from '../discord/interactions/options.js';
 import type { z } from 'zod';
 import type { Config, CostedCommand } from '../../config.js';
-import type { MessagePayload } from '../discord/render-limits.js';
+import type { Translator } from '../../i18n/index.js';
+import type { ResultParts } from '../discord/render-card.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import type {
   Operation,
@@ -107,8 +108,8 @@ export interface OperationModule<K extends Operation> {
   body(params: ParamsOf<K>, opts: BodyOptions): RequestBody;
   /** The outputs of a finished result body, or undefined when the body does not carry them. */
   outputs(body: TaskResultBody): OutputsOf<K> | undefined;
-  /** The finished message. */
-  render(job: JobRecord, out: OutputsOf<K>): MessagePayload;
+  /** What the finished result adds to the job's card, in the card's language (tr). */
+  card(job: JobRecord, out: OutputsOf<K>, tr: Translator): ResultParts;
   /** Whether a finished job is also posted to the server's gallery channel. */
   readonly inGallery: boolean;
   /** Result files the gallery re-hosts, in the order shown. */

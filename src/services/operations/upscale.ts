@@ -1,30 +1,13 @@
 import { SlashCommandBuilder } from 'discord.js';
-import type { APIEmbed } from 'discord-api-types/v10';
 import { z } from 'zod';
 import { nextStepId } from '../discord/custom-ids.js';
-import {
-  COLORS,
-  actionButton,
-  finishedHeader,
-  footer,
-  lines,
-  linkButton,
-  mention,
-  paramFields,
-  payload,
-  rows,
-  taskField,
-  tookLine,
-} from '../discord/render-kit.js';
-import { LIMITS, maskedLink, safeHttpUrl } from '../discord/render-limits.js';
+import { actionButton } from '../discord/render-kit.js';
+import { safeHttpUrl } from '../discord/render-limits.js';
 import { boundedInt, httpUrl, nonEmpty, problem } from './fields.js';
 import { MAGIC_PROMPT_OPTIONS, type MagicPromptOption, type UpscaleParams } from '../media/types.js';
 import { isHttpUrl } from '../shared/format.js';
 import { UserError, compact, num, oneOf, requireImage, str, type MemberText } from './input.js';
 import type { OperationModule, StoredParams } from './types.js';
-
-/** Images shown as embeds (Discord merges up to 4 embeds sharing a `url` into one gallery). */
-const GALLERY_SIZE = 4;
 
 // Discord requires required options before optional ones, so `prompt` comes first.
 const data = new SlashCommandBuilder()
@@ -164,44 +147,22 @@ export const upscaleOperation: OperationModule<'upscale'> = {
   files: (out) => out.imageUrls,
   // "Upscale again": everything but the seed (a new image is wanted).
   continueFrom: (parent) => fromStored(parent.params, false),
-  render(job, out) {
+  card(job, out, tr) {
     const images = out.imageUrls
-      .map((raw, i) => ({ n: i + 1, url: safeHttpUrl(raw) }))
-      .filter((x): x is { n: number; url: string } => x.url !== undefined);
-    const shown = images.filter((x) => x.url.length <= LIMITS.embedUrl).slice(0, LIMITS.embeds);
-    const notShown = images.filter((x) => !shown.includes(x));
-
-    const first: APIEmbed = {
-      title: images.length === 1 ? 'Upscaled image' : `Upscaled images (${images.length})`,
-      description: lines(
-        mention(job.userId),
-        tookLine(job),
-        images.length === 0 ? 'The service returned no image.' : undefined,
-        notShown.length > 0
-          ? `More images: ${notShown.map((x) => maskedLink(String(x.n), x.url)).join(' · ')}`
-          : undefined,
-      ),
-      color: COLORS.finished,
-      fields: [
-        ...taskField(job),
-        ...(out.seed !== undefined ? [{ name: 'Seed', value: String(out.seed), inline: true }] : []),
-        ...paramFields(job, 20),
+      .map((raw) => safeHttpUrl(raw))
+      .filter((url): url is string => url !== undefined);
+    return {
+      title:
+        images.length === 0
+          ? tr.t('operations.upscale.title')
+          : tr.t('result.upscale.title', { count: images.length }),
+      facts: out.seed !== undefined ? [`**${tr.t('result.seed')}:** ${out.seed}`] : [],
+      media: images.map((url, i) => ({ url, label: tr.t('buttons.image', { n: i + 1 }) })),
+      links: [],
+      notes: images.length === 0 ? [tr.t('result.upscale.no_image')] : [],
+      actions: [
+        actionButton(tr.t('buttons.upscale_again'), nextStepId({ kind: 'upscale-again', jobId: job.id })),
       ],
-      footer: footer(job),
     };
-    const embeds: APIEmbed[] = [];
-    shown.forEach((img, i) => {
-      // Embeds sharing a `url` are merged into one gallery (4 per gallery).
-      const galleryUrl = shown[Math.floor(i / GALLERY_SIZE) * GALLERY_SIZE]?.url ?? img.url;
-      const base: APIEmbed = i === 0 ? first : { color: COLORS.finished };
-      embeds.push({ ...base, url: galleryUrl, image: { url: img.url } });
-    });
-    if (embeds.length === 0) embeds.push(first);
-
-    const buttons = rows(
-      images.map((x) => linkButton(`Image ${x.n}`, x.url)),
-      [actionButton('Upscale again', nextStepId({ kind: 'upscale-again', jobId: job.id }))],
-    );
-    return payload(finishedHeader(TITLE), embeds, buttons);
   },
 };

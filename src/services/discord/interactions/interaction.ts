@@ -18,6 +18,7 @@ import {
   type APIUser,
 } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
+import { editBody } from '../render-limits.js';
 import { OptionResolver } from './options.js';
 
 /**
@@ -371,7 +372,7 @@ export class BotInteraction {
 
   /** Components: replaces the message the component sits on. */
   update(body: MessageBody): Promise<APIMessage | undefined> {
-    const data = withDefaults(body);
+    const data = editBody(withDefaults(body));
     return this.#run(async () => {
       if (this.#state === 'new') {
         return this.#first(
@@ -391,7 +392,7 @@ export class BotInteraction {
 
   /** Edits the answer (`@original`), or one of its follow-ups. */
   editReply(body: MessageBody, messageId?: string): Promise<APIMessage> {
-    const data = withDefaults(body);
+    const data = editBody(withDefaults(body));
     return this.#run(async () => {
       if (messageId !== undefined) {
         return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, messageId));
@@ -528,7 +529,9 @@ export class BotInteraction {
   }
 
   #editOriginal(data: MessageBody): Promise<APIMessage> {
-    return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, data, this.#original));
+    // A reply filling a deferral is an edit too: a card clears the classic fields (editBody).
+    const body = editBody(data);
+    return this.#webhook(() => this.#api.editReply(this.applicationId, this.token, body, this.#original));
   }
 
   /** A webhook call; right after an acknowledgement in the HTTP response, "unknown" is retried briefly. */
