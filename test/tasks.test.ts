@@ -3,6 +3,7 @@
  * invoker only, other members' jobs never shown, `id:` by task id or job id
  * (owner or Manage Server), Re-post as a fresh public message, Refresh from the service.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTasksId } from '../src/services/discord/custom-ids.js';
 import { translator } from '../src/i18n/index.js';
@@ -216,6 +217,45 @@ describe('/tasks job centre', () => {
     expect(refused.content).toContain('cannot be re-posted');
     // Nothing public was posted.
     expect(publicCount()).toBe(before);
+    h.fake.assertNoViolations();
+  });
+
+  it('Re-post of a result older than a day: refused unless a gallery post kept its files', async () => {
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: carol,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+    });
+    await cmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+    const ran = (await h.app.store.listByUser(carol, 1))[0];
+    if (!ran) throw new Error('no job');
+    const twoDaysAgo = Date.now() - 2 * 86_400_000;
+    // The same result, finished two days ago: once without a gallery copy, once with one.
+    const old = async (galleryPost?: { channelId: string; messageId: string }) => {
+      const { taskId: _taskId, ...rest } = ran;
+      const id = randomUUID();
+      await h.app.store.create({
+        ...rest,
+        id,
+        createdAt: twoDaysAgo - 60_000,
+        updatedAt: twoDaysAgo,
+        finishedAt: twoDaysAgo,
+        ...(galleryPost ? { galleryPost } : {}),
+      });
+      const detail = await h.fake
+        .sendCommand({ name: 'tasks', userId: carol, options: { id } })
+        .message(10_000);
+      const repost = buttons(detail).find((b) => b.label === 'Re-post');
+      return h.fake
+        .sendButton({ customId: repost?.custom_id ?? '', messageId: detail.id, userId: carol })
+        .message(10_000);
+    };
+    const refused = await old();
+    expect(refused.ephemeral).toBe(true);
+    expect(refused.content).toContain('links may have expired');
+    const kept = await old({ channelId: h.fake.defaultChannelId, messageId: '123456789012345678' });
+    expect(kept.ephemeral).toBe(false);
+    expect(text(kept)).toContain('Extend song 2');
     h.fake.assertNoViolations();
   });
 
