@@ -13,7 +13,7 @@ import { str } from '../services/operations/input.js';
 import type { StepInput } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { startOperation } from './run-job.js';
-import { isFinal } from '../services/jobs/lifecycle.js';
+import { isFinal } from '../services/store/merge.js';
 import { jobMessageLink } from '../services/discord/render.js';
 import { retryUpload } from './training-photos.js';
 import { translatorFor } from '../i18n/index.js';

@@ -8,7 +8,7 @@ import {
 } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { mayActOnJob } from './preconditions.js';
-import { isFinal } from '../services/jobs/lifecycle.js';
+import { isFinal } from '../services/store/merge.js';
 import {
   JOB_ID,
   nextStepId,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { JobRecord, JobStore } from '../store/types.js';
-import { isFinal, type JobLifecycle } from './lifecycle.js';
+import { isFinal } from '../store/merge.js';
+import type { JobLifecycle } from './lifecycle.js';
 import type { AfterFinalQueue } from './ports.js';
 
 /**

@@ -5,7 +5,8 @@ import { isClosed } from '../store/merge.js';
 import type { JobRecord, JobStore } from '../store/types.js';
 import type { Metrics } from '../../metrics.js';
 import { jobError, jobErrorFromMedia } from './job-errors.js';
-import { isFinal, type JobLifecycle } from './lifecycle.js';
+import { isFinal } from '../store/merge.js';
+import type { JobLifecycle } from './lifecycle.js';
 import type { AfterFinalQueue, MessageUpdates } from './ports.js';
 
 /** Reads a task's current result from the service (batched where the service allows it). */

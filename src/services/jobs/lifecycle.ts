@@ -4,7 +4,7 @@ import type { Submitted } from '../media/client.js';
 import { MediaOutcomeUnknownError, MediaOutOfCreditsError } from '../media/errors.js';
 import type { Operation, TaskResult, WebhookTarget } from '../media/types.js';
 import { StoreUnavailableError } from '../store/errors.js';
-import { isTerminalState } from '../store/merge.js';
+import { isFinal } from '../store/merge.js';
 import type { JobError, JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
 import type { Metrics } from '../../metrics.js';
 import { jobErrorFromMedia, jobErrorFromResult } from './job-errors.js';
@@ -56,10 +56,6 @@ export type SubmitCall = (
   webhook: WebhookTarget | undefined,
   hooks: { waiting(untilMs: number): void },
 ) => Promise<Submitted | TaskResult>;
-
-export function isFinal(job: Pick<JobRecord, 'state'>): boolean {
-  return isTerminalState(job.state);
-}
 
 /**
  * The life of a job: stored before the service call (with its keeper scheduled

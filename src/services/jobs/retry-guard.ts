@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JobRecord, JobStore, LockingKeyValueStore } from '../store/types.js';
-import { isFinal } from './lifecycle.js';
+import { isFinal } from '../store/merge.js';
 
 /**
  * Retry is idempotent per job: one Retry of a job runs at a time, whoever presses it and

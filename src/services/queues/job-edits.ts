@@ -4,7 +4,8 @@ import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/channel-budget.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, classify, editOutcome, type EditRoute } from '../discord/edit-queue.js';
-import { hasMessage, isFinalState, type JobRenderers } from '../discord/edits/job-messages.js';
+import { hasMessage, type JobRenderers } from '../discord/edits/job-messages.js';
+import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
@@ -85,7 +86,7 @@ export class BullJobEdits implements MessageUpdates {
 
   jobChanged(job: JobRecord): void {
     if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
-    const final = isFinalState(job);
+    const final = isFinal(job);
     void this.add({ jobId: job.id, target: 'message' }, final);
     if (job.reply && final) void this.add({ jobId: job.id, target: 'reply' }, true);
   }
@@ -138,7 +139,7 @@ export class BullJobEdits implements MessageUpdates {
     const { jobId, target } = job.data;
     const record = await this.deps.store.get(jobId);
     if (!record || record.messageGone === true) return;
-    const final = isFinalState(record);
+    const final = isFinal(record);
     if (target === 'message' && record.finalShownAt !== undefined) return;
     if (target === 'reply' && (!record.reply || !final)) return;
     const ref = target === 'reply' ? (record.reply as JobMessageRef) : record.message;

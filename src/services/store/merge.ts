@@ -189,6 +189,11 @@ export function isTerminalState(state: JobState): boolean {
   return RANK[state] === 3;
 }
 
+/** The one test of a job being over (finished or failed): nothing changes its state again. */
+export function isFinal(job: Pick<JobRecord, 'state'>): boolean {
+  return isTerminalState(job.state);
+}
+
 /** Integer 0..100, or undefined for a missing or non-finite value. */
 export function normalizePercentage(value: number | undefined): number | undefined {
   if (value === undefined || !Number.isFinite(value)) return undefined;

@@ -1,4 +1,5 @@
 import type { JobRecord } from '../../store/types.js';
+import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render-limits.js';
 import type { EditQueue } from '../edit-queue.js';
@@ -11,10 +12,6 @@ export interface JobRenderers {
 
 /** The key of a job's channel line in the edit queue (its live message's key is the job id). */
 export const replyKey = (jobId: string): string => `${jobId}:reply`;
-
-export function isFinalState(job: Pick<JobRecord, 'state'>): boolean {
-  return job.state === 'finished' || job.state === 'failed';
-}
 
 /** Whether the job has a message to edit (its reply was sent). */
 export function hasMessage(job: JobRecord): boolean {
@@ -39,7 +36,7 @@ export class QueuedJobMessages implements MessageUpdates {
 
   jobChanged(job: JobRecord): void {
     if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
-    const final = isFinalState(job);
+    const final = isFinal(job);
     const { render, renderReply } = this.deps.renderers;
     const onAutoMod = this.deps.onAutoMod;
     // Once withheld, a refusal is about text that is not the member's: an invalid edit.
