@@ -149,9 +149,20 @@ const bool = (what: string) =>
 export const COSTED_COMMANDS = ['upscale', 'extend-song', 'extend-video', 'training-photos'] as const;
 export type CostedCommand = (typeof COSTED_COMMANDS)[number];
 
-/** `upscale=1,extend-song=2,…`: every command given once, each a whole number 0-1000000. */
+/** What each command costs unless CREDIT_COSTS says otherwise. */
+export const DEFAULT_CREDIT_COSTS: Readonly<Record<CostedCommand, number>> = {
+  upscale: 1,
+  'extend-song': 2,
+  'extend-video': 6,
+  'training-photos': 2,
+};
+
+/**
+ * `upscale=1,extend-song=2,…`: each a whole number 0-1000000; a command left out costs its
+ * built-in price (so a new command after an upgrade never stops the bot from starting).
+ */
 const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number> => {
-  const out: Partial<Record<CostedCommand, number>> = {};
+  const out: Record<CostedCommand, number> = { ...DEFAULT_CREDIT_COSTS };
   const problems: string[] = [];
   for (const part of v
     .split(',')
@@ -167,15 +178,14 @@ const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number>
     if (cost > 1_000_000) problems.push(`"${part}" (at most 1000000)`);
     else out[name] = cost;
   }
-  const missing = COSTED_COMMANDS.filter((c) => out[c] === undefined);
-  if (problems.length > 0 || missing.length > 0) {
+  if (problems.length > 0) {
     ctx.addIssue({
       code: 'custom',
-      message: `must be command=cost pairs for ${COSTED_COMMANDS.join(', ')}${problems.length ? `; not understood: ${problems.join(', ')}` : ''}${missing.length ? `; missing: ${missing.join(', ')}` : ''}`,
+      message: `must be command=cost pairs for ${COSTED_COMMANDS.join(', ')}; not understood: ${problems.join(', ')}`,
     });
     return z.NEVER;
   }
-  return out as Record<CostedCommand, number>;
+  return out;
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -276,7 +286,7 @@ const schema = z.object({
   DEFAULT_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished jobs per member per server'), '3'),
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
   DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
-  CREDIT_COSTS: withDefault(creditCosts, 'upscale=1,extend-song=2,extend-video=6,training-photos=2'),
+  CREDIT_COSTS: withDefault(creditCosts, ''),
   INSTANCE_ID: optional(
     z.string().regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable characters, no spaces'),
   ),

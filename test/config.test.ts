@@ -161,6 +161,18 @@ describe('parseConfig', () => {
     expect('redisUrl' in c.store).toBe(false);
   });
 
+  it('CREDIT_COSTS: a command left out costs its built-in price; a pair not understood is one line', () => {
+    expect(parseConfig({ ...REQUIRED, CREDIT_COSTS: 'extend-video=10' }).community.costs).toEqual({
+      upscale: 1,
+      'extend-song': 2,
+      'extend-video': 10,
+      'training-photos': 2,
+    });
+    expect(() => parseConfig({ ...REQUIRED, CREDIT_COSTS: 'remix=3' })).toThrow(
+      /CREDIT_COSTS: .*not understood: "remix=3"/,
+    );
+  });
+
   it('RETENTION_DAYS and CONSENT_RETENTION_DAYS: whole days, defaults 30 and 365', () => {
     expect(parseConfig({ ...REQUIRED, RETENTION_DAYS: '7', CONSENT_RETENTION_DAYS: '730' }).privacy).toEqual({
       retentionDays: 7,
