@@ -139,6 +139,9 @@ export function buildBot(): void {
     stdio: 'inherit',
   });
   if (r.status !== 0) throw new Error('building the bot (tsc -p tsconfig.build.json) failed');
+  // What `npm run build` copies besides JavaScript (the Lua scripts): without it the bot cannot start.
+  const assets = spawnSync(process.execPath, ['scripts/copy-assets.mjs'], { stdio: 'inherit' });
+  if (assets.status !== 0) throw new Error('copying the assets (scripts/copy-assets.mjs) failed');
 }
 
 export interface BotProcess {
