@@ -516,9 +516,6 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       if (b.userId === undefined) fake.setGuildLocale(fake.guildId, b.locale);
       else if (locales.has(b.userId)) locales.set(b.userId, b.locale);
       else return reply.code(400).send({ error: `${b.userId} is not a member of the playground` });
-      timeline.note(
-        `operator: ${b.userId === undefined ? 'server language (guild_locale)' : `${fake.userName(b.userId)}'s language (locale)`} ${b.locale}`,
-      );
       return { ok: true };
     });
 
