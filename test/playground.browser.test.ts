@@ -357,6 +357,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       .poll(() => lastMessage(page).locator('img:not(.emoji)').count(), { timeout: 10_000 })
       .toBe(4);
     expect(await lastMessage(page).getAttribute('data-id')).toBe(upscalePost?.id);
+    // The four attached images share one 2×2 mosaic, as the client lays out several images.
+    expect(await lastMessage(page).locator('.attachments .mosaic.n4 img').count()).toBe(4);
     expect(await page.locator('#composer').isVisible()).toBe(true);
     await page.screenshot({ path: `${ARTIFACTS}forum-post.png` });
     await page.click(`[data-channel="${general}"]`);
