@@ -675,13 +675,24 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       });
       if (!http && !closed) await fake.waitForGatewayReady(120_000);
       if (closed) return;
-      const set = fake.sendCommand({
-        name: 'settings',
-        subcommand: 'set',
-        userId: owner,
-        options: { gallery: gallery.id },
-      });
-      await set.message(30_000);
+      // Setting it twice changes nothing: try again if the bot was not listening yet (HTTP interactions).
+      for (let attempt = 1; ; attempt++) {
+        const set = fake.sendCommand({
+          name: 'settings',
+          subcommand: 'set',
+          userId: owner,
+          options: { gallery: gallery.id },
+        });
+        const answered = await set.message(20_000).then(
+          () => true,
+          (err: unknown) => {
+            if (attempt >= 3 || closed) throw err;
+            return false;
+          },
+        );
+        if (answered || closed) break;
+      }
+      if (closed) return;
       timeline.note(
         `setup: Server owner ran /settings set gallery:#gallery (a forum tagged ${GALLERY_TAGS.join(', ')})`,
       );
