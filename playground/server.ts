@@ -70,9 +70,24 @@ export interface Playground {
   url: string;
   fake: FakeDiscord;
   emulator: Emulator;
+  /** Resolves once the playground's setup ran through the bot (the forum gallery is set). */
+  ready: Promise<void>;
   restartBot(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The languages a member (and the server) can pick: Discord's locale codes, as Discord names them. */
+export const LOCALES = [
+  { code: 'en-US', name: 'English, US' },
+  { code: 'de', name: 'Deutsch' },
+  { code: 'fr', name: 'Français' },
+  { code: 'es-ES', name: 'Español' },
+  { code: 'pt-BR', name: 'Português do Brasil' },
+  { code: 'ja', name: '日本語' },
+] as const;
+const LOCALE_CODES = LOCALES.map((l) => l.code) as [string, ...string[]];
+/** The forum gallery's tags: one per operation the bot tags posts with. */
+const GALLERY_TAGS = ['upscale', 'song', 'video'];
 
 /** The page's port is taken: the playground started nothing and left nothing behind. */
 export class PortInUseError extends Error {
@@ -169,9 +184,16 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     const fake = await startFakeDiscord({
       warmUpValidators: true,
       botUsername: APPLICATION_NAME,
-      guild: { name: 'Playground', channels: [{ name: 'general' }, { name: 'gallery' }] },
+      guild: { name: 'Playground', channels: [{ name: 'general' }] },
     });
     undo.push(() => fake.close());
+    // The gallery is a forum, as in today's community servers: one post per finished job, tagged with its operation.
+    const gallery = fake.addForumChannel({
+      name: 'gallery',
+      tags: GALLERY_TAGS,
+      topic: 'Every finished result, one post each (set with /settings set gallery).',
+    });
+    const galleryTags = gallery.tags.map((t) => ({ id: t.id, name: t.name }));
     fake.setRateLimits(true);
     const members = [
       {
@@ -183,6 +205,15 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       { key: 'alice', username: 'alice', globalName: 'Alice', permissions: String(MEMBER) },
       { key: 'bob', username: 'bob', globalName: 'Bob', permissions: String(MEMBER) },
     ].map((m) => ({ ...m, id: fake.addUser(m) }));
+    /** Each member's Discord client language (the `locale` of their interactions). */
+    const locales = new Map<string, string>(members.map((m) => [m.id, 'en-US']));
+    const localeOf = (userId: string) => locales.get(userId) ?? 'en-US';
+    // The server's owner, not among the page's members: sets the gallery up as a real admin would.
+    const owner = fake.addUser({
+      username: 'owner',
+      globalName: 'Server owner',
+      permissions: String(MEMBER | MANAGE_GUILD),
+    });
 
     const switches = { dropWebhooks: false, discord429: false, discord500: false, storeDown: false };
     const emulator = await startEmulator({ scenario: randomScenario(stepMs, failureRate) });
@@ -347,8 +378,16 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         name: fake.userName(m.id),
         permissions: m.permissions,
         admin: m.key === 'admin',
+        locale: localeOf(m.id),
       })),
-      channels: fake.channelList(),
+      locales: LOCALES,
+      guildLocale: fake.guildLocale,
+      // A forum post carries its tags (the page shows them on top of the post).
+      channels: fake.channelList().map((c) => {
+        const post = c.parentId === gallery.id ? fake.thread(c.id) : undefined;
+        return post ? { ...c, appliedTags: post.appliedTags } : c;
+      }),
+      forumTags: { [gallery.id]: galleryTags },
       commands: [...fake.globalCommands, ...fake.guildCommands()],
       store: redisUrl ? (privateRedis ? 'redis (private)' : 'redis') : 'sqlite',
       switches,
@@ -439,6 +478,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const h = fake.sendCommand({
         name: b.name,
         userId: b.userId,
+        locale: localeOf(b.userId),
         channelId: b.channelId,
         options: b.options,
         attachments,
@@ -460,6 +500,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const h = fake.sendAutocomplete({
         name: b.name,
         userId: b.userId,
+        locale: localeOf(b.userId),
         channelId: b.channelId,
         options: b.options,
         focused: b.focused,
@@ -467,6 +508,38 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       });
       await h.response(3000).catch(() => undefined);
       return { choices: h.choices ?? [] };
+    });
+
+    // A member's client language (their interactions' `locale`), or the server's (`guild_locale`).
+    app.post('/api/locale', async (req, reply) => {
+      const b = z.object({ userId: z.string().optional(), locale: z.enum(LOCALE_CODES) }).parse(req.body);
+      if (b.userId === undefined) fake.setGuildLocale(fake.guildId, b.locale);
+      else if (locales.has(b.userId)) locales.set(b.userId, b.locale);
+      else return reply.code(400).send({ error: `${b.userId} is not a member of the playground` });
+      return { ok: true };
+    });
+
+    /**
+     * A forum or media channel as its list of posts (newest first): title, tags, the starter
+     * message for the preview, how many messages; deleted posts are gone.
+     */
+    app.get('/api/forum', async (req) => {
+      const { channelId } = z.object({ channelId: z.string() }).parse(req.query);
+      const tags = channelId === gallery.id ? galleryTags : [];
+      const posts = fake
+        .forumPosts(channelId)
+        .filter((p) => !p.deleted)
+        .reverse()
+        .map((p) => ({
+          id: p.id,
+          name: p.name,
+          appliedTags: p.appliedTags,
+          archived: p.archived,
+          locked: p.locked,
+          messageCount: fake.channelMessages(p.id).length,
+          first: p.message?.data ?? null,
+        }));
+      return { now: fake.now(), tags, posts };
     });
 
     // A member's plain message (the bot reads none: it runs with the Guilds intent only).
@@ -484,6 +557,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         customId: b.customId,
         messageId: b.messageId,
         userId: b.userId,
+        locale: localeOf(b.userId),
         channelId: b.channelId,
         ...(b.values ? { componentType: 3, values: b.values } : {}),
       });
@@ -507,6 +581,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const h = fake.sendModalSubmit({
         customId: b.customId,
         userId: b.userId,
+        locale: localeOf(b.userId),
         channelId: b.channelId,
         ...(b.messageId ? { messageId: b.messageId } : {}),
         components: b.fields.map((f) =>
@@ -586,6 +661,43 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     }));
 
     await app.ready();
+
+    // The setup a server's owner does once, through the bot: the forum becomes the gallery (kept in the
+    // store, so restarts keep it). Its reply is ephemeral, for the owner, who is not among the page's members.
+    let closed = false;
+    undo.push(async () => void (closed = true));
+    const ready = (async () => {
+      const registered = () =>
+        [...fake.globalCommands, ...fake.guildCommands()].some((c) => c['name'] === 'settings');
+      await fake.waitFor(() => closed || registered(), {
+        timeoutMs: 120_000,
+        description: 'the bot registering /settings',
+      });
+      if (!http && !closed) await fake.waitForGatewayReady(120_000);
+      if (closed) return;
+      // Setting it twice changes nothing: try again if the bot was not listening yet (HTTP interactions).
+      for (let attempt = 1; ; attempt++) {
+        const set = fake.sendCommand({
+          name: 'settings',
+          subcommand: 'set',
+          userId: owner,
+          options: { gallery: gallery.id },
+        });
+        const answered = await set.message(20_000).then(
+          () => true,
+          (err: unknown) => {
+            if (attempt >= 3 || closed) throw err;
+            return false;
+          },
+        );
+        if (answered || closed) break;
+      }
+      if (closed) return;
+      timeline.note(
+        `setup: Server owner ran /settings set gallery:#gallery (a forum tagged ${GALLERY_TAGS.join(', ')})`,
+      );
+    })();
+    ready.catch((err: unknown) => timeline.note(`setup failed: ${(err as Error).message}`));
     const url = `http://${HOST}:${(server.address() as AddressInfo).port}`;
     log(
       `Playground: ${url}  (bot on :${botPort}, store ${redisUrl ? 'redis' : 'sqlite'}; Ctrl-C stops everything)`,
@@ -596,6 +708,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       url,
       fake,
       emulator,
+      ready,
       restartBot: async () => {
         await stopBot('SIGKILL');
         startBot();

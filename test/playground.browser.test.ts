@@ -1,7 +1,9 @@
 /**
  * The playground in a real browser: Debian's Chromium driven by playwright-core
  * (no browser download), headless. The real bot runs as its own process behind
- * the page. Screenshots go to .ci/artifacts/ (and one to docs/ for the README).
+ * the page. Screenshots of the main states go to .ci/artifacts/playground/ (made
+ * here, git-ignored, kept by CI as artifacts), and with UPDATE_SCREENSHOTS=1 the
+ * README's to docs/playground.png.
  * Then the playground as a command: a busy PLAYGROUND_PORT, and what SIGINT and
  * SIGTERM leave behind.
  */
@@ -18,7 +20,7 @@ import { eventually, percentagesShown } from './helpers/harness.js';
 import { foundAt, needs } from './helpers/requirements.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const ARTIFACTS = new URL('../.ci/artifacts/', import.meta.url).pathname;
+const ARTIFACTS = new URL('../.ci/artifacts/playground/', import.meta.url).pathname;
 const DOCS = new URL('../docs/', import.meta.url).pathname;
 
 /** 10 distinct small PNGs (the same pixel, distinct trailing bytes, so distinct hashes). */
@@ -84,6 +86,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
   let browser: Browser;
   let page: Page;
   let general = '';
+  let galleryId = '';
   let ada = '';
   let alice = '';
 
@@ -116,6 +119,9 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     await pg.fake.waitFor(() => pg.fake.guildCommands().length >= 6, { timeoutMs: 30_000 });
     await pg.fake.waitForGatewayReady(30_000);
     general = pg.fake.channelIdByName('general');
+    galleryId = pg.fake.channelIdByName('gallery');
+    // The playground's own setup: /settings set gallery:#gallery (the forum), through the bot.
+    await pg.ready;
     const state = (await (await fetch(`${pg.url}/api/state`)).json()) as {
       users: { key: string; id: string }[];
     };
@@ -255,7 +261,11 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     // The README's screenshot, refreshed on demand (UPDATE_SCREENSHOTS=1 npm test).
     if (process.env['UPDATE_SCREENSHOTS'] === '1') {
       await mkdir(DOCS, { recursive: true });
-      // The finished job from its "Ada used /extend-song" header down, beside the operator panel.
+      // The finished job from its "Ada used /extend-song" header down, beside the operator panel,
+      // with its post in the forum gallery listed under #gallery.
+      await expect
+        .poll(() => page.locator(`.thread`).allInnerTexts(), { timeout: 20_000 })
+        .toContainEqual(expect.stringContaining('extend-song'));
       await page.setViewportSize({ width: 1280, height: 960 });
       await lastMessage(page).evaluate((n) =>
         (n as unknown as { scrollIntoView(o: object): void }).scrollIntoView({ block: 'start' }),
@@ -304,6 +314,55 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     expect(await card.locator('.mosaic.n4 img').count()).toBe(4);
     expect(await card.locator('a', { hasText: 'input-cat.png' }).count()).toBe(1);
     expect(await card.innerText()).toContain('Image URL:');
+  });
+
+  it('the forum gallery: a post per finished job, tagged with its operation; a post opens on its card', async () => {
+    await page.click(`[data-channel="${galleryId}"]`);
+    // A forum has no message box: its posts, newest first.
+    await expect.poll(() => page.locator('#composer').isVisible()).toBe(false);
+    const post = (tag: string) =>
+      page.locator('.forum-post', { has: page.locator(`.forum-tag[data-tag="${tag}"]`) });
+    await expect.poll(() => post('upscale').count(), { timeout: 30_000 }).toBe(1);
+    await expect.poll(() => post('song').count(), { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    // The filters are the forum's tags; each post shows the tag the bot applied (as the fake recorded it).
+    expect(
+      await page
+        .locator('.forum-filters .forum-tag')
+        .evaluateAll((n) => n.map((b) => b.getAttribute('data-tag'))),
+    ).toEqual(['upscale', 'song', 'video']);
+    const forum = (await (await fetch(`${pg.url}/api/forum?channelId=${galleryId}`)).json()) as {
+      tags: { id: string; name: string }[];
+    };
+    const posts = pg.fake.forumPosts(galleryId);
+    const upscalePost = posts.find((p) => p.name.startsWith('upscale'));
+    expect(upscalePost?.appliedTags).toEqual([forum.tags.find((t) => t.name === 'upscale')?.id]);
+    const upscaleCard = post('upscale');
+    expect(await upscaleCard.getAttribute('data-post')).toBe(upscalePost?.id);
+    expect(await read(upscaleCard.locator('.forum-post-title'))).toBe('upscale · a cat');
+    expect(await read(upscaleCard.locator('.forum-post-preview'))).toMatch(/^Media bot: \S/);
+    expect(await upscaleCard.locator('img.forum-thumb').count()).toBe(1);
+    expect(await read(post('song').first().locator('.forum-post-title'))).toContain('extend-song');
+    // A tag filters the list.
+    await page.click('.forum-filters .forum-tag[data-tag="upscale"]');
+    await expect.poll(() => page.locator('.forum-post').count()).toBe(1);
+    await page.screenshot({ path: `${ARTIFACTS}forum.png` });
+    await page.click('.forum-filters .forum-tag[data-tag="upscale"]');
+    await expect.poll(() => post('song').count()).toBeGreaterThanOrEqual(1);
+
+    // Opening a post: its title and tag on top, then the bot's post with the four images attached.
+    await upscaleCard.click();
+    await expect.poll(() => read(page.locator('#channel-title'))).toBe('gallery › upscale · a cat');
+    expect(await page.locator('.channel-welcome .forum-tag').allInnerTexts()).toEqual(['upscale']);
+    await expect
+      .poll(() => lastMessage(page).locator('img:not(.emoji)').count(), { timeout: 10_000 })
+      .toBe(4);
+    expect(await lastMessage(page).getAttribute('data-id')).toBe(upscalePost?.id);
+    // The four attached images share one 2×2 mosaic, as the client lays out several images.
+    expect(await lastMessage(page).locator('.attachments .mosaic.n4 img').count()).toBe(4);
+    expect(await page.locator('#composer').isVisible()).toBe(true);
+    await page.screenshot({ path: `${ARTIFACTS}forum-post.png` });
+    await page.click(`[data-channel="${general}"]`);
+    await expect.poll(() => page.locator('#composer').isVisible()).toBe(true);
   });
 
   it('a Components V2 card (fixture): container, gallery, files with players, section with a button', async () => {
@@ -397,8 +456,45 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     await expect
       .poll(() => page.locator(`article[data-id="${target}"]`).getAttribute('class'))
       .toContain('highlight');
-    await reply.locator('button', { hasText: 'Dismiss message' }).click();
+    // Dispatched on the button itself: a click at its coordinates can land elsewhere when the list
+    // moves under it (images loading while the view follows the bottom).
+    await reply.locator('button', { hasText: 'Dismiss message' }).dispatchEvent('click');
     await expect.poll(() => page.locator('article.msg.ephemeral').count()).toBe(0);
+  });
+
+  it('a member switched to German: the / picker and the replies speak German; the server language too', async () => {
+    await page.selectOption('#locale', 'de');
+    try {
+      await clearComposer(page);
+      await page.fill('#text', '/ext');
+      await expect
+        .poll(() => page.locator('.picker-item').first().innerText())
+        .toContain('Einen von dir erzeugten Song verlängern');
+      await pickCommand(page, 'privacy show');
+      await page.keyboard.press('Enter');
+      const reply = page.locator('article.msg.ephemeral').last();
+      await expect
+        .poll(() => reply.innerText(), { timeout: 10_000 })
+        .toContain('Was der Bot über dich speichert');
+      const sent = [...pg.fake.interactions.values()].at(-1);
+      expect(sent?.payload['locale']).toBe('de');
+      await page.screenshot({ path: `${ARTIFACTS}locale-de.png` });
+      await reply.locator('button', { hasText: 'Dismiss message' }).dispatchEvent('click');
+      await expect.poll(() => page.locator('article.msg.ephemeral').count()).toBe(0);
+      // The server's language is the guild_locale of every interaction from it.
+      await page.selectOption('#guild-locale', 'ja');
+      await expect.poll(() => pg.fake.guildLocale).toBe('ja');
+    } finally {
+      await page.selectOption('#guild-locale', 'en-US');
+      await page.selectOption('#locale', 'en-US');
+    }
+    await expect.poll(() => pg.fake.guildLocale).toBe('en-US');
+    await clearComposer(page);
+    await page.fill('#text', '/ext');
+    await expect
+      .poll(() => page.locator('.picker-item').first().innerText())
+      .toContain('Extend a song you generated');
+    await clearComposer(page);
   });
 
   it('a command with no answer: "Sending command…", then "The application did not respond" after 3 s', async () => {
@@ -513,7 +609,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     await page.click('#restart');
     await expect
       .poll(() => page.locator('#notes').innerText(), { timeout: 10_000 })
-      .toMatch(/started \(pid[^]*started \(pid/);
+      .toMatch(/exited \(SIGKILL\)[^]*started \(pid/);
     // The task ends only now, while the old process is gone: the new one must pick the job up.
     pg.emulator.finish(task?.id ?? '');
     await expect

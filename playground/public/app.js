@@ -5,6 +5,7 @@
 
 import { createComposer, fileJson } from './composer.js';
 import { $, el, icon } from './dom.js';
+import { renderForum, tagChip } from './forum.js';
 import { refreshRelativeTimes } from './markdown.js';
 import { renderMessage, renderPending, avatar } from './message.js';
 import { createOps } from './ops.js';
@@ -24,6 +25,12 @@ const state = {
   pending: [],
   failedComponents: new Set(),
   dismissed: new Set(),
+  locales: [],
+  guildLocale: 'en-US',
+  forumTags: {},
+  /** The open forum's posts, and the tags it is filtered by (ids). */
+  forum: { tags: [], posts: [], now: Date.now() },
+  forumFilter: new Set(),
 };
 
 async function api(path, body) {
@@ -48,6 +55,12 @@ async function api(path, body) {
 }
 
 const channel = (id) => state.channels.find((c) => c.id === id);
+/** Forum (15) and media (16) channels hold posts, not messages. */
+const isForum = (c) => c?.type === 15 || c?.type === 16;
+const tagNames = (post) =>
+  (post?.appliedTags ?? []).map(
+    (id) => (state.forumTags[post.parentId] ?? []).find((t) => t.id === id)?.name ?? id,
+  );
 const member = (id) => state.users.find((u) => u.id === id);
 const me = () => member(state.userId);
 /** The member as a Discord user object (what avatars and names read). */
@@ -145,15 +158,19 @@ const byId = (a, b) => {
 function welcome() {
   const c = channel(state.channelId);
   const thread = c && (c.type === 10 || c.type === 11 || c.type === 12);
+  const post = thread && isForum(channel(c.parentId));
   return el(
     'div',
     { class: 'channel-welcome', 'data-welcome': state.channelId },
-    el('div', { class: 'welcome-icon' }, icon(thread ? 'chat' : 'hash', 40)),
+    post ? null : el('div', { class: 'welcome-icon' }, icon(thread ? 'chat' : 'hash', 40)),
     el('h2', { text: thread ? c.name : `Welcome to #${c?.name ?? ''}!` }),
+    post ? el('div', { class: 'forum-tags' }, ...tagNames(c).map(tagChip)) : null,
     el('p', {
-      text: thread
-        ? 'This is the start of the thread.'
-        : `This is the start of the #${c?.name ?? ''} channel.`,
+      text: post
+        ? `A post in #${channel(c.parentId)?.name ?? ''}.`
+        : thread
+          ? 'This is the start of the thread.'
+          : `This is the start of the #${c?.name ?? ''} channel.`,
     }),
     thread
       ? null
@@ -231,6 +248,7 @@ let again = false;
 let deadlineTimer;
 async function loadMessages() {
   if (!state.channelId) return;
+  if (isForum(channel(state.channelId))) return loadForum();
   if (loading) {
     again = true;
     return;
@@ -258,6 +276,33 @@ async function loadMessages() {
       void loadMessages();
     }
   }
+}
+
+// ------------------------------------------------------------------ forum and media channels
+
+function renderForumView() {
+  $('#forum').replaceChildren(
+    renderForum(
+      { channel: channel(state.channelId), ...state.forum, filter: state.forumFilter },
+      {
+        open: (id) => void selectChannel(id),
+        toggleTag: (id) => {
+          if (!state.forumFilter.delete(id)) state.forumFilter.add(id);
+          renderForumView();
+        },
+        md: ctx.md,
+        author: (data) => ctx.md.userName(data.author.id),
+      },
+    ),
+  );
+}
+
+async function loadForum() {
+  const channelId = state.channelId;
+  const r = await api(`/api/forum?channelId=${channelId}`);
+  if (channelId !== state.channelId) return;
+  state.forum = r;
+  renderForumView();
 }
 
 // ------------------------------------------------------------------ jumping, interactions
@@ -358,6 +403,21 @@ function renderUserPanel() {
   const u = me();
   $('#user-avatar').replaceChildren(avatar(asUser(u), 'medium'));
   $('#user-perms').textContent = u?.admin ? 'Manage Server' : 'Member';
+  renderLocale();
+}
+
+/** The member's Discord language: what their interactions carry as `locale`. */
+function renderLocale() {
+  const select = $('#locale');
+  if (select.options.length !== state.locales.length)
+    select.replaceChildren(...state.locales.map((l) => el('option', { value: l.code, text: l.name })));
+  select.value = me()?.locale ?? 'en-US';
+}
+
+async function setLocale(body) {
+  await api('/api/locale', body).catch((err) => status(err.message, true));
+  await loadState();
+  composer.refresh();
 }
 
 async function selectChannel(id) {
@@ -368,6 +428,12 @@ async function selectChannel(id) {
   nodes.clear();
   stick = true;
   unseen = false;
+  const forum = isForum(channel(id));
+  state.forum = { tags: [], posts: [], now: Date.now() };
+  state.forumFilter.clear();
+  document.body.classList.toggle('forum-open', forum);
+  $('#forum').hidden = !forum;
+  $('#forum').replaceChildren();
   renderChannels();
   composer.refresh();
   document.body.classList.remove('show-channels');
@@ -386,6 +452,9 @@ async function loadState() {
     botId: s.botId,
     applicationName: s.applicationName,
     discordOrigins: s.discordOrigins,
+    locales: s.locales,
+    guildLocale: s.guildLocale,
+    forumTags: s.forumTags,
   });
   if (first) {
     state.userId = s.users[0].id;
@@ -393,8 +462,13 @@ async function loadState() {
     $('#guild-name').textContent = s.guild.name;
     $('#user').replaceChildren(...s.users.map((u) => el('option', { value: u.id, text: u.name })));
     ops.show(s);
+    $('#guild-locale').replaceChildren(
+      ...s.locales.map((l) => el('option', { value: l.code, text: `${l.name} (${l.code})` })),
+    );
     renderUserPanel();
   }
+  $('#guild-locale').value = s.guildLocale;
+  renderLocale();
   const sig = JSON.stringify(s.commands);
   if (sig !== commandsSig) {
     commandsSig = sig;
@@ -492,6 +566,7 @@ const composer = createComposer({
     channels: state.channels,
     users: state.users,
     me: me(),
+    locale: me()?.locale ?? 'en-US',
     applicationName: state.applicationName,
   }),
   api,
@@ -514,6 +589,11 @@ function wire() {
     stick = true;
     void loadMessages();
   });
+  $('#locale').addEventListener(
+    'change',
+    () => void setLocale({ userId: state.userId, locale: $('#locale').value }),
+  );
+  $('#guild-locale').addEventListener('change', () => void setLocale({ locale: $('#guild-locale').value }));
   $('#modal-form').addEventListener(
     'submit',
     (e) => void submitModal(e).catch((err) => status(err.message, true)),

@@ -153,7 +153,8 @@ function galleryItem(item, cls) {
   return el('div', { class: `mosaic-item ${cls}` }, spoilered(node, item.spoiler));
 }
 
-function mediaGallery(c) {
+/** A MediaGallery component; also how the client lays out a message's several images and videos. */
+export function mediaGallery(c) {
   const items = (c.items ?? []).slice(0, 10);
   const box = el('div', { class: `mosaic n${items.length}` });
   if (items.length === 3) {

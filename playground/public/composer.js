@@ -40,9 +40,22 @@ export function memberSees(command, permissions) {
   return need !== 0n && (have & need) === need;
 }
 
-/** What the picker lists: each command without subcommands, and each "command subcommand". */
-export function commandEntries(commands) {
+/**
+ * A name or description in the member's Discord language, as Discord's client shows it: the
+ * `*_localizations` entry for their locale, else the base text. What is sent stays canonical.
+ */
+export function localized(obj, field, locale) {
+  return obj?.[`${field}_localizations`]?.[locale] ?? obj?.[field];
+}
+
+/**
+ * What the picker lists: each command without subcommands, and each "command subcommand",
+ * named and described in `locale` (`name`, `sub` and `group` stay the canonical names).
+ */
+export function commandEntries(commands, locale = 'en-US') {
   const out = [];
+  const n = (o) => localized(o, 'name', locale);
+  const d = (o) => localized(o, 'description', locale);
   for (const c of commands) {
     if ((c.type ?? 1) !== 1) continue;
     const subs = (c.options ?? []).filter((o) => o.type === OPT.SUB || o.type === OPT.GROUP);
@@ -50,8 +63,8 @@ export function commandEntries(commands) {
       out.push({
         command: c,
         name: c.name,
-        label: c.name,
-        description: c.description,
+        label: n(c),
+        description: d(c),
         options: c.options ?? [],
       });
       continue;
@@ -62,8 +75,8 @@ export function commandEntries(commands) {
           command: c,
           name: c.name,
           sub: s.name,
-          label: `${c.name} ${s.name}`,
-          description: s.description,
+          label: `${n(c)} ${n(s)}`,
+          description: d(s),
           options: s.options ?? [],
         });
       else
@@ -73,8 +86,8 @@ export function commandEntries(commands) {
             name: c.name,
             group: s.name,
             sub: g.name,
-            label: `${c.name} ${s.name} ${g.name}`,
-            description: g.description,
+            label: `${n(c)} ${n(s)} ${n(g)}`,
+            description: d(g),
             options: g.options ?? [],
           });
     }
@@ -153,6 +166,9 @@ export function createComposer(hooks) {
     fileTarget: null,
   };
 
+  /** An option's description in the member's language. */
+  const describe = (opt) => localized(opt, 'description', hooks.context().locale);
+
   const status = (msg, bad = false) => {
     statusLine.textContent = msg;
     statusLine.classList.toggle('bad', bad);
@@ -185,7 +201,7 @@ export function createComposer(hooks) {
         type: 'button',
         class: 'opt-file',
         'data-option': opt.name,
-        'aria-label': `${opt.name}: ${opt.description}`,
+        'aria-label': `${opt.name}: ${describe(opt)}`,
         text: 'choose a file',
         onclick: () => {
           S.fileTarget = chip;
@@ -199,7 +215,7 @@ export function createComposer(hooks) {
         'data-option': opt.name,
         autocomplete: 'off',
         spellcheck: 'false',
-        'aria-label': `${opt.name}: ${opt.description}`,
+        'aria-label': `${opt.name}: ${describe(opt)}`,
       });
       sizeInput(chip.input);
       chip.input.addEventListener('input', () => {
@@ -376,7 +392,10 @@ export function createComposer(hooks) {
     const ctx = hooks.context();
     let choices = [];
     if (opt.autocomplete) choices = S.ac.get(opt.name) ?? [];
-    else if (opt.choices?.length) choices = opt.choices.filter((c) => match(c.name));
+    else if (opt.choices?.length)
+      choices = opt.choices
+        .map((c) => ({ name: localized(c, 'name', ctx.locale), value: c.value }))
+        .filter((c) => match(c.name));
     else if (opt.type === OPT.BOOLEAN)
       choices = [
         { name: 'True', value: true },
@@ -405,7 +424,9 @@ export function createComposer(hooks) {
     let empty = '';
     if (!S.entry) {
       if (!text.value.startsWith('/') || S.hidden) return hidePicker();
-      const visible = commandEntries(ctx.commands).filter((e) => memberSees(e.command, ctx.me?.permissions));
+      const visible = commandEntries(ctx.commands, ctx.locale).filter((e) =>
+        memberSees(e.command, ctx.me?.permissions),
+      );
       items = matchEntries(visible, text.value.slice(1)).map((e) => ({
         label: `/${e.label}`,
         description: e.description,
@@ -426,7 +447,7 @@ export function createComposer(hooks) {
         'div',
         {},
         el('b', { class: 'picker-option', text: opt.name }),
-        el('span', { class: 'picker-title', text: ` ${opt.description ?? ''}` }),
+        el('span', { class: 'picker-title', text: ` ${describe(opt) ?? ''}` }),
         opt.required ? null : el('span', { class: 'picker-optional', text: ' optional' }),
       );
       items = optionChoices(S.focus);
@@ -440,7 +461,7 @@ export function createComposer(hooks) {
         .filter((o) => !present.has(o.name) && (!typed || o.name.includes(typed)))
         .map((o) => ({
           label: o.name,
-          description: o.description,
+          description: describe(o),
           aside: o.required ? 'required' : 'optional',
           pick: () => {
             text.value = '';
@@ -555,12 +576,15 @@ export function createComposer(hooks) {
       }
       default: {
         if (o.choices?.length) {
+          const locale = hooks.context().locale;
+          const names = (x) => [x.name, localized(x, 'name', locale)].map((n) => n.toLowerCase());
           const c = o.choices.find(
-            (x) => x.name.toLowerCase() === raw.toLowerCase() || String(x.value) === String(v),
+            (x) => names(x).includes(raw.toLowerCase()) || String(x.value) === String(v),
           );
+          const shown = o.choices.map((x) => localized(x, 'name', locale)).join(', ');
           return c
             ? { ok: true, value: c.value }
-            : { ok: false, error: `${o.name} must be one of: ${o.choices.map((x) => x.name).join(', ')}` };
+            : { ok: false, error: `${o.name} must be one of: ${shown}` };
         }
         if (o.min_length !== undefined && String(v).length < o.min_length)
           return { ok: false, error: `${o.name} needs at least ${o.min_length} characters` };

@@ -4,7 +4,7 @@
 // "Only you can see this · Dismiss message" under an ephemeral one. Components V2 messages show
 // their components only.
 
-import { renderActionRows, renderV2, IS_COMPONENTS_V2 } from './components.js';
+import { mediaGallery, renderActionRows, renderV2, IS_COMPONENTS_V2 } from './components.js';
 import { el, emojify, icon } from './dom.js';
 import { renderEmbeds } from './embeds.js';
 import { markdown, parse } from './markdown.js';
@@ -146,7 +146,27 @@ export function renderMessage(item, ctx, grouped) {
         );
       body.append(content);
     }
-    const files = (d.attachments ?? []).map(attachment);
+    // Several images and videos share one mosaic, as the client lays them out; other files follow.
+    const all = d.attachments ?? [];
+    const visual = all.filter((a) =>
+      ['image', 'video'].includes(mediaKind(a.content_type, a.filename ?? '')),
+    );
+    const mosaic = visual.length >= 2 ? visual.slice(0, 10) : [];
+    const files = all.filter((a) => !mosaic.includes(a)).map(attachment);
+    if (mosaic.length)
+      body.append(
+        el(
+          'div',
+          { class: 'attachments' },
+          mediaGallery({
+            items: mosaic.map((a) => ({
+              media: a,
+              description: a.description,
+              spoiler: (a.filename ?? '').startsWith('SPOILER_'),
+            })),
+          }),
+        ),
+      );
     if (files.length) body.append(el('div', { class: 'attachments' }, files));
     if (d.embeds?.length) body.append(el('div', { class: 'embeds' }, renderEmbeds(d.embeds, ctx)));
     if (d.content && !(flags & SUPPRESS_EMBEDS)) {
