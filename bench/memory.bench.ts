@@ -65,7 +65,7 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
       );
       taskIds.push(...batch);
     }
-    // Written directly (record, task index, open index): faster than the store's create for a
+    // Written directly (record, task index, the open set): faster than the store's create for a
     // seed this size, which also fills the member's index and the recent-records memo.
     const now = Date.now();
     for (let start = 0; start < jobs; start += 500) {
@@ -94,8 +94,8 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
           };
           await backend.set(`job:${id}`, job, 7 * DAY);
           await backend.set(`task:${taskId}`, id, 7 * DAY);
-          // The open-job index the bot's restart recovery pages through.
-          await backend.sorted.add('open', id, job.createdAt);
+          // The open-job index the bot's restart recovery reads (a Redis set).
+          await backend.sets?.add('unfinished-set', id, 7 * DAY);
         }),
       );
     }

@@ -29,6 +29,8 @@ type Target = 'message' | 'reply';
 interface EditData {
   jobId: string;
   target: Target;
+  /** Delayed only to space progress edits (a final may cut it short); not for a 429 or a budget wait. */
+  spaced?: boolean;
 }
 
 /** Interaction route: two progress edits of one message at least this far apart (3 per 5 s window). */
@@ -100,12 +102,19 @@ export class BullJobEdits implements MessageUpdates {
         attempts: final ? FINAL_ATTEMPTS : PROGRESS_ATTEMPTS,
         backoff: { type: 'custom' },
       });
-      // Folded into an edit already waiting (a progress one): a final moves it to the front.
+      // Folded into an edit already waiting (a progress one): a final moves it to the front,
+      // and out of a progress spacing delay (finals are not spaced: the spacing keeps their slot).
       if (final && added.id !== undefined) {
         const waiting = await this.handle.queue.getJob(added.id);
-        if (waiting && (await waiting.getState()) === 'prioritized' && waiting.priority !== FINAL_PRIORITY) {
+        const state = waiting ? await waiting.getState() : undefined;
+        if (
+          waiting &&
+          (state === 'prioritized' || state === 'delayed') &&
+          waiting.priority !== FINAL_PRIORITY
+        )
           await waiting.changePriority({ priority: FINAL_PRIORITY }).catch(() => undefined);
-        }
+        if (waiting && state === 'delayed' && waiting.data.spaced === true)
+          await waiting.promote().catch(() => undefined);
       }
     } catch (err) {
       // Redis unreachable: the job's keeper shows the final again at its next check.
@@ -136,6 +145,11 @@ export class BullJobEdits implements MessageUpdates {
   // ---------------------------------------------------------------- the worker
 
   private async process(job: Job<EditData>, token: string | undefined): Promise<void> {
+    /** Delays this edit, saying whether only for progress spacing (which a final may cut short). */
+    const delay = async (ms: number, spaced: boolean) => {
+      if ((job.data.spaced === true) !== spaced) await job.updateData({ ...job.data, spaced });
+      return delayJob(job, token, ms);
+    };
     const { jobId, target } = job.data;
     const record = await this.deps.store.get(jobId);
     if (!record || record.messageGone === true) return;
@@ -158,15 +172,14 @@ export class BullJobEdits implements MessageUpdates {
     const markKey = `${this.ctx.prefix}:edit-at:${key(job.data)}`;
     if (!final && route === 'interaction') {
       const last = Number((await this.deps.marks.get(markKey)) ?? 0);
-      if (now - last < PROGRESS_SPACING_MS)
-        throw await delayJob(job, token, last + PROGRESS_SPACING_MS - now);
+      if (now - last < PROGRESS_SPACING_MS) throw await delay(last + PROGRESS_SPACING_MS - now, true);
     }
     const payload =
       target === 'reply' ? this.deps.renderers.renderReply(record) : this.deps.renderers.render(record, now);
     for (;;) {
       if (route === 'channel') {
         const wait = await this.deps.budget.acquire(ref.channelId, final ? 'final' : 'progress', this.now());
-        if (wait > 0) throw await delayJob(job, token, wait);
+        if (wait > 0) throw await delay(wait, false);
       }
       // A worker paused past its lock must not repeat what the job's new worker sends.
       if (!(await stillOurs(job, token, this.ctx.lockMs))) {
@@ -191,7 +204,7 @@ export class BullJobEdits implements MessageUpdates {
               outcome.global ? undefined : ref.channelId,
               this.now() + outcome.retryAfterMs,
             );
-          throw await delayJob(job, token, outcome.retryAfterMs);
+          throw await delay(outcome.retryAfterMs, false);
         case 'gone':
           this.log.info({ jobId, target, reason: outcome.reason }, 'job message gone: edits stopped');
           if (target === 'message') await this.markShown(jobId, { messageGone: true });
