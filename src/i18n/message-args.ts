@@ -169,7 +169,8 @@ export interface MessageArgs {
   'job.state.queued': undefined;
   'job.state.service_busy': undefined;
   'job.state.submitting': undefined;
-  'job.status.not_confirmed': { deadline: string | number };
+  'job.status.not_confirmed': undefined;
+  'job.status.not_confirmed_explain': undefined;
   'job.status.processing': { percent: string | number };
   'job.status.queued': undefined;
   'job.status.service_busy': { retryAt: string | number };
@@ -177,7 +178,7 @@ export interface MessageArgs {
   'job.summary.failed_code': { code: string | number };
   'job.summary.finished': undefined;
   'job.summary.message_link': undefined;
-  'job.summary.not_confirmed': { duration: string | number };
+  'job.summary.not_confirmed': undefined;
   'job.summary.processing': { duration: string | number; percent: string | number };
   'job.summary.queued': { duration: string | number };
   'job.took': { duration: string | number };
