@@ -17,6 +17,7 @@ import {
   progressBar,
   renderJob,
   renderJobSummaryLine,
+  renderGalleryPost,
   renderRemoved,
   renderThreadLine,
   safeHttpUrl,
@@ -203,11 +204,15 @@ function expectCardWithinLimits(p: CardPayload): void {
       const items = c['items'] as { media: { url: string } }[];
       expect(items.length).toBeGreaterThan(0);
       expect(items.length).toBeLessThanOrEqual(10);
+      // A service URL, or a file uploaded with the message (a gallery post).
       for (const i of items) {
-        expect(isHttpUrl(i.media.url)).toBe(true);
+        expect(isHttpUrl(i.media.url) || /^attachment:\/\/[\w.-]+$/.test(i.media.url)).toBe(true);
         expect(i.media.url.length).toBeLessThanOrEqual(LIMITS.embedUrl);
       }
     }
+    // A File component can only name an uploaded file.
+    if (c['type'] === ComponentType.File)
+      expect((c['file'] as { url: string }).url).toMatch(/^attachment:\/\/[\w.-]+$/);
     if (c['type'] === ComponentType.ActionRow) {
       const n = (c['components'] as unknown[]).length;
       expect(n).toBeGreaterThan(0);
@@ -809,6 +814,38 @@ describe('waiting and running messages, thread lines, /tasks lines: languages', 
     expect(renderJobSummaryLine(makeJob('song', 'unconfirmed'), T0)).toContain(
       'not confirmed by the service yet',
     );
+  });
+});
+
+describe('renderGalleryPost: the result card with the files attached', () => {
+  it('shows the attached files (images in the gallery, audio as File components), no service URLs, no buttons', () => {
+    const job = finished('song');
+    const files = [{ filename: 'cover_1.jpeg' }, { filename: 'song_1.mp3' }, { filename: 'video_1.mp4' }];
+    const p = renderGalleryPost(job, files, []);
+    const { attachments, ...card } = p;
+    checkCard(card);
+    expect(attachments).toEqual(files.map((f, i) => ({ id: String(i), filename: f.filename })));
+    expect(galleryUrls(p)).toEqual(['attachment://cover_1.jpeg', 'attachment://video_1.mp4']);
+    const fileParts = walkComponents(p.components).filter((c) => c['type'] === ComponentType.File);
+    expect(fileParts.map((c) => (c['file'] as { url: string }).url)).toEqual(['attachment://song_1.mp3']);
+    expect(buttons(p)).toEqual([]);
+    const text = cardText(p);
+    expect(text).toContain(`by <@${USER}>`);
+    expect(text).toContain('[Jump to the job](https://discord.com/channels/333333333333333333/');
+    expect(JSON.stringify(p)).not.toContain('https://cdn.example.com/out/');
+  });
+
+  it('links what could not be attached, with the reason, in the server language', () => {
+    const job = { ...finished('upscale'), locale: 'ja' };
+    const linked = [{ url: img(2), reason: 'download failed (HTTP 500)' }];
+    const { attachments, ...p } = renderGalleryPost(job, [{ filename: 'image_1.png' }], linked);
+    checkCard(p);
+    expect(attachments).toEqual([{ id: '0', filename: 'image_1.png' }]);
+    const text = cardText(p);
+    expect(text).toContain('添付できなかったファイル:');
+    expect(text).toContain(`• ${img(2)} (download failed (HTTP 500))`);
+    expect(text).toContain('ジョブへ移動');
+    expect(galleryUrls(p)).toEqual(['attachment://image_1.png']);
   });
 });
 

@@ -42,6 +42,7 @@ import {
   safeHttpUrl,
   truncate,
   type CardEdit,
+  type CardPayload,
   type ClassicPayload,
   type MessagePayload,
 } from './render-limits.js';
@@ -462,34 +463,32 @@ export function renderThreadLine(job: JobRecord, tr: Translator = jobTranslator(
 }
 
 /**
- * A finished job in the gallery channel: who ran it (no ping), the command and its
- * main parameters, a jump link to the job's message; the result files ride along as
- * attachments, and those that could not (too large, download failed) are linked here.
+ * A finished job in the gallery channel: its result card (who ran it, no ping; the
+ * parameters; a jump link to the job's message), in the server's language or `tr`'s.
+ * The result files ride along as attachments, shown by the card's gallery (images,
+ * videos) and File components (audio…): with Components V2 an attachment no
+ * component names is not shown. Files that could not ride along (too large, download
+ * failed) are linked with the reason. No buttons: next steps live on the job's message.
  */
 export function renderGalleryPost(
   job: JobRecord,
   attachments: { filename: string }[],
   linked: { url: string; reason: string }[],
   tr: Translator = jobTranslator(job),
-): ClassicPayload & { attachments: { id: string; filename: string }[] } {
+): CardPayload & { attachments: { id: string; filename: string }[] } {
+  const spec = finishedSpec(job, tr);
   const link = jobMessageLink(job);
-  const title = opTitle(job, tr);
-  const who = mention(job.userId);
-  const embed: APIEmbed = withTimestamp(
-    {
-      title: `${STATE_EMOJI.finished} ${title}`,
-      description: lines(
-        tr.t('result.by', { user: who }),
-        link && maskedLink(tr.t('gallery.jump'), link),
-        linked.length > 0 &&
-          `${tr.t('gallery.not_attached')}\n${linked.map((l) => `• ${l.url} (${truncate(l.reason, 80)})`).join('\n')}`,
-      ),
-      color: COLORS.finished,
-      fields: [...taskField(job, tr), ...paramFields(job, tr, 10)],
-      footer: footer(job, tr),
-    },
-    job.finishedAt ?? job.updatedAt,
-  );
-  const base = payload(tr.t('gallery.header', { title, user: who }).trim(), [embed]);
-  return { ...base, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
+  const card = cardPayload({
+    ...spec,
+    head: [...spec.head, link !== undefined ? maskedLink(tr.t('gallery.jump'), link) : ''],
+    // The service's URLs expire: the attached copies replace them.
+    media: [],
+    files: attachments,
+    links:
+      linked.length > 0
+        ? [tr.t('gallery.not_attached'), ...linked.map((l) => `• ${l.url} (${truncate(l.reason, 80)})`)]
+        : [],
+    rows: [],
+  });
+  return { ...card, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
 }
