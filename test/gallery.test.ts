@@ -56,11 +56,12 @@ interface Attachment {
   size: number;
 }
 
-async function startWithGallery(opts: { gallerySend?: boolean } = {}) {
+async function startWithGallery(opts: { gallerySend?: boolean; locale?: string } = {}) {
   const h = await startHarness({
     webhooks: true,
     fake: {
       guild: {
+        ...(opts.locale !== undefined ? { locale: opts.locale } : {}),
         channels: [{ name: 'general' }, { name: 'gallery', botCanSend: opts.gallerySend ?? true }],
       },
     },
@@ -278,6 +279,31 @@ describe('gallery: song jobs', () => {
       expect(fileParts.length).toBeGreaterThan(0);
       h.fake.assertNoViolations();
     } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('gallery: languages', () => {
+  it('a German server’s gallery post is its result card in German, the reason a file is linked too', async () => {
+    const { h, admin, galleryId } = await startWithGallery({ locale: 'de' });
+    h.emulator.setFileFault('-3.png', { status: 500 });
+    try {
+      await upscale(h, admin).waitForMessage((m) => text(m).includes('Erneut hochskalieren'), 15_000);
+      const post = await eventually(() => h.fake.channelMessages(galleryId)[0], 15_000, 'gallery post');
+      expectCardShowingEveryFile(post.data);
+      const t = text(post);
+      expect(t).toContain('Hochskalierte Bilder');
+      expect(t).toContain(`von <@${admin}>`);
+      expect(t).toContain('Zum Auftrag springen');
+      expect(t).toContain('Nicht angehängt:');
+      expect(t).toContain(
+        `${latestUpscaleUrls(h).find((u) => u.includes('-3.png'))} (Download fehlgeschlagen (HTTP 500))`,
+      );
+      expect(t).not.toContain('Jump to the job');
+      h.fake.assertNoViolations();
+    } finally {
+      h.emulator.setFileFault('-3.png', undefined);
       await h.close();
     }
   });

@@ -837,7 +837,7 @@ describe('renderGalleryPost: the result card with the files attached', () => {
 
   it('links what could not be attached, with the reason, in the server language', () => {
     const job = { ...finished('upscale'), locale: 'ja' };
-    const linked = [{ url: img(2), reason: 'download failed (HTTP 500)' }];
+    const linked = [{ url: img(2), reason: () => 'download failed (HTTP 500)' }];
     const { attachments, ...p } = renderGalleryPost(job, [{ filename: 'image_1.png' }], linked);
     checkCard(p);
     expect(attachments).toEqual([{ id: '0', filename: 'image_1.png' }]);

@@ -123,8 +123,12 @@ export interface MessageArgs {
   'gallery.post_title_by': { command: string | number; name: string | number };
   'gallery.reason.failed': undefined;
   'gallery.reason.http': { status: string | number };
+  'gallery.reason.memory_busy': undefined;
+  'gallery.reason.no_memory': undefined;
+  'gallery.reason.no_memory_left': undefined;
   'gallery.reason.over_limit': { limit: string | number };
-  'gallery.reason.private_address': undefined;
+  'gallery.reason.over_memory': { limit: string | number };
+  'gallery.reason.refused': { detail: string | number };
   'gallery.reason.timeout': { seconds: string | number };
   'gallery.reason.too_large_for_server': undefined;
   'gallery.reason.too_many_files': { max: string | number };

@@ -473,7 +473,7 @@ export function renderThreadLine(job: JobRecord, tr: Translator = jobTranslator(
 export function renderGalleryPost(
   job: JobRecord,
   attachments: { filename: string }[],
-  linked: { url: string; reason: string }[],
+  linked: { url: string; reason: (tr: Translator) => string }[],
   tr: Translator = jobTranslator(job),
 ): CardPayload & { attachments: { id: string; filename: string }[] } {
   const spec = finishedSpec(job, tr);
@@ -486,7 +486,7 @@ export function renderGalleryPost(
     files: attachments,
     links:
       linked.length > 0
-        ? [tr.t('gallery.not_attached'), ...linked.map((l) => `• ${l.url} (${truncate(l.reason, 80)})`)]
+        ? [tr.t('gallery.not_attached'), ...linked.map((l) => `• ${l.url} (${truncate(l.reason(tr), 80)})`)]
         : [],
     rows: [],
   });
