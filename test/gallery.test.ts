@@ -13,6 +13,7 @@ import type { Emulator } from './emulator/types.js';
 import { DEFAULT_BOT_PERMISSIONS } from './fake-discord/constants.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
+import { isCardMessage, walkComponents } from './helpers/message-text.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -21,17 +22,46 @@ const PNG = Buffer.from(
 const MIB = 1024 * 1024;
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
 
+/**
+ * The post is a result card (Components V2: no content, no embeds), and every attached
+ * file is shown by one of its components (with V2 an attachment no component names is
+ * hidden): images and videos in its gallery, other files as File components. Returns
+ * the names of the files shown as File components.
+ */
+function expectCardShowingEveryFile(data: Record<string, unknown> | undefined): string[] {
+  const body = data ?? {};
+  expect(isCardMessage(body)).toBe(true);
+  expect(body['content'] ?? '').toBe('');
+  expect(body['embeds'] ?? []).toEqual([]);
+  const attached = ((body['attachments'] ?? []) as { id: string; filename: string }[]).map((a) => a.id);
+  const shown: string[] = [];
+  const fileNames: string[] = [];
+  for (const c of walkComponents(body['components'])) {
+    if (c['type'] === 12)
+      for (const item of c['items'] as { media: { attachment_id?: string } }[])
+        if (item.media.attachment_id !== undefined) shown.push(item.media.attachment_id);
+    if (c['type'] === 13) {
+      const file = c['file'] as { attachment_id?: string };
+      if (file.attachment_id !== undefined) shown.push(file.attachment_id);
+      fileNames.push(String(c['name']));
+    }
+  }
+  expect(shown.sort()).toEqual([...attached].sort());
+  return fileNames;
+}
+
 interface Attachment {
   url: string;
   filename: string;
   size: number;
 }
 
-async function startWithGallery(opts: { gallerySend?: boolean } = {}) {
+async function startWithGallery(opts: { gallerySend?: boolean; locale?: string } = {}) {
   const h = await startHarness({
     webhooks: true,
     fake: {
       guild: {
+        ...(opts.locale !== undefined ? { locale: opts.locale } : {}),
         channels: [{ name: 'general' }, { name: 'gallery', botCanSend: opts.gallerySend ?? true }],
       },
     },
@@ -84,8 +114,12 @@ describe('gallery', () => {
       const fromDiscord = Buffer.from(await (await fetch(a.url)).arrayBuffer());
       expect(fromDiscord.equals(fromService)).toBe(true);
     }
+    // The result card, the four images in its gallery.
+    expect(expectCardShowingEveryFile(post.data)).toEqual([]);
     const t = text(post);
     expect(t).toContain(`<@${admin}>`);
+    expect(t).toContain('AI-generated');
+    expect(t).toContain('Jump to the job');
     expect(post.data['allowed_mentions'] ?? { parse: [] }).toEqual({ parse: [] });
     expect(t).toContain(`/channels/${h.fake.guildId}/${job.channelId}/${job.id}`);
     expect(t).toContain('a gallery cat');
@@ -111,7 +145,9 @@ describe('gallery', () => {
       expect(attachments.map((a) => a.filename)).toEqual(
         urls.filter((u) => !u.includes('-2.png') && !u.includes('-3.png')).map((u) => u.split('/').pop()),
       );
+      expectCardShowingEveryFile(post.data);
       const t = text(post);
+      expect(t).toContain('Not attached:');
       expect(t).toContain(`${urls.find((u) => u.includes('-2.png'))} (over the 10 MiB upload limit)`);
       expect(t).toContain(`${urls.find((u) => u.includes('-3.png'))} (download failed (HTTP 500))`);
       h.fake.assertNoViolations();
@@ -235,8 +271,39 @@ describe('gallery: song jobs', () => {
       const files = latestSongFiles(h);
       expect(files).toHaveLength(7);
       expect(attachments.map((a) => a.filename).sort()).toEqual(names(files));
+      // Covers and videos in the card's gallery; the audio files, which a gallery cannot show, as File components.
+      const fileParts = expectCardShowingEveryFile(post.data);
+      expect(fileParts.sort()).toEqual(
+        names(files).filter((n) => !/\.(png|jpe?g|gif|webp|mp4|webm|mov)$/i.test(n)),
+      );
+      expect(fileParts.length).toBeGreaterThan(0);
       h.fake.assertNoViolations();
     } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('gallery: languages', () => {
+  it('a German server’s gallery post is its result card in German, the reason a file is linked too', async () => {
+    const { h, admin, galleryId } = await startWithGallery({ locale: 'de' });
+    h.emulator.setFileFault('-3.png', { status: 500 });
+    try {
+      await upscale(h, admin).waitForMessage((m) => text(m).includes('Erneut hochskalieren'), 15_000);
+      const post = await eventually(() => h.fake.channelMessages(galleryId)[0], 15_000, 'gallery post');
+      expectCardShowingEveryFile(post.data);
+      const t = text(post);
+      expect(t).toContain('Hochskalierte Bilder');
+      expect(t).toContain(`von <@${admin}>`);
+      expect(t).toContain('Zum Auftrag springen');
+      expect(t).toContain('Nicht angehängt:');
+      expect(t).toContain(
+        `${latestUpscaleUrls(h).find((u) => u.includes('-3.png'))} (Download fehlgeschlagen (HTTP 500))`,
+      );
+      expect(t).not.toContain('Jump to the job');
+      h.fake.assertNoViolations();
+    } finally {
+      h.emulator.setFileFault('-3.png', undefined);
       await h.close();
     }
   });
@@ -277,6 +344,8 @@ describe('gallery in forum and media channels', () => {
     expect(post.name).toBe('upscale · a gallery cat');
     expect(post.appliedTags).toEqual([forum.tagIds['Upscale']]);
     expect(post.message?.attachments.map((a) => a['filename'])).toEqual(names(latestUpscaleUrls(h)));
+    // The post's first message is the result card, showing every file.
+    expectCardShowingEveryFile(post.message?.data);
     const t = JSON.stringify(post.message?.data ?? {});
     expect(t).toContain(`<@${admin}>`);
     expect(t).toContain(`/channels/${h.fake.guildId}/${job.channelId}/${job.id}`);
@@ -302,6 +371,7 @@ describe('gallery in forum and media channels', () => {
     expect(post.message?.attachments.map((a) => String(a['filename'])).sort()).toEqual(
       names(latestSongFiles(h)),
     );
+    expectCardShowingEveryFile(post.message?.data);
     h.fake.assertNoViolations();
   });
 

@@ -17,7 +17,9 @@ import {
   progressBar,
   renderJob,
   renderJobSummaryLine,
+  renderGalleryPost,
   renderRemoved,
+  renderThreadLine,
   safeHttpUrl,
   truncate,
   editBody,
@@ -202,11 +204,15 @@ function expectCardWithinLimits(p: CardPayload): void {
       const items = c['items'] as { media: { url: string } }[];
       expect(items.length).toBeGreaterThan(0);
       expect(items.length).toBeLessThanOrEqual(10);
+      // A service URL, or a file uploaded with the message (a gallery post).
       for (const i of items) {
-        expect(isHttpUrl(i.media.url)).toBe(true);
+        expect(isHttpUrl(i.media.url) || /^attachment:\/\/[\w.-]+$/.test(i.media.url)).toBe(true);
         expect(i.media.url.length).toBeLessThanOrEqual(LIMITS.embedUrl);
       }
     }
+    // A File component can only name an uploaded file.
+    if (c['type'] === ComponentType.File)
+      expect((c['file'] as { url: string }).url).toMatch(/^attachment:\/\/[\w.-]+$/);
     if (c['type'] === ComponentType.ActionRow) {
       const n = (c['components'] as unknown[]).length;
       expect(n).toBeGreaterThan(0);
@@ -736,6 +742,110 @@ describe('result cards: languages', () => {
   it('a server locale the bot does not speak reads English; a translator passed in wins', () => {
     expect(cardText(renderJob({ ...finished('video'), locale: 'ko' }, T0))).toContain('AI-generated');
     expect(cardText(renderJob(finished('video'), T0, translator('fr')))).toContain('Généré par IA');
+  });
+});
+
+describe('waiting and running messages, thread lines, /tasks lines: languages', () => {
+  const everyText = (p: ClassicPayload): string =>
+    [
+      p.content,
+      ...p.embeds.flatMap((e) => [
+        e.title,
+        e.description,
+        e.footer?.text,
+        ...(e.fields ?? []).flatMap((f) => [f.name, f.value]),
+      ]),
+    ].join('\n');
+
+  it("a ja server's running job message is Japanese: status, elapsed time, labels, footer", () => {
+    const job = makeJob('upscale', 'processing', { locale: 'ja', percentage: 30, taskId: 'task-1' });
+    const p = checkClassic(renderJob(job, T0 + 65_000));
+    const text = everyText(p);
+    expect(p.content).toBe('⚙️ **アップスケール** · ███░░░░░░░ 30% · 経過 1分05秒');
+    expect(p.embeds[0]?.title).toBe('アップスケール');
+    expect(text).toContain('⚙️ 処理中… 30%');
+    expect(p.embeds[0]?.fields?.find((f) => f.name === 'タスク ID')?.value).toBe('`task-1`');
+    expect(p.embeds[0]?.fields?.map((f) => f.name)).toContain('プロンプト');
+    expect(p.embeds[0]?.footer?.text).toBe('ジョブ job_abc123');
+    for (const english of ['Processing', 'elapsed', 'Task ID', 'Prompt', 'Job ']) {
+      expect(text).not.toContain(english);
+    }
+  });
+
+  it('waiting states speak the server language too; English reads as before', () => {
+    const busy = makeJob('video', 'submitting', { locale: 'de', waitingUntil: T0 + 60_000, cost: 2 });
+    const de = everyText(checkClassic(renderJob(busy, T0 + 1000)));
+    expect(de).toContain('Warten auf den Dienst (ausgelastet), neuer Versuch');
+    expect(de).toContain('Kosten: 2 Credits');
+    expect(de).toContain('seit 1 s');
+    const unconfirmed = makeJob('song', 'unconfirmed', { locale: 'ja' });
+    const ja = everyText(checkClassic(renderJob(unconfirmed, T0)));
+    expect(ja).toContain('❔ まだ確認されていません…');
+    expect(ja).toContain('再送信はしません');
+    const en = everyText(checkClassic(renderJob({ ...unconfirmed, locale: 'en-US' }, T0)));
+    expect(en).toContain('❔ Not confirmed yet…');
+    expect(en).toContain(
+      'The service did not answer the submission. It may have received it, so it is not sent again: the bot waits for the service to report this job, and returns your credits if it never does.',
+    );
+    expect(everyText(checkClassic(renderJob({ ...busy, locale: 'en-US' }, T0)))).toContain(
+      'Waiting for the service (busy), trying again <t:',
+    );
+  });
+
+  it("a ja server's thread line is Japanese in every state; English otherwise", () => {
+    const line = (state: JobState, locale = 'en-US') =>
+      renderThreadLine(makeJob('video', state, { locale })).content;
+    expect(line('processing', 'ja')).toBe(`<@${USER}> **動画の延長** · ⚙️ 実行中 · <#222222222222222222>`);
+    expect(line('finished', 'ja')).toContain('✅ 完了');
+    expect(line('failed', 'ja')).toContain('❌ 失敗');
+    expect(line('finished')).toBe(`<@${USER}> **Video extension** · ✅ finished · <#222222222222222222>`);
+    expect(renderThreadLine(makeJob('video', 'failed'), translator('de')).content).toContain(
+      'fehlgeschlagen',
+    );
+  });
+
+  it("a /tasks line speaks the member's language (the translator passed), not the server's", () => {
+    const job = makeJob('upscale', 'processing', { locale: 'ja', percentage: 30, taskId: 'task-9' });
+    const line = renderJobSummaryLine(job, T0 + 5000, translator('de'));
+    expect(line).toContain('⚙️ **Hochskalierung** · 30 % · läuft seit 5 s · `task-9`');
+    expect(line).toContain('[Nachricht](https://discord.com/channels/');
+    const failed = makeJob('upload', 'failed', { error: { code: 'timed_out', message: 'x' } });
+    expect(renderJobSummaryLine(failed, T0, translator('de'))).toContain('fehlgeschlagen (timed_out)');
+    expect(renderJobSummaryLine(makeJob('song', 'unconfirmed'), T0)).toContain(
+      'not confirmed by the service yet',
+    );
+  });
+});
+
+describe('renderGalleryPost: the result card with the files attached', () => {
+  it('shows the attached files (images in the gallery, audio as File components), no service URLs, no buttons', () => {
+    const job = finished('song');
+    const files = [{ filename: 'cover_1.jpeg' }, { filename: 'song_1.mp3' }, { filename: 'video_1.mp4' }];
+    const p = renderGalleryPost(job, files, []);
+    const { attachments, ...card } = p;
+    checkCard(card);
+    expect(attachments).toEqual(files.map((f, i) => ({ id: String(i), filename: f.filename })));
+    expect(galleryUrls(p)).toEqual(['attachment://cover_1.jpeg', 'attachment://video_1.mp4']);
+    const fileParts = walkComponents(p.components).filter((c) => c['type'] === ComponentType.File);
+    expect(fileParts.map((c) => (c['file'] as { url: string }).url)).toEqual(['attachment://song_1.mp3']);
+    expect(buttons(p)).toEqual([]);
+    const text = cardText(p);
+    expect(text).toContain(`by <@${USER}>`);
+    expect(text).toContain('[Jump to the job](https://discord.com/channels/333333333333333333/');
+    expect(JSON.stringify(p)).not.toContain('https://cdn.example.com/out/');
+  });
+
+  it('links what could not be attached, with the reason, in the server language', () => {
+    const job = { ...finished('upscale'), locale: 'ja' };
+    const linked = [{ url: img(2), reason: () => 'download failed (HTTP 500)' }];
+    const { attachments, ...p } = renderGalleryPost(job, [{ filename: 'image_1.png' }], linked);
+    checkCard(p);
+    expect(attachments).toEqual([{ id: '0', filename: 'image_1.png' }]);
+    const text = cardText(p);
+    expect(text).toContain('添付できなかったファイル:');
+    expect(text).toContain(`• ${img(2)} (download failed (HTTP 500))`);
+    expect(text).toContain('ジョブへ移動');
+    expect(galleryUrls(p)).toEqual(['attachment://image_1.png']);
   });
 });
 

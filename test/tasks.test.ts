@@ -105,6 +105,12 @@ describe('/tasks job centre', () => {
     );
     expect(text(msg)).toContain(de.t('tasks.open_placeholder'));
     expect(text(msg)).toContain(`· ${de.t('job.state.submitting')}`);
+    // The list lines themselves (not only the menu) are German, whatever the server speaks.
+    const listLines = String(msg.data['content']).split('\n').slice(1);
+    expect(listLines).toHaveLength(10);
+    for (const l of listLines) {
+      expect(l).toContain(`**${de.t('operations.upscale.title')}** · ${de.t('job.state.submitting')}`);
+    }
     // The list's owner pages in English; a German stranger is refused in German.
     const next = buttons(msg).find((b) => b.label === de.t('buttons.next'));
     const refused = await h.fake

@@ -94,7 +94,7 @@ async function listPage(ctx: BotContext, tr: Translator, userId: string, page: n
   const p = Math.min(Math.max(0, page), pages - 1);
   const now = ctx.now();
   const shown = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE);
-  const lines = shown.map((j) => renderJobSummaryLine(j, now));
+  const lines = shown.map((j) => renderJobSummaryLine(j, now, tr));
   const content = [tr.t('tasks.header', { page: p + 1, pages }), ...lines].join('\n').slice(0, 2000);
   const paging: APIActionRowComponent<APIButtonComponent>[] =
     pages > 1

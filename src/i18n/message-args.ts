@@ -123,8 +123,12 @@ export interface MessageArgs {
   'gallery.post_title_by': { command: string | number; name: string | number };
   'gallery.reason.failed': undefined;
   'gallery.reason.http': { status: string | number };
+  'gallery.reason.memory_busy': undefined;
+  'gallery.reason.no_memory': undefined;
+  'gallery.reason.no_memory_left': undefined;
   'gallery.reason.over_limit': { limit: string | number };
-  'gallery.reason.private_address': undefined;
+  'gallery.reason.over_memory': { limit: string | number };
+  'gallery.reason.refused': { detail: string | number };
   'gallery.reason.timeout': { seconds: string | number };
   'gallery.reason.too_large_for_server': undefined;
   'gallery.reason.too_many_files': { max: string | number };
@@ -169,7 +173,8 @@ export interface MessageArgs {
   'job.state.queued': undefined;
   'job.state.service_busy': undefined;
   'job.state.submitting': undefined;
-  'job.status.not_confirmed': { deadline: string | number };
+  'job.status.not_confirmed': undefined;
+  'job.status.not_confirmed_explain': undefined;
   'job.status.processing': { percent: string | number };
   'job.status.queued': undefined;
   'job.status.service_busy': { retryAt: string | number };
@@ -177,7 +182,7 @@ export interface MessageArgs {
   'job.summary.failed_code': { code: string | number };
   'job.summary.finished': undefined;
   'job.summary.message_link': undefined;
-  'job.summary.not_confirmed': { duration: string | number };
+  'job.summary.not_confirmed': undefined;
   'job.summary.processing': { duration: string | number; percent: string | number };
   'job.summary.queued': { duration: string | number };
   'job.took': { duration: string | number };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
-import { formatBytes } from '../shared/format.js';
+import { formatBytes, type Translator } from '../../i18n/index.js';
 import { DiscordAPIError, type RawFile, type REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
@@ -123,35 +123,50 @@ export function tagFor(
   return undefined;
 }
 
+/** Why a file was linked instead of attached, in the post's language (the server's). */
+type Reason = (tr: Translator) => string;
+/** A result file the post links to instead of attaching, and why. */
+type Linked = { url: string; reason: Reason };
+
 type Gathered = {
   files: RawFile[];
-  linked: { url: string; reason: string }[];
+  linked: Linked[];
   /** Gives the files' memory back. */
   release: () => void;
 };
 
-/** Why a file was linked instead of attached, short and fit for the post (never its URL). */
-function downloadReason(err: unknown, uploadLimit: number, cap: number): string {
+/**
+ * Why a file was linked instead of attached, short and fit for the post (never its URL).
+ * A refusal's own words (the address, the scheme) and rarer transport failures stay the
+ * downloader's English text.
+ */
+function downloadReason(err: unknown, uploadLimit: number, cap: number, timeoutMs: number): Reason {
   if (err instanceof SafeDownloadError) {
     switch (err.kind) {
       case 'too_large':
         return cap >= uploadLimit
-          ? `over the ${formatBytes(uploadLimit)} upload limit`
-          : `over the ${formatBytes(cap)} of memory left for this post`;
-      case 'http':
-        return `download failed (HTTP ${err.detail.status ?? '?'})`;
+          ? (tr) => tr.t('gallery.reason.over_limit', { limit: formatBytes(tr, uploadLimit) })
+          : (tr) => tr.t('gallery.reason.over_memory', { limit: formatBytes(tr, cap) });
+      case 'http': {
+        const status = err.detail.status ?? '?';
+        return (tr) => tr.t('gallery.reason.http', { status });
+      }
       case 'timeout':
-        return `download ${err.message}`;
+        return (tr) => tr.t('gallery.reason.timeout', { seconds: Math.ceil(timeoutMs / 1000) });
       case 'blocked_address':
       case 'scheme':
       case 'credentials':
-      case 'invalid_url':
-        return `refused: ${err.message}`;
-      default:
-        return err.message;
+      case 'invalid_url': {
+        const detail = err.message;
+        return (tr) => tr.t('gallery.reason.refused', { detail });
+      }
+      default: {
+        const message = err.message;
+        return () => message;
+      }
     }
   }
-  return 'download failed';
+  return (tr) => tr.t('gallery.reason.failed');
 }
 
 /** A downloaded body in one buffer: its declared size allocated once, else the chunks joined. */
@@ -275,10 +290,10 @@ export class GalleryPoster {
   private async gather(urls: string[], limit: number): Promise<Gathered> {
     const timeoutMs = this.deps.downloadTimeoutMs ?? 30_000;
     const files: RawFile[] = [];
-    const linked: { url: string; reason: string }[] = [];
+    const linked: Linked[] = [];
     const wanted = urls.slice(0, MAX_FILES);
     for (const url of urls.slice(MAX_FILES))
-      linked.push({ url, reason: `Discord takes ${MAX_FILES} files a message` });
+      linked.push({ url, reason: (tr) => tr.t('gallery.reason.too_many_files', { max: MAX_FILES }) });
     if (wanted.length === 0) return { files, linked, release: () => undefined };
     const memory = this.deps.memory;
     let reservation: Reservation;
@@ -287,10 +302,10 @@ export class GalleryPoster {
         timeoutMs: this.deps.memoryWaitMs ?? MEMORY_WAIT_MS,
       });
     } catch (err) {
-      const reason =
+      const reason: Reason =
         err instanceof ByteBudgetError && err.kind === 'timeout'
-          ? 'the bot’s memory for gallery files stayed busy'
-          : 'no memory for gallery files';
+          ? (tr) => tr.t('gallery.reason.memory_busy')
+          : (tr) => tr.t('gallery.reason.no_memory');
       this.deps.logger.warn({ err, files: wanted.length }, 'gallery files linked: no memory free');
       return {
         files,
@@ -298,13 +313,13 @@ export class GalleryPoster {
         release: () => undefined,
       };
     }
-    const failed: { url: string; reason: string }[] = [];
+    const failed: Linked[] = [];
     let used = 0;
     try {
       for (const [i, url] of wanted.entries()) {
         const cap = Math.min(limit, reservation.bytes - used);
         if (cap <= 0) {
-          failed.push({ url, reason: 'no memory left for it in this post' });
+          failed.push({ url, reason: (tr) => tr.t('gallery.reason.no_memory_left') });
           continue;
         }
         try {
@@ -321,7 +336,7 @@ export class GalleryPoster {
             ...(res.contentType !== undefined ? { contentType: res.contentType } : {}),
           });
         } catch (err) {
-          failed.push({ url, reason: downloadReason(err, limit, cap) });
+          failed.push({ url, reason: downloadReason(err, limit, cap, timeoutMs) });
         }
         reservation.shrink(used + (wanted.length - i - 1) * limit);
       }
@@ -421,7 +436,7 @@ export class GalleryPoster {
     gallery: string,
     where: ChannelKind,
     files: RawFile[],
-    linked: { url: string; reason: string }[],
+    linked: Linked[],
     urls: string[],
   ): Promise<'posted' | 'failed'> {
     const message = (attach: RawFile[], links: typeof linked) =>
@@ -478,7 +493,11 @@ export class GalleryPoster {
       } catch (err) {
         // Too large for Discord after all (its limit changed, or a total cap): link everything instead.
         if (!(err instanceof DiscordAPIError && err.code === 40005) || files.length === 0) throw err;
-        posted = await send([], [...urls.map((url) => ({ url, reason: 'too large for this server' }))]);
+        const tooLarge: Reason = (tr) => tr.t('gallery.reason.too_large_for_server');
+        posted = await send(
+          [],
+          urls.map((url) => ({ url, reason: tooLarge })),
+        );
       }
       await this.markPosted(job.id);
       await this.deps

@@ -12,6 +12,7 @@ import {
   type APIActionRowComponent,
   type APIButtonComponent,
   type APIComponentInContainer,
+  type APIFileComponent,
   type APIMediaGalleryItem,
 } from 'discord-api-types/v10';
 import {
@@ -31,6 +32,11 @@ export interface CardMedia {
   description?: string;
 }
 
+/** A file uploaded with the card's message (multipart): shown only where a component names it. */
+export interface CardFile {
+  filename: string;
+}
+
 /** What a card shows, before it is fitted. Every text is already escaped and localized. */
 export interface CardSpec {
   /** Container accent colour. */
@@ -41,6 +47,12 @@ export interface CardSpec {
   params: string[];
   /** The gallery: images and covers (the first 10 valid ones; the rest become links). */
   media: CardMedia[];
+  /**
+   * Files uploaded with the message (a gallery post): images and videos join the gallery
+   * first, every other file (or one past its 10 items) is a File component. With
+   * Components V2 an attachment no component names is not shown at all.
+   */
+  files?: CardFile[];
   /** Result links (audio, video…), one line each: kept before anything else but the head. */
   links: string[];
   /** Free text (lyrics, the service's message, an error): cut to the room left. */
@@ -92,10 +104,25 @@ function countComponents(components: readonly APIComponentInContainer[]): number
   return n;
 }
 
-/** Gallery items (valid http(s) URLs within the media limit, ≤ 10) and the images left to link to. */
-function splitMedia(media: readonly CardMedia[]): { items: APIMediaGalleryItem[]; rest: string[] } {
+/** Files a Media Gallery shows (images, videos); others (audio…) are File components. */
+const GALLERY_FILE = /\.(png|jpe?g|gif|webp|avif|mp4|webm|mov)$/i;
+
+/**
+ * Gallery items (attached images and videos, then valid http(s) URLs within the media
+ * limit, ≤ 10), the images left to link to, and the attached files shown as File components.
+ */
+function splitMedia(
+  media: readonly CardMedia[],
+  files: readonly CardFile[],
+): { items: APIMediaGalleryItem[]; rest: string[]; fileParts: APIFileComponent[] } {
   const items: APIMediaGalleryItem[] = [];
   const rest: string[] = [];
+  const fileParts: APIFileComponent[] = [];
+  for (const f of files) {
+    const url = `attachment://${f.filename}`;
+    if (GALLERY_FILE.test(f.filename) && items.length < LIMITS.galleryItems) items.push({ media: { url } });
+    else fileParts.push({ type: ComponentType.File, file: { url } });
+  }
   for (const m of media) {
     const url = safeHttpUrl(m.url);
     if (url === undefined) continue;
@@ -107,7 +134,7 @@ function splitMedia(media: readonly CardMedia[]): { items: APIMediaGalleryItem[]
       });
     } else rest.push(`🖼️ ${maskedLink(m.label, url)}`);
   }
-  return { items, rest };
+  return { items, rest, fileParts };
 }
 
 /** Rows of valid buttons: ≤ 5 a row, every custom_id once in the whole message. */
@@ -136,7 +163,7 @@ function fitRows(rows: readonly APIButtonComponent[][]): APIActionRowComponent<A
  * limit whatever the spec holds.
  */
 export function cardPayload(spec: CardSpec): CardPayload {
-  const { items, rest } = splitMedia(spec.media);
+  const { items, rest, fileParts } = splitMedia(spec.media, spec.files ?? []);
   // A card always opens with some text (an empty Text Display is refused).
   const head = truncate(spec.head.filter((l) => l !== '').join('\n'), HEAD_MAX) || '\u200b';
   const footer = spec.footer ? truncate(`-# ${spec.footer}`, FOOTER_MAX) : '';
@@ -167,6 +194,7 @@ export function cardPayload(spec: CardSpec): CardPayload {
     ...text(head),
     ...text(params.join('\n')),
     ...(items.length > 0 ? [{ type: ComponentType.MediaGallery as const, items }] : []),
+    ...fileParts,
     ...text(links.join('\n')),
     ...text(notes),
     ...text(details.join('\n')),

@@ -12,6 +12,7 @@ import {
   type APIEmbed,
   type APIEmbedField,
 } from 'discord-api-types/v10';
+import { isMessageKey, type MessageKey, type Translator } from '../../i18n/index.js';
 import type { JobRecord, JobState } from '../store/types.js';
 import {
   LIMITS,
@@ -79,9 +80,18 @@ export function humanizeKey(key: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-function paramValue(v: string | number | boolean | string[]): string {
-  if (Array.isArray(v)) return v.length === 0 ? '—' : v.map((x) => paramValue(x)).join('\n');
-  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+type ParamKey = Extract<MessageKey, `params.${string}`>;
+const isParamKey = (k: string): k is ParamKey => k.startsWith('params.') && isMessageKey(k);
+
+/** A parameter's label in `tr`'s language (a key without a catalog label reads humanized). */
+export function paramLabel(key: string, tr: Translator): string {
+  const k = `params.${key}`;
+  return isParamKey(k) ? tr.t(k) : humanizeKey(key);
+}
+
+function paramValue(v: string | number | boolean | string[], tr: Translator): string {
+  if (Array.isArray(v)) return v.length === 0 ? '—' : v.map((x) => paramValue(x, tr)).join('\n');
+  if (typeof v === 'boolean') return tr.t(v ? 'params.value.yes' : 'params.value.no');
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '—';
   const url = safeHttpUrl(v);
   if (url !== undefined && url.length <= LIMITS.fieldValue) return url;
@@ -98,24 +108,24 @@ export function shownParams(job: JobRecord): [string, JobRecord['params'][string
   );
 }
 
-/** job.params as embed fields (long text inline=false, short values inline). */
-export function paramFields(job: JobRecord, max = 15): APIEmbedField[] {
+/** job.params as embed fields in `tr`'s language (long text inline=false, short values inline). */
+export function paramFields(job: JobRecord, tr: Translator, max = 15): APIEmbedField[] {
   return shownParams(job)
     .slice(0, max)
     .map(([key, value]) => {
-      const text = paramValue(value);
-      return { name: humanizeKey(key), value: text, inline: text.length <= 40 && !text.includes('\n') };
+      const text = paramValue(value, tr);
+      return { name: paramLabel(key, tr), value: text, inline: text.length <= 40 && !text.includes('\n') };
     });
 }
 
-export function taskField(job: JobRecord): APIEmbedField[] {
+export function taskField(job: JobRecord, tr: Translator): APIEmbedField[] {
   return job.taskId !== undefined && job.taskId !== ''
-    ? [{ name: 'Task ID', value: inlineCode(job.taskId), inline: true }]
+    ? [{ name: tr.t('job.field.task_id'), value: inlineCode(job.taskId), inline: true }]
     : [];
 }
 
-export function footer(job: JobRecord): NonNullable<APIEmbed['footer']> {
-  return { text: `Job ${job.id}` };
+export function footer(job: JobRecord, tr: Translator): NonNullable<APIEmbed['footer']> {
+  return { text: tr.t('job.footer', { id: job.id }) };
 }
 
 export function withTimestamp(embed: APIEmbed, ms: number): APIEmbed {

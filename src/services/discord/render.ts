@@ -11,9 +11,7 @@
 import { ButtonStyle, type APIEmbed } from 'discord-api-types/v10';
 import {
   formatDuration as formatLocalDuration,
-  isMessageKey,
   publicTranslator,
-  type MessageKey,
   type Translator,
 } from '../../i18n/index.js';
 import { operations, resultParts } from '../operations/index.js';
@@ -26,11 +24,10 @@ import {
   STATE_EMOJI,
   actionButton,
   footer,
-  formatDuration,
-  humanizeKey,
   lines,
   mention,
   paramFields,
+  paramLabel,
   payload,
   shownParams,
   taskField,
@@ -45,6 +42,7 @@ import {
   safeHttpUrl,
   truncate,
   type CardEdit,
+  type CardPayload,
   type ClassicPayload,
   type MessagePayload,
 } from './render-limits.js';
@@ -70,67 +68,70 @@ export function progressBar(pct: number): string {
   return `${'█'.repeat(filled)}${'░'.repeat(10 - filled)} ${Math.floor(p)}%`;
 }
 
-function title(job: JobRecord): string {
-  return operations[job.operation].title;
-}
-
 // ---------------------------------------------------------------- states
 
+/** The job's progress, a whole number 0..100. */
+const percentOf = (job: JobRecord): number => Math.floor(Math.min(100, Math.max(0, job.percentage || 0)));
+
 /** What a job not yet running is doing, in a few words. */
-function pendingStatus(job: JobRecord): string {
-  if (job.state === 'unconfirmed') return 'Not confirmed yet…';
-  if (job.state === 'queued') return 'Queued…';
+function pendingStatus(job: JobRecord, tr: Translator): string {
+  if (job.state === 'unconfirmed') return tr.t('job.status.not_confirmed');
+  if (job.state === 'queued') return tr.t('job.status.queued');
   if (job.waitingUntil !== undefined)
-    return `Waiting for the service (busy), trying again ${discordTimestamp(job.waitingUntil, 'R', true)}…`;
-  return 'Submitting…';
+    return tr.t('job.status.service_busy', { retryAt: discordTimestamp(job.waitingUntil, 'R', true) });
+  return tr.t('job.status.submitting');
 }
 
-function renderPending(job: JobRecord, now: number): MessagePayload {
-  const status = pendingStatus(job);
-  const elapsed = `elapsed ${formatDuration(now - job.createdAt)}`;
+/** "elapsed 1m 05s" since the job was created. */
+const elapsedLine = (job: JobRecord, now: number, tr: Translator): string =>
+  tr.t('job.elapsed', { duration: formatLocalDuration(tr, now - job.createdAt) });
+
+function renderPending(job: JobRecord, now: number, tr: Translator): MessagePayload {
+  const status = pendingStatus(job, tr);
+  const title = opTitle(job, tr);
   const embed: APIEmbed = withTimestamp(
     {
-      title: title(job),
+      title,
       description: lines(
         mention(job.userId),
         `${STATE_EMOJI[job.state]} ${status}`,
-        job.state === 'unconfirmed' &&
-          'The service did not answer the submission. It may have received it, so it is not sent again: the bot waits for the service to report this job, and returns your credits if it never does.',
-        elapsed,
-        job.cost !== undefined && `Cost: ${job.cost} credit${job.cost === 1 ? '' : 's'}`,
+        job.state === 'unconfirmed' && tr.t('job.status.not_confirmed_explain'),
+        elapsedLine(job, now, tr),
+        job.cost !== undefined && tr.t('job.cost', { cost: job.cost }),
       ),
       color: COLORS.queued,
-      fields: [...taskField(job), ...paramFields(job)],
-      footer: footer(job),
+      fields: [...taskField(job, tr), ...paramFields(job, tr)],
+      footer: footer(job, tr),
     },
     job.createdAt,
   );
-  return payload(`${STATE_EMOJI[job.state]} **${title(job)}** · ${status}`, [embed]);
+  return payload(`${STATE_EMOJI[job.state]} **${title}** · ${status}`, [embed]);
 }
 
-function renderProcessing(job: JobRecord, now: number): MessagePayload {
+function renderProcessing(job: JobRecord, now: number, tr: Translator): MessagePayload {
   const bar = progressBar(job.percentage);
-  const elapsed = `elapsed ${formatDuration(now - job.createdAt)}`;
+  const elapsed = elapsedLine(job, now, tr);
+  const title = opTitle(job, tr);
   const status =
     job.statusText !== undefined && job.statusText.trim() !== ''
       ? truncate(escapeMarkdown(job.statusText.trim()), 1000)
       : undefined;
   const embed: APIEmbed = withTimestamp(
     {
-      title: title(job),
+      title,
       description: lines(
         mention(job.userId),
-        `${STATE_EMOJI.processing} Processing… ${Math.floor(Math.min(100, Math.max(0, job.percentage || 0)))}%`,
+        `${STATE_EMOJI.processing} ${tr.t('job.status.processing', { percent: percentOf(job) })}`,
         elapsed,
         status,
       ),
       color: COLORS.processing,
-      fields: [...taskField(job), ...paramFields(job)],
-      footer: footer(job),
+      fields: [...taskField(job, tr), ...paramFields(job, tr)],
+      footer: footer(job, tr),
     },
     job.createdAt,
   );
-  return payload(`${STATE_EMOJI.processing} **${title(job)}** · ${bar} · ${elapsed}`, [embed]);
+  return payload(`${STATE_EMOJI.processing} **${title}** · ${bar} · ${elapsed}`, [embed]);
 }
 
 // ---------------------------------------------------------------- cards
@@ -141,15 +142,6 @@ const moreLine = (tr: Translator) => (count: number) => tr.t('result.more', { co
 /** The operation's name in the card's language. */
 function opTitle(job: JobRecord, tr: Translator): string {
   return tr.t(`operations.${job.operation}.title`);
-}
-
-type ParamKey = Extract<MessageKey, `params.${string}`>;
-const isParamKey = (k: string): k is ParamKey => k.startsWith('params.') && isMessageKey(k);
-
-/** A parameter's label in the card's language (an unknown key reads humanized). */
-function paramLabel(key: string, tr: Translator): string {
-  const k = `params.${key}`;
-  return isParamKey(k) ? tr.t(k) : humanizeKey(key);
 }
 
 /** The file name a URL ends in, readable (`cat.png`), or its host when it names none. */
@@ -370,9 +362,9 @@ export function renderJob(job: JobRecord, now: number, tr: Translator = jobTrans
     case 'submitting':
     case 'unconfirmed':
     case 'queued':
-      return renderPending(job, now);
+      return renderPending(job, now, tr);
     case 'processing':
-      return renderProcessing(job, now);
+      return renderProcessing(job, now, tr);
     case 'finished':
       return cardPayload(finishedSpec(job, tr));
     case 'failed':
@@ -390,37 +382,45 @@ export function jobMessageLink(job: JobRecord): string | undefined {
 
 /**
  * One line for a `/tasks` list, e.g.
- * `⚙️ **Upscale** · 30% · \`task-1\` · <t:1700000000:R> · [message](https://discord.com/channels/…)`.
+ * `⚙️ **Upscale** · 30% · running 5s · \`task-1\` · <t:1700000000:R> · [message](https://discord.com/channels/…)`,
+ * in `tr`'s language (the list is a reply: the member's).
  */
-export function renderJobSummaryLine(job: JobRecord, now: number): string {
+export function renderJobSummaryLine(
+  job: JobRecord,
+  now: number,
+  tr: Translator = jobTranslator(job),
+): string {
+  const duration = formatLocalDuration(tr, now - job.createdAt);
   let state: string;
   switch (job.state) {
     case 'submitting':
-      state = 'submitting';
+      state = tr.t('job.state.submitting');
       break;
     case 'unconfirmed':
-      state = 'not confirmed by the service yet';
+      state = tr.t('job.summary.not_confirmed');
       break;
     case 'queued':
-      state = `queued · waiting ${formatDuration(now - job.createdAt)}`;
+      state = tr.t('job.summary.queued', { duration });
       break;
     case 'processing':
-      state = `${Math.floor(Math.min(100, Math.max(0, job.percentage || 0)))}% · running ${formatDuration(now - job.createdAt)}`;
+      state = tr.t('job.summary.processing', { percent: percentOf(job), duration });
       break;
     case 'finished':
-      state = '100% · done';
+      state = tr.t('job.summary.finished');
       break;
     case 'failed':
-      state = job.error?.code ? `failed (${truncate(job.error.code.replace(/[^\w-]/g, ''), 40)})` : 'failed';
+      state = job.error?.code
+        ? tr.t('job.summary.failed_code', { code: truncate(job.error.code.replace(/[^\w-]/g, ''), 40) })
+        : tr.t('job.state.failed');
       break;
   }
   const link = jobMessageLink(job);
   return [
-    `${STATE_EMOJI[job.state]} **${title(job)}**`,
+    `${STATE_EMOJI[job.state]} **${opTitle(job, tr)}**`,
     state,
     job.taskId !== undefined && job.taskId !== '' ? inlineCode(job.taskId, 64) : undefined,
     Number.isFinite(job.createdAt) ? discordTimestamp(job.createdAt, 'R') : undefined,
-    link !== undefined ? maskedLink('message', link) : undefined,
+    link !== undefined ? maskedLink(tr.t('job.summary.message_link'), link) : undefined,
   ]
     .filter((p): p is string => p !== undefined)
     .join(' · ');
@@ -442,17 +442,20 @@ export function threadName(job: Pick<JobRecord, 'id' | 'operation' | 'params' | 
   return name.length <= 100 ? name : `${name.slice(0, 99).trimEnd()}…`;
 }
 
-/** The channel reply of a job that lives in a thread: one short line, ending on the final state. */
-export function renderThreadLine(job: JobRecord): ClassicPayload {
+/**
+ * The channel reply of a job that lives in a thread: one short line, ending on the final
+ * state, in `tr`'s language (default: the server's).
+ */
+export function renderThreadLine(job: JobRecord, tr: Translator = jobTranslator(job)): ClassicPayload {
   const where = `<#${job.message.channelId}>`;
   const state =
     job.state === 'finished'
-      ? `${STATE_EMOJI.finished} finished`
+      ? `${STATE_EMOJI.finished} ${tr.t('threads.line.finished')}`
       : job.state === 'failed'
-        ? `${STATE_EMOJI.failed} failed`
-        : `${STATE_EMOJI.processing} running`;
+        ? `${STATE_EMOJI.failed} ${tr.t('threads.line.failed')}`
+        : `${STATE_EMOJI.processing} ${tr.t('threads.line.running')}`;
   return {
-    content: `${mention(job.userId)} **${title(job)}** · ${state} · ${where}`.trim(),
+    content: `${mention(job.userId)} **${opTitle(job, tr)}** · ${state} · ${where}`.trim(),
     embeds: [],
     components: [],
     allowed_mentions: { parse: [] },
@@ -460,31 +463,32 @@ export function renderThreadLine(job: JobRecord): ClassicPayload {
 }
 
 /**
- * A finished job in the gallery channel: who ran it (no ping), the command and its
- * main parameters, a jump link to the job's message; the result files ride along as
- * attachments, and those that could not (too large, download failed) are linked here.
+ * A finished job in the gallery channel: its result card (who ran it, no ping; the
+ * parameters; a jump link to the job's message), in the server's language or `tr`'s.
+ * The result files ride along as attachments, shown by the card's gallery (images,
+ * videos) and File components (audio…): with Components V2 an attachment no
+ * component names is not shown. Files that could not ride along (too large, download
+ * failed) are linked with the reason. No buttons: next steps live on the job's message.
  */
 export function renderGalleryPost(
   job: JobRecord,
   attachments: { filename: string }[],
-  linked: { url: string; reason: string }[],
-): ClassicPayload & { attachments: { id: string; filename: string }[] } {
+  linked: { url: string; reason: (tr: Translator) => string }[],
+  tr: Translator = jobTranslator(job),
+): CardPayload & { attachments: { id: string; filename: string }[] } {
+  const spec = finishedSpec(job, tr);
   const link = jobMessageLink(job);
-  const embed: APIEmbed = withTimestamp(
-    {
-      title: `${STATE_EMOJI.finished} ${title(job)}`,
-      description: lines(
-        `by ${mention(job.userId)}`,
-        link && `[Jump to the job](${link})`,
-        linked.length > 0 &&
-          `Not attached:\n${linked.map((l) => `• ${l.url} (${truncate(l.reason, 80)})`).join('\n')}`,
-      ),
-      color: COLORS.finished,
-      fields: [...taskField(job), ...paramFields(job, 10)],
-      footer: footer(job),
-    },
-    job.finishedAt ?? job.updatedAt,
-  );
-  const base = payload(`**${title(job)}** by ${mention(job.userId)}`.trim(), [embed]);
-  return { ...base, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
+  const card = cardPayload({
+    ...spec,
+    head: [...spec.head, link !== undefined ? maskedLink(tr.t('gallery.jump'), link) : ''],
+    // The service's URLs expire: the attached copies replace them.
+    media: [],
+    files: attachments,
+    links:
+      linked.length > 0
+        ? [tr.t('gallery.not_attached'), ...linked.map((l) => `• ${l.url} (${truncate(l.reason(tr), 80)})`)]
+        : [],
+    rows: [],
+  });
+  return { ...card, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
 }
