@@ -349,7 +349,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     await page.click('.forum-filters .forum-tag[data-tag="upscale"]');
     await expect.poll(() => post('song').count()).toBeGreaterThanOrEqual(1);
 
-    // Opening a post: its title and tag on top, then the bot's post with the four images attached.
+    // Opening a post: its title and tag on top, then the bot's card with the four images attached.
     await upscaleCard.click();
     await expect.poll(() => read(page.locator('#channel-title'))).toBe('gallery › upscale · a cat');
     expect(await page.locator('.channel-welcome .forum-tag').allInnerTexts()).toEqual(['upscale']);
@@ -357,8 +357,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       .poll(() => lastMessage(page).locator('img:not(.emoji)').count(), { timeout: 10_000 })
       .toBe(4);
     expect(await lastMessage(page).getAttribute('data-id')).toBe(upscalePost?.id);
-    // The four attached images share one 2×2 mosaic, as the client lays out several images.
-    expect(await lastMessage(page).locator('.attachments .mosaic.n4 img').count()).toBe(4);
+    // The post is the result card: the four attached images in its media gallery, one 2×2 mosaic.
+    expect(await lastMessage(page).locator('.v2-container .mosaic.n4 img').count()).toBe(4);
     expect(await page.locator('#composer').isVisible()).toBe(true);
     await page.screenshot({ path: `${ARTIFACTS}forum-post.png` });
     await page.click(`[data-channel="${general}"]`);
