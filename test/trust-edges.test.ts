@@ -8,24 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
+import { controls } from './helpers/message-text.js';
 
 const text = (m: FakeMessage | undefined) => JSON.stringify(m?.data ?? {});
 const MANAGE = String((1n << 5n) | (1n << 10n) | (1n << 11n));
 const MEMBER = String((1n << 10n) | (1n << 11n));
 
+/** The buttons (and other controls) of a message with a custom id: label and id. */
 function customIds(m: FakeMessage): { label: string; id: string }[] {
-  const out: { label: string; id: string }[] = [];
-  const walk = (v: unknown): void => {
-    if (Array.isArray(v)) v.forEach(walk);
-    else if (v && typeof v === 'object') {
-      const o = v as Record<string, unknown>;
-      if (typeof o['custom_id'] === 'string')
-        out.push({ label: String(o['label'] ?? ''), id: o['custom_id'] });
-      Object.values(o).forEach(walk);
-    }
-  };
-  walk(m.data['components']);
-  return out;
+  return controls<{ label?: string; custom_id?: string }>(m).flatMap((c) =>
+    typeof c.custom_id === 'string' ? [{ label: String(c.label ?? ''), id: c.custom_id }] : [],
+  );
 }
 const buttonId = (m: FakeMessage, label: string): string => {
   const b = customIds(m).find((c) => c.label === label);

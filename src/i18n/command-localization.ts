@@ -35,7 +35,7 @@ import { t } from './translate.js';
 export const COMMAND_LIMITS = {
   /** Chat-input command, subcommand and option names: lower case where the letter has a case. */
   chatInputName: /^[-_\p{L}\p{N}\p{sc=Deva}\p{sc=Thai}]{1,32}$/u,
-  /** User and message command names: any text of 1 to 32 characters. */
+  /** User and message command names: free text of 1 to 32 characters. */
   contextMenuNameMax: 32,
   descriptionMax: 100,
   choiceNameMax: 100,

@@ -196,7 +196,7 @@ export async function bufferWithinBudget(
   }
   try {
     // A declared length is read straight into one buffer of that size; otherwise the chunks
-    // are joined at the end (for a moment twice the bytes, as any concatenation).
+    // are joined at the end (for a moment twice the bytes, like every concatenation).
     const whole = source.contentLength !== undefined ? Buffer.allocUnsafe(reservation.bytes) : undefined;
     const chunks: Uint8Array[] = [];
     let size = 0;
