@@ -11,7 +11,7 @@ import {
   type MessagePayload,
 } from '../services/discord/render.js';
 import { jobError } from '../services/jobs/job-errors.js';
-import { isAutoModRefusal } from '../services/moderation/automod.js';
+import { isAutoModRefusal } from '../services/discord/discord-transport.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';

@@ -145,7 +145,7 @@ const canSee = mayActOnJob;
 const SERVICE_LINKS_MS = 86_400_000;
 
 /** A finished job's result links are the service's, older than a day, and no gallery post kept the files. */
-export function linksMayHaveExpired(job: JobRecord, now: number): boolean {
+function linksMayHaveExpired(job: JobRecord, now: number): boolean {
   return (
     job.state === 'finished' &&
     job.galleryPost === undefined &&

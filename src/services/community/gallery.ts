@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { operations, resultFiles } from '../operations/index.js';
 import { formatBytes, type Translator } from '../../i18n/index.js';
 import { DiscordAPIError, type RawFile, type REST } from '@discordjs/rest';
+import { discordCode, isAutoModRefusal, isGoneOnDiscord } from '../discord/discord-transport.js';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -73,8 +74,6 @@ const CHANNEL_CACHE_MS = 10 * 60_000;
 
 /** Discord's forum (15) and media (16) channels: each job is a post (a thread) of its own. */
 const POST_CHANNEL_TYPES = new Set([15, 16]);
-/** AutoMod refused the message (200000) or the title (200001). */
-const AUTOMOD_CODES = new Set([200000, 200001]);
 
 function fileName(url: string, index: number): string {
   try {
@@ -188,9 +187,6 @@ async function readBody(res: SafeResponse): Promise<Buffer> {
 
 /** What became of a job's gallery post when it was taken down. */
 export type TakeDown = { kind: 'deleted' } | { kind: 'none' } | { kind: 'failed'; reason: string };
-
-/** Discord answers that mean the post is already gone. */
-const GONE_CODES = new Set([10003, 10008]);
 
 export class GalleryPoster {
   readonly #tiers = new Map<string, { tier: number; at: number }>();
@@ -478,9 +474,11 @@ export class GalleryPoster {
       } catch (err) {
         // AutoMod refused the title made from the job's words: once more with a neutral one.
         const neutral = neutralPostName(job);
-        if (!(err instanceof DiscordAPIError && AUTOMOD_CODES.has(Number(err.code))) || name === neutral)
-          throw err;
-        this.deps.logger.info({ jobId: job.id, code: err.code }, 'gallery post title refused by AutoMod');
+        if (!isAutoModRefusal(err) || name === neutral) throw err;
+        this.deps.logger.info(
+          { jobId: job.id, code: discordCode(err) },
+          'gallery post title refused by AutoMod',
+        );
         thread = await create(neutral);
       }
       // A post's starter message has the thread's id.
@@ -550,8 +548,7 @@ export class GalleryPoster {
       this.deps.logger.info({ jobId: job.id, channelId: post.channelId }, 'gallery post deleted');
       return { kind: 'deleted' };
     } catch (err) {
-      if (err instanceof DiscordAPIError && typeof err.code === 'number' && GONE_CODES.has(err.code))
-        return { kind: 'deleted' };
+      if (isGoneOnDiscord(err)) return { kind: 'deleted' };
       this.deps.logger.warn(
         { err, jobId: job.id, channelId: post.channelId },
         'gallery post could not be deleted',

@@ -1,8 +1,28 @@
-import { REST } from '@discordjs/rest';
+import { DiscordAPIError, REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import { editBody, type MessagePayload } from './render-limits.js';
 
 export type { MessagePayload };
+
+/** Discord's numeric JSON error code of what @discordjs/rest threw, if it is one. */
+export function discordCode(err: unknown): number | undefined {
+  return err instanceof DiscordAPIError && typeof err.code === 'number' ? err.code : undefined;
+}
+
+/** AutoMod blocked the message (200000) or a thread name / title (200001). */
+export const AUTOMOD_CODES: ReadonlySet<number> = new Set([200000, 200001]);
+
+/** Discord refused text because of the server's AutoMod rules (a message or a thread name). */
+export function isAutoModRefusal(err: unknown): boolean {
+  const code = discordCode(err);
+  return code !== undefined && AUTOMOD_CODES.has(code);
+}
+
+/** Unknown Channel (10003) or Unknown Message (10008): what was to be changed is already gone. */
+export function isGoneOnDiscord(err: unknown): boolean {
+  const code = discordCode(err);
+  return code === 10003 || code === 10008;
+}
 
 /**
  * The two ways the bot edits a job's live message. Errors are the ones

@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
-import type { DiscordTransport, MessagePayload } from './discord-transport.js';
+import { AUTOMOD_CODES, type DiscordTransport, type MessagePayload } from './discord-transport.js';
 
 export type { ChannelBudget, EditKind } from './channel-budget.js';
 
@@ -188,9 +188,6 @@ export function editOutcome(r: { kind: 'ok' } | Failure): EditOutcome {
   if (r.kind === 'automod') return 'invalid';
   return r.kind;
 }
-
-/** AutoMod blocked the message (200000) or a thread name / title (200001). */
-export const AUTOMOD_CODES: ReadonlySet<number> = new Set([200000, 200001]);
 
 export class EditQueue {
   private readonly opts: EditQueueOptions;

@@ -1,15 +1,9 @@
-import { DiscordAPIError, type REST } from '@discordjs/rest';
+import type { REST } from '@discordjs/rest';
 import { MessageFlags, Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { publicTranslator } from '../../i18n/index.js';
-import { AUTOMOD_CODES } from '../discord/edit-queue.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { JobRecord } from '../store/types.js';
-
-/** Discord refused text because of the server's AutoMod rules (a message or a thread name). */
-export function isAutoModRefusal(err: unknown): boolean {
-  return err instanceof DiscordAPIError && typeof err.code === 'number' && AUTOMOD_CODES.has(err.code);
-}
 
 /** Interaction tokens last 15 minutes; a note is only tried well inside that. */
 const NOTE_TOKEN_MS = 14 * 60_000;

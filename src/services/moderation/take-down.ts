@@ -1,9 +1,10 @@
-import { DiscordAPIError, type REST } from '@discordjs/rest';
+import type { REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { TakeDown } from '../community/gallery.js';
 import type { MessagePayload } from '../discord/render-limits.js';
 import { threadName } from '../discord/render.js';
+import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
 
 /**
@@ -26,9 +27,6 @@ export interface TakeDownReport {
   /** The job's thread was locked (undefined: it has none). */
   threadLocked?: boolean;
 }
-
-/** Discord answers meaning the message or channel no longer exists. */
-const GONE = new Set([10003, 10008]);
 
 export interface ResultTakeDownDeps {
   store: Pick<JobStore, 'apply'>;
@@ -95,7 +93,7 @@ export class ResultTakeDown {
       });
       return 'edited';
     } catch (err) {
-      if (err instanceof DiscordAPIError && typeof err.code === 'number' && GONE.has(err.code)) return 'gone';
+      if (isGoneOnDiscord(err)) return 'gone';
       this.deps.logger.warn({ err, channelId: ref.channelId }, 'could not edit a removed result’s message');
       return 'failed';
     }
