@@ -74,42 +74,14 @@ export function audioCard(url, name, size) {
   return el(
     'div',
     { class: 'audio-card' },
-    el(
-      'div',
-      { class: 'file-meta' },
-      icon('file', 28),
-      el(
-        'div',
-        {},
-        el('a', {
-          href: safe(url),
-          target: '_blank',
-          rel: 'noopener noreferrer',
-          class: 'file-name',
-          text: name,
-        }),
-        el('div', { class: 'file-size', text: formatSize(size) }),
-      ),
-      el(
-        'a',
-        {
-          href: safe(url),
-          download: name,
-          class: 'file-download',
-          title: 'Download',
-          'aria-label': `Download ${name}`,
-        },
-        icon('download', 20),
-      ),
-    ),
+    el('div', { class: 'file-meta' }, ...fileParts(url, name, size)),
     el('audio', { src: safe(url), controls: true, preload: 'none', 'aria-label': name }),
   );
 }
 
-export function fileRow(url, name, size) {
-  return el(
-    'div',
-    { class: 'file-row' },
+/** A file's icon, its name (a link) and size, and a download button: a file row's and an audio card's. */
+function fileParts(url, name, size) {
+  return [
     icon('file', 28),
     el(
       'div',
@@ -134,7 +106,11 @@ export function fileRow(url, name, size) {
       },
       icon('download', 20),
     ),
-  );
+  ];
+}
+
+export function fileRow(url, name, size) {
+  return el('div', { class: 'file-row' }, ...fileParts(url, name, size));
 }
 
 /** One message attachment, the way the client draws its kind. */
