@@ -41,6 +41,7 @@ import { createSafePhotoDownloader } from './services/training/download.js';
 import { RetentionSweeper } from './services/privacy/retention.js';
 import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
+import { shutdownSteps } from './shutdown-steps.js';
 import { CommunityService } from './services/community/community.js';
 import { FairUseLedger } from './services/community/fair-use.js';
 import { GuildSettingsStore } from './services/community/settings.js';
@@ -654,33 +655,37 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     stop(drainMs = 10_000) {
       stopping ??= (async () => {
         logger.info('shutting down');
-        await server.close().catch((err: unknown) => logger.warn({ err }, 'HTTP close failed'));
-        endpoint?.close();
-        await metricsServer?.close().catch((err: unknown) => logger.warn({ err }, 'metrics close failed'));
+        const step = shutdownSteps(logger);
+        await step('http', () => server.close());
+        await step('interactions endpoint', () => endpoint?.close());
+        await step('metrics', () => metricsServer?.close());
         // The next holder resumes this session (a graceful stop hands the gateway over).
-        await gateway?.disconnect({ keepSession: true });
-        await gatewayLease
-          ?.stop()
-          .catch((err: unknown) => logger.warn({ err }, 'gateway lease release failed'));
+        await step('gateway', () => gateway?.disconnect({ keepSession: true }));
+        await step('gateway lease', () => gatewayLease?.stop());
         lifecycle.stop();
         trainingServices.stop();
-        await retentionSweeper.stop();
-        await checks.close();
-        await afterFinal.close();
-        await bullEdits?.close();
-        const drained = await sessionEdits.drain(drainMs);
-        if (!drained)
-          logger.warn(
-            { pending: sessionEdits.depth() },
-            'some message edits were not delivered before shutdown',
-          );
+        await step('retention sweep', () => retentionSweeper.stop());
+        await step('checks', () => checks.close());
+        await step('after-final work', () => afterFinal.close());
+        await step('edit queue', () => bullEdits?.close());
+        await step(
+          'message edits',
+          async () => {
+            if (!(await sessionEdits.drain(drainMs)))
+              logger.warn(
+                { pending: sessionEdits.depth() },
+                'some message edits were not delivered before shutdown',
+              );
+          },
+          drainMs + 1000,
+        );
         sessionEdits.close();
-        await bull?.close();
+        await step('queues', () => bull?.close());
         account.stop();
         taskReader.close();
-        await media.close().catch(() => undefined);
-        await downloader.close().catch(() => undefined);
-        await stores.close().catch((err: unknown) => logger.warn({ err }, 'store close failed'));
+        await step('media client', () => media.close());
+        await step('downloader', () => downloader.close());
+        await step('store', () => stores.close());
         logger.info('stopped');
       })();
       return stopping;

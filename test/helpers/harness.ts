@@ -123,12 +123,29 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     baseUrl,
     stopBot,
     async close() {
-      await stopBot();
-      if (!opts.reuse?.emulator) await emulator.close();
-      if (!opts.reuse?.fake) await fake.close();
+      // Each part is timed: a part that stalls is named on stderr instead of a bare hook timeout.
+      await timed('bot', stopBot);
+      if (!opts.reuse?.emulator) await timed('emulator', () => emulator.close());
+      if (!opts.reuse?.fake) await timed('fake Discord', () => fake.close());
       if (!opts.reuse?.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+async function timed(part: string, run: () => Promise<void>): Promise<void> {
+  const started = Date.now();
+  const warn = setTimeout(
+    () => process.stderr.write(`harness: closing the ${part} takes over 10 s\n`),
+    10_000,
+  );
+  warn.unref();
+  try {
+    await run();
+  } finally {
+    clearTimeout(warn);
+    const ms = Date.now() - started;
+    if (ms > 10_000) process.stderr.write(`harness: closing the ${part} took ${ms} ms\n`);
+  }
 }
 
 /**
