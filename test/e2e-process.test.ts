@@ -1,7 +1,9 @@
 /**
  * Black-box: the bot as a real process (`tsx src/main.ts`, what `npm start` runs),
  * configured only through the design's environment variables, killed with SIGKILL
- * mid-job and started again. The job must still reach its final message.
+ * mid-job and started again, on the embedded store and on Redis. The job must still
+ * reach its final message, within 5 s of the new process answering /readyz (issue 27:
+ * it once waited 17 s on Redis for its own dead lease).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,17 +14,29 @@ import { commands } from '../src/commands/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator, type Emulator } from './emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import { eventually, freePort } from './helpers/harness.js';
+import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { needs } from './helpers/requirements.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
-describe('bot process killed mid-job', () => {
+const FINAL_AFTER_READY_MS = 5000;
+
+describe('bot process on the embedded store killed mid-job', () => killedMidJob('the embedded store'));
+describe('bot process on Redis killed mid-job', needs('redisServer'), () => killedMidJob('Redis'));
+
+function killedMidJob(store: 'the embedded store' | 'Redis'): void {
   let fake: FakeDiscord;
+  let redis: PrivateRedis | undefined;
   let emulator: Emulator;
   let dataDir: string;
   let port: number;
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
+    if (store === 'Redis') {
+      redis = await privateRedis();
+      await redis.start();
+    }
     fake = await startFakeDiscord({ warmUpValidators: true });
     emulator = await startEmulator({ scenario: { stepMs: 100, hold: true } });
     dataDir = await mkdtemp(join(tmpdir(), 'mediabot-proc-'));
@@ -33,6 +47,7 @@ describe('bot process killed mid-job', () => {
     await emulator?.close();
     await fake?.close();
     await rm(dataDir, { recursive: true, force: true });
+    await redis?.remove();
   });
 
   function startBot(): { child: ChildProcess; output: () => string } {
@@ -53,6 +68,7 @@ describe('bot process killed mid-job', () => {
         HOST: '127.0.0.1',
         PORT: String(port),
         DATA_DIR: dataDir,
+        ...(redis ? { REDIS_URL: `redis://127.0.0.1:${redis.port}` } : {}),
         LOG_LEVEL: 'info',
         POLL_INITIAL_MS: '200',
         POLL_MAX_MS: '500',
@@ -100,8 +116,21 @@ describe('bot process killed mid-job', () => {
       'final webhook refused by the dead bot',
     );
 
+    const spawnedAt = Date.now();
     const second = startBot();
-    const msg = await cmd.waitForMessage((m) => JSON.stringify(m.data).includes('Extend song 2'), 30_000);
+    const final = cmd.waitForMessage((m) => JSON.stringify(m.data).includes('Extend song 2'), 30_000);
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
+      20_000,
+      'restarted bot ready',
+    );
+    const readyAt = Date.now();
+    const msg = await final;
+    const shownAt = Date.now();
+    console.info(
+      `final shown ${shownAt - readyAt} ms after /readyz (${shownAt - spawnedAt} ms after spawn) on ${store}`,
+    );
+    expect(shownAt - readyAt).toBeLessThanOrEqual(FINAL_AFTER_READY_MS);
     expect(JSON.stringify(msg.data)).toContain((task.body as { video_url: string }).video_url);
     const submissions = emulator.requests.filter((r) => r.path === '/song-extend');
     expect(submissions).toHaveLength(1);
@@ -116,4 +145,4 @@ describe('bot process killed mid-job', () => {
     expect(logs).not.toContain(emulator.apiKey === 'dev-key' ? 'Authorization: dev-key' : emulator.apiKey);
     expect(logs).not.toContain(cmd.token);
   }, 90_000);
-});
+}
