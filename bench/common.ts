@@ -41,6 +41,13 @@ export async function redisAnswers(): Promise<boolean> {
   }
 }
 
+/** Where startJobs sends commands and reads the jobs back: a harness, or a bot process's store. */
+export interface JobStarter {
+  fake: Harness['fake'];
+  emulator: Harness['emulator'];
+  listOpen(): Promise<JobRecord[]>;
+}
+
 /**
  * Runs `count` /extend-song commands through the fake Discord (spread over
  * `channels`), holds the emulator's tasks, and resolves once every job is
@@ -48,26 +55,26 @@ export async function redisAnswers(): Promise<boolean> {
  * (INTERACTION_CREATE sent → callback received), in ms.
  */
 export async function startJobs(
-  h: Harness,
+  on: JobStarter,
   channels: string[],
   count: number,
 ): Promise<{ jobs: JobRecord[]; ackMs: number[] }> {
-  h.emulator.setScenario({ hold: true, dropWebhooks: 'all' });
+  on.emulator.setScenario({ hold: true, dropWebhooks: 'all' });
   const sent: { at: number; handle: ReturnType<Harness['fake']['sendCommand']> }[] = [];
   for (let i = 0; i < count; i++) {
     const at = Date.now();
-    const handle = h.fake.sendCommand({
+    const handle = on.fake.sendCommand({
       name: 'extend-song',
       // A member each: fair use (max active jobs per member) must not refuse the storm.
-      userId: h.fake.addUser({ username: `member-${i}` }),
-      channelId: channels[i % channels.length] ?? h.fake.defaultChannelId,
+      userId: on.fake.addUser({ username: `member-${i}` }),
+      channelId: channels[i % channels.length] ?? on.fake.defaultChannelId,
       options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
     });
     sent.push({ at, handle });
   }
   const jobs = await eventually(
     async () => {
-      const all = await h.app.store.listOpen();
+      const all = await on.listOpen();
       const ready = all.filter((j) => j.taskId && j.message.messageId && j.state === 'queued');
       return ready.length >= count ? ready : undefined;
     },
@@ -134,7 +141,9 @@ export function loadFromChild(spec: {
 }
 
 /** Compiles the bot as the Docker image does (`tsc -p tsconfig.build.json` → dist/). */
+let built = false;
 export function buildBot(): void {
+  if (built) return;
   const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
     stdio: 'inherit',
   });
@@ -142,6 +151,7 @@ export function buildBot(): void {
   // What `npm run build` copies besides JavaScript (the Lua scripts): without it the bot cannot start.
   const assets = spawnSync(process.execPath, ['scripts/copy-assets.mjs'], { stdio: 'inherit' });
   if (assets.status !== 0) throw new Error('copying the assets (scripts/copy-assets.mjs) failed');
+  built = true;
 }
 
 export interface BotProcess {

@@ -1,23 +1,35 @@
 /**
- * Storm benchmarks against the fake Discord enforcing Discord's limits (5 edits /
- * 5 s per channel and per interaction token, 50 req/s global). Each job gets 30
- * progress webhooks over ~3 s, then `finished`. Figures printed; nothing asserted.
+ * Storm benchmarks: the bot as its own process (compiled, `npm start`'s settings) on a
+ * private Redis, against the fake Discord enforcing Discord's limits (5 edits / 5 s per
+ * channel and per interaction token, 50 req/s global) and the emulator, which live in
+ * this process with the load. Each job gets 30 progress webhooks over ~3 s, then
+ * `finished`. Figures printed; nothing asserted.
  *
  * - fresh tokens, 100 jobs in one channel and over ten channels: finished
  *   webhook → final edit (p50/p95/max), edits per job, 429s, interaction ack p99;
- * - expired tokens, 30 jobs in one channel (channel route, one bot-token budget):
- *   the last final's delay against the budget bound (N finals ≈ N s, + 2 s), and
- *   how many progress edits went out while another job's final was waiting.
+ * - expired tokens, 30 jobs in one channel (the fake expires the tokens: channel route,
+ *   one bot-token budget): the last final's delay against the budget bound (N finals
+ *   ≈ N s, + 2 s), and how many progress edits went out while another job's final waited.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pino } from 'pino';
 import { Pool } from 'undici';
+import { startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
-import { eventually, startHarness } from '../test/helpers/harness.js';
+import { eventually } from '../test/helpers/harness.js';
+import { redisServerInstalled } from '../test/helpers/detect.js';
+import { privateRedis } from '../test/helpers/private-redis.js';
+import { createStores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
-import { finishedBody, mib, pct, r1, redisAnswers, startJobs } from './common.js';
+import { buildBot, finishedBody, mib, pct, r1, spawnBot, startJobs, vmOf } from './common.js';
 
 const PROGRESS = 30;
 const SPREAD_MS = 3000;
+/** How soon the fake Discord expires interaction tokens in the expired-tokens storm. */
+const TOKEN_TTL_MS = 5000;
 
 interface StormOptions {
   label: string;
@@ -28,35 +40,82 @@ interface StormOptions {
 }
 
 export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
+  const redis = await privateRedis();
+  await redis.start();
+  const redisUrl = `redis://127.0.0.1:${redis.port}`;
   const fake = await startFakeDiscord({
     warmUpValidators: true,
     rateLimits: true,
+    ...(o.expiredTokens ? { interactionTokenTtlMs: TOKEN_TTL_MS } : {}),
     guild: { channels: Array.from({ length: o.channels }, (_, i) => ({ name: `jobs-${i}` })) },
   });
-  // One clock for the bot and the fake, so `advanceTime` ages the interaction tokens for both.
-  const h = await startHarness({
-    webhooks: true,
-    redis: await redisAnswers(),
-    reuse: { fake },
-    now: () => fake.now(),
-    env: { WEBHOOK_SILENCE_MS: '600000', POLL_INITIAL_MS: '600000' },
+  const emulator = await startEmulator({});
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-storm-'));
+  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
+  const bot = await spawnBot({
+    fake,
+    emulator,
+    redisUrl,
+    env: {
+      LOG_LEVEL: 'warn',
+      WEBHOOK_SILENCE_MS: '600000',
+      POLL_INITIAL_MS: '600000',
+      POLL_MAX_MS: '600000',
+    },
   });
-  const channels = h.fake.channelIds.slice(0, o.channels);
-  const { jobs, ackMs } = await startJobs(h, channels, o.jobs);
+  try {
+    await eventually(
+      async () => (await fetch(`${bot.url}/readyz`).catch(() => undefined))?.status === 200,
+      60_000,
+      'bot ready',
+    );
+    await eventually(() => fake.gateway.currentSession !== null, 60_000, 'gateway identified');
+    return await stormAgainst({ o, fake, emulator, stores, botUrl: bot.url, botPid: bot.child.pid ?? 0 });
+  } finally {
+    await bot.stop();
+    await stores.close().catch(() => undefined);
+    await emulator.close();
+    await fake.close();
+    await redis.remove();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function stormAgainst(a: {
+  o: StormOptions;
+  fake: Awaited<ReturnType<typeof startFakeDiscord>>;
+  emulator: Awaited<ReturnType<typeof startEmulator>>;
+  stores: Awaited<ReturnType<typeof createStores>>;
+  botUrl: string;
+  botPid: number;
+}): Promise<Record<string, unknown>> {
+  const { o, fake, emulator, stores } = a;
+  const channels = fake.channelIds.slice(0, o.channels);
+  const { jobs, ackMs } = await startJobs(
+    { fake, emulator, listOpen: () => stores.jobs.listOpen() },
+    channels,
+    o.jobs,
+  );
   // Let the submission edits ("queued") settle so the storm starts from a quiet budget.
-  await h.app.edits.drain(30_000);
-  if (o.expiredTokens) h.fake.advanceTime(15 * 60_000);
-  const pool = new Pool(h.baseUrl, { connections: 64 });
+  await quiet(fake, 1500);
+  if (o.expiredTokens) await new Promise((r) => setTimeout(r, TOKEN_TTL_MS));
+  const pool = new Pool(a.botUrl, { connections: 64 });
   const latencies: number[] = [];
   const finishedAt = new Map<string, number>();
   let non2xx = 0;
-  const count429Before = h.fake.count429;
+  const count429Before = fake.count429;
   const editsBefore = new Map(
-    jobs.map((j) => [j.id, h.fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0]),
+    jobs.map((j) => [j.id, fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0]),
   );
-  const rssBefore = process.memoryUsage().rss;
-  let rssPeak = rssBefore;
-  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 20);
+  let rssPeak = (await vmOf(a.botPid)).rss;
+  const sampler = setInterval(
+    () =>
+      void vmOf(a.botPid).then(
+        (v) => (rssPeak = Math.max(rssPeak, v.rss)),
+        () => undefined,
+      ),
+    50,
+  );
 
   const post = async (job: JobRecord, body: unknown) => {
     const t0 = performance.now();
@@ -95,7 +154,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     () => {
       for (const job of jobs) {
         if (finalEditAt.has(job.id) || !job.message.messageId) continue;
-        const msg = h.fake.messages.get(job.message.messageId);
+        const msg = fake.messages.get(job.message.messageId);
         const edit = msg?.edits.find((e) => JSON.stringify(e.after).includes(`${job.taskId}-s2`));
         if (edit) finalEditAt.set(job.id, edit.at);
       }
@@ -108,13 +167,13 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
 
   const toFinal = jobs.map((j) => (finalEditAt.get(j.id) ?? NaN) - (finishedAt.get(j.id) ?? NaN));
   const stormEdits = jobs.map(
-    (j) => (h.fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0) - (editsBefore.get(j.id) ?? 0),
+    (j) => (fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0) - (editsBefore.get(j.id) ?? 0),
   );
-  const allEdits = jobs.map((j) => h.fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0);
+  const allEdits = jobs.map((j) => fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0);
   // Progress edits sent while another job's final was known and not yet delivered.
   let progressWhileFinalWaited = 0;
   for (const j of jobs) {
-    const msg = h.fake.messages.get(j.message.messageId ?? '');
+    const msg = fake.messages.get(j.message.messageId ?? '');
     for (const e of msg?.edits ?? []) {
       if (e.at >= (finalEditAt.get(j.id) ?? Infinity)) continue; // its own final
       if (e.at < t0) continue;
@@ -131,7 +190,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
   const lastFinal = Math.max(...finalEditAt.values());
   const routes = new Set(
     jobs.flatMap((j) =>
-      (h.fake.messages.get(j.message.messageId ?? '')?.edits ?? [])
+      (fake.messages.get(j.message.messageId ?? '')?.edits ?? [])
         .filter((e) => e.at >= t0)
         .map((e) => e.via),
     ),
@@ -151,10 +210,10 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     'edits per message in all (incl. queued) max': Math.max(...allEdits),
     'edits per job (storm) max': Math.max(...stormEdits),
     'edits per job (storm) mean': r1(stormEdits.reduce((a, b) => a + b, 0) / stormEdits.length),
-    '429s received': h.fake.count429 - count429Before,
+    '429s received': fake.count429 - count429Before,
     'interaction ack p99 ms': r1(pct(ackMs, 99)),
-    'bench process rss MiB (peak)': mib(rssPeak),
-    'spec violations': h.fake.violations.length,
+    'bot rss MiB (peak)': mib(rssPeak),
+    'spec violations': fake.violations.length,
   };
   if (o.expiredTokens) {
     result['last final after last finished webhook s'] = r1((lastFinal - lastFinished) / 1000);
@@ -162,12 +221,18 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     result['progress edits sent while a final waited'] = progressWhileFinalWaited;
   }
   await pool.close();
-  await h.close();
-  await fake.close();
   return result;
 }
 
+/** Resolves once the fake Discord has seen no message edit for `ms`. */
+async function quiet(fake: Awaited<ReturnType<typeof startFakeDiscord>>, ms: number): Promise<void> {
+  const lastEdit = () => Math.max(0, ...[...fake.messages.values()].flatMap((m) => m.edits.map((e) => e.at)));
+  await eventually(() => fake.now() - lastEdit() >= ms, 60_000, 'edits settled');
+}
+
 export async function runStormBench(): Promise<Record<string, unknown>[]> {
+  if (!redisServerInstalled()) return [{ scenario: 'webhook storms', skipped: 'redis-server not installed' }];
+  buildBot();
   return [
     await storm({ label: 'fresh tokens, 100 jobs in one channel', jobs: 100, channels: 1 }),
     await storm({ label: 'fresh tokens, 100 jobs over ten channels', jobs: 100, channels: 10 }),

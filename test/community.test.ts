@@ -225,6 +225,47 @@ for (const redis of [false, true])
       );
     });
 
+    it('members of one server do not wait for each other; a server with a credit budget shares one credits lock', async () => {
+      const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+      const free = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
+      let releaseHeld = () => undefined as void;
+      const held = stores.kv.withLock(
+        'fair-use:g7:busy',
+        () => new Promise<void>((r) => (releaseHeld = () => r())),
+      );
+      // Another member of the server is admitted while the first member's lock is held.
+      expect(
+        (await ledger.reserve({ guildId: 'g7', userId: 'other', jobId: 'o1', cost: 1, settings: free })).ok,
+      ).toBe(true);
+      // The held member waits for their own lock, then is admitted.
+      let busyDone = false;
+      const busy = ledger
+        .reserve({ guildId: 'g7', userId: 'busy', jobId: 'b1', cost: 1, settings: free })
+        .finally(() => (busyDone = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(busyDone).toBe(false);
+      releaseHeld();
+      await held;
+      expect((await busy).ok).toBe(true);
+      // With a budget, every member of the server goes through the server's credits lock.
+      const budget = { ...free, dailyCredits: 5 };
+      let releaseCredits = () => undefined as void;
+      const creditsHeld = stores.kv.withLock(
+        'credits:g7',
+        () => new Promise<void>((r) => (releaseCredits = () => r())),
+      );
+      let paidDone = false;
+      const paid = ledger
+        .reserve({ guildId: 'g7', userId: 'third', jobId: 't1', cost: 1, settings: budget })
+        .finally(() => (paidDone = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(paidDone).toBe(false);
+      releaseCredits();
+      await creditsHeld;
+      expect((await paid).ok).toBe(true);
+      expect(await ledger.creditsUsed('g7')).toBe(1);
+    });
+
     it('a slot whose job never ended expires with the job’s maximum duration', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 60_000, now });
       const settings = { maxActiveJobs: 1, cooldownSeconds: 0, dailyCredits: 0 };
@@ -461,12 +502,12 @@ describe('community e2e', () => {
     h.fake.assertNoViolations();
   });
 
-  // Discord allows 3 s for the first answer. Admission takes the guild's fair-use lock, which
-  // every other command and every final of the guild also take: a storm of finals (or a lock
-  // left by a dead instance, up to one lease) kept the command silent past Discord's limit.
-  describe('a job command kept waiting by its guild’s fair-use lock', () => {
-    const hold = (ms: number) =>
-      h.app.kv.withLock(`fair-use:${h.fake.guildId}`, () => new Promise((r) => setTimeout(r, ms)));
+  // Discord allows 3 s for the first answer. Admission takes the member's fair-use lock, which
+  // their other commands and finals also take: a storm of finals (or a lock left by a dead
+  // instance, up to one lease) once kept the command silent past Discord's limit.
+  describe('a job command kept waiting by its member’s fair-use lock', () => {
+    const hold = (userId: string, ms: number) =>
+      h.app.kv.withLock(`fair-use:${h.fake.guildId}:${userId}`, () => new Promise((r) => setTimeout(r, ms)));
     const song = (userId: string) =>
       h.fake.sendCommand({
         name: 'extend-song',
@@ -477,7 +518,7 @@ describe('community e2e', () => {
     it('is deferred within Discord’s 3 s, then its reply becomes the job message', async () => {
       const user = h.fake.addUser({ username: 'slow-admit', permissions: String(1n << 11n) });
       const before = h.emulator.tasks.size;
-      const held = hold(2500);
+      const held = hold(user, 2500);
       const cmd = song(user);
       // The fake fails an interaction not acknowledged within 3 s (as Discord does).
       expect((await cmd.response(3000)).type).toBe(5);
@@ -498,7 +539,7 @@ describe('community e2e', () => {
       expect((await song(user).message(10_000)).ephemeral).toBe(false);
       await eventually(() => h.emulator.tasks.size === first + 1, 10_000, 'the first job submitted');
       const before = h.emulator.tasks.size;
-      const held = hold(2500);
+      const held = hold(user, 2500);
       const cmd = song(user);
       expect((await cmd.response(3000)).type).toBe(5);
       await held;

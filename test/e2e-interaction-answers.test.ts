@@ -2,7 +2,7 @@
  * The first answer to a job command through the real bot, over the gateway and over
  * HTTP (`DISCORD_INTERACTIONS=http`), against the fake Discord and the emulator: an
  * answer Discord took but whose reply was lost (issue 26), and a command kept past
- * Discord's 3 s by its guild's fair-use lock (acknowledged on its behalf in time).
+ * Discord's 3 s by its member's fair-use lock (acknowledged on its behalf in time).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
@@ -67,10 +67,10 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
     h.fake.assertNoViolations();
   });
 
-  describe('kept waiting by its guild’s fair-use lock (2.8 s)', () => {
+  describe('kept waiting by its member’s fair-use lock (2.8 s)', () => {
     // Past both acknowledgement deadlines (1.5 s gateway, 2.5 s http), short of Discord's 3 s.
-    const hold = (ms: number) =>
-      h.app.kv.withLock(`fair-use:${h.fake.guildId}`, () => new Promise((r) => setTimeout(r, ms)));
+    const hold = (userId: string, ms: number) =>
+      h.app.kv.withLock(`fair-use:${h.fake.guildId}:${userId}`, () => new Promise((r) => setTimeout(r, ms)));
     /** The interaction's first answer: its callback, or (http) the HTTP response's body. */
     const firstAnswer = async (id: string): Promise<unknown> => {
       if (mode === 'gateway') return (await h.fake.interaction(id).response(3000)).type;
@@ -85,8 +85,9 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
 
     it('is deferred within Discord’s 3 s; the job message then fills the deferral', async () => {
       const before = songTasks();
-      const held = hold(2800);
-      const cmd = song(member(`slow-${mode}`));
+      const slow = member(`slow-${mode}`);
+      const held = hold(slow, 2800);
+      const cmd = song(slow);
       // The fake fails an interaction not acknowledged within 3 s, as Discord does.
       expect(await firstAnswer(cmd.id)).toBe(5);
       await held;
@@ -105,12 +106,12 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
       const parentCmd = song(member(`button-${mode}`));
       const parent = await parentCmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
       const parentBefore = text(parent);
-      const held = hold(2800);
       // Clicked by a manager (Manage Server) who has not submitted yet: the cooldown does not apply.
       const manager = h.fake.addUser({
         username: `manager-${mode}`,
         permissions: String((1n << 5n) | (1n << 11n)),
       });
+      const held = hold(manager, 2800);
       const click = h.fake.sendButton({
         customId: buttonId(parent, 'Extend song 1'),
         messageId: parent.id,
@@ -132,7 +133,7 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
       const first = song(user);
       await first.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
       const before = songTasks();
-      const held = hold(2800);
+      const held = hold(user, 2800);
       const cmd = song(user);
       expect(await firstAnswer(cmd.id)).toBe(5);
       await held;

@@ -82,7 +82,7 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
   }
   const member = { guildId, userId: interaction.user.id };
   // Fair use and credits: checked and reserved before anything is stored or sent. A slow
-  // store (the guild's fair-use lock is shared with every command and final of the guild)
+  // store (the member's fair-use lock is shared with their other commands and finals)
   // is acknowledged on the command's behalf in time (BotInteraction), the job message then
   // fills the deferred reply.
   const admission = await ctx.community.admit({ ...member, operation: req.operation });

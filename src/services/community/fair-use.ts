@@ -3,9 +3,12 @@ import type { LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettings } from './settings.js';
 
 /**
- * Fair use and credits, checked and reserved in one step under the guild's
- * store lock (Redis: a lease shared by every process; SQLite: the one process's
- * mutex), so two clicks at once can never both take the last slot or credit.
+ * Fair use and credits, checked and reserved in one step under store locks (Redis: a
+ * lease shared by every process; SQLite: the one process's mutex), so two clicks at
+ * once can never both take the last slot or credit. A member's record has its own
+ * lock, so members of one server do not wait for each other; a server with a daily
+ * credit budget also takes the server's credits lock around it (always server first,
+ * then member: no two holders ever wait on each other).
  *
  *   fair-use:{guild}:{user}   { active: {jobId: {until, day, cost}}, lastAt }
  *   credits:{guild}:{day}     { used }            day = UTC YYYY-MM-DD
@@ -19,6 +22,14 @@ export type Refusal =
   | { kind: 'active'; count: number; max: number }
   | { kind: 'cooldown'; retryAt: number }
   | { kind: 'credits'; left: number; cost: number; budget: number; resetAt: number };
+
+export interface ReserveInput {
+  guildId: string;
+  userId: string;
+  jobId: string;
+  cost: number;
+  settings: Pick<GuildSettings, 'maxActiveJobs' | 'cooldownSeconds' | 'dailyCredits'>;
+}
 
 export type ReserveResult = { ok: true } | { ok: false; refusal: Refusal };
 
@@ -34,7 +45,8 @@ export const nextUtcMidnight = (at: number): number => Math.floor(at / DAY_MS) *
 
 const memberKey = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
 const creditsKey = (guildId: string, day: string) => `credits:${guildId}:${day}`;
-const lockName = (guildId: string) => `fair-use:${guildId}`;
+const creditsLock = (guildId: string) => `credits:${guildId}`;
+const memberLock = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
 
 export class FairUseLedger {
   constructor(
@@ -68,50 +80,50 @@ export class FairUseLedger {
   }
 
   /** Checks the member's active jobs, cooldown and the guild's credits, and reserves all three at once. */
-  async reserve(input: {
-    guildId: string;
-    userId: string;
-    jobId: string;
-    cost: number;
-    settings: Pick<GuildSettings, 'maxActiveJobs' | 'cooldownSeconds' | 'dailyCredits'>;
-  }): Promise<ReserveResult> {
+  async reserve(input: ReserveInput): Promise<ReserveResult> {
     const { guildId, userId, jobId, cost, settings } = input;
-    return this.deps.kv.withLock(lockName(guildId), async () => {
-      const now = this.now;
-      const m = await this.member(guildId, userId, now);
-      const count = Object.keys(m.active).length;
-      if (count >= settings.maxActiveJobs) {
-        return { ok: false, refusal: { kind: 'active', count, max: settings.maxActiveJobs } };
+    const { kv } = this.deps;
+    const reserve = () => kv.withLock(memberLock(guildId, userId), () => this.reserveLocked(input));
+    return settings.dailyCredits > 0 ? kv.withLock(creditsLock(guildId), reserve) : reserve();
+  }
+
+  /** reserve() under the member's lock (and the server's credits lock when it has a budget). */
+  private async reserveLocked(input: ReserveInput): Promise<ReserveResult> {
+    const { guildId, userId, jobId, cost, settings } = input;
+    const now = this.now;
+    const m = await this.member(guildId, userId, now);
+    const count = Object.keys(m.active).length;
+    if (count >= settings.maxActiveJobs) {
+      return { ok: false, refusal: { kind: 'active', count, max: settings.maxActiveJobs } };
+    }
+    const cooldownMs = settings.cooldownSeconds * 1000;
+    if (cooldownMs > 0 && m.lastAt !== undefined && now - m.lastAt < cooldownMs) {
+      return { ok: false, refusal: { kind: 'cooldown', retryAt: m.lastAt + cooldownMs } };
+    }
+    const day = utcDay(now);
+    const charge = settings.dailyCredits > 0 ? cost : 0;
+    let used = 0;
+    if (settings.dailyCredits > 0) {
+      used = await this.creditsUsed(guildId, now);
+      if (used + cost > settings.dailyCredits) {
+        return {
+          ok: false,
+          refusal: {
+            kind: 'credits',
+            left: Math.max(0, settings.dailyCredits - used),
+            cost,
+            budget: settings.dailyCredits,
+            resetAt: nextUtcMidnight(now),
+          },
+        };
       }
-      const cooldownMs = settings.cooldownSeconds * 1000;
-      if (cooldownMs > 0 && m.lastAt !== undefined && now - m.lastAt < cooldownMs) {
-        return { ok: false, refusal: { kind: 'cooldown', retryAt: m.lastAt + cooldownMs } };
-      }
-      const day = utcDay(now);
-      const charge = settings.dailyCredits > 0 ? cost : 0;
-      let used = 0;
-      if (settings.dailyCredits > 0) {
-        used = await this.creditsUsed(guildId, now);
-        if (used + cost > settings.dailyCredits) {
-          return {
-            ok: false,
-            refusal: {
-              kind: 'credits',
-              left: Math.max(0, settings.dailyCredits - used),
-              cost,
-              budget: settings.dailyCredits,
-              resetAt: nextUtcMidnight(now),
-            },
-          };
-        }
-      }
-      // Credits first: a crash between the two writes then costs credits, never a free job.
-      if (charge > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + charge }, 3 * DAY_MS);
-      m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost: charge };
-      m.lastAt = now;
-      await this.saveMember(guildId, userId, m);
-      return { ok: true };
-    });
+    }
+    // Credits first: a crash between the two writes then costs credits, never a free job.
+    if (charge > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + charge }, 3 * DAY_MS);
+    m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost: charge };
+    m.lastAt = now;
+    await this.saveMember(guildId, userId, m);
+    return { ok: true };
   }
 
   /**
@@ -120,22 +132,22 @@ export class FairUseLedger {
    */
   async release(input: { guildId: string; userId: string; jobId: string; refund: boolean }): Promise<void> {
     const { guildId, userId, jobId, refund } = input;
-    await this.deps.kv.withLock(lockName(guildId), async () => {
-      const now = this.now;
-      const m = await this.member(guildId, userId, now);
-      const entry = m.active[jobId];
-      if (!entry) return;
+    const { kv } = this.deps;
+    const entry = await kv.withLock(memberLock(guildId, userId), async () => {
+      const m = await this.member(guildId, userId, this.now);
+      const found = m.active[jobId];
+      if (!found) return undefined;
       delete m.active[jobId];
       await this.saveMember(guildId, userId, m);
-      if (refund && entry.cost > 0) {
-        const parsed = creditsSchema.safeParse(await this.deps.kv.get(creditsKey(guildId, entry.day)));
-        const used = parsed.success ? parsed.data.used : 0;
-        await this.deps.kv.set(
-          creditsKey(guildId, entry.day),
-          { used: Math.max(0, used - entry.cost) },
-          3 * DAY_MS,
-        );
-      }
+      return found;
+    });
+    if (!entry || !refund || entry.cost <= 0) return;
+    // After the member's lock, not inside it (locks are taken server first): a crash
+    // in between keeps the credits spent, never gives a job for free.
+    await kv.withLock(creditsLock(guildId), async () => {
+      const parsed = creditsSchema.safeParse(await kv.get(creditsKey(guildId, entry.day)));
+      const used = parsed.success ? parsed.data.used : 0;
+      await kv.set(creditsKey(guildId, entry.day), { used: Math.max(0, used - entry.cost) }, 3 * DAY_MS);
     });
   }
 }

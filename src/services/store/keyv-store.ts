@@ -219,7 +219,7 @@ class StoreCore {
    * The backend lock `name` around `fn`, retried every 5-20 ms until lockWaitMs. The lease
    * is short (3 × the op timeout) and renewed every op timeout while `fn` runs: a holder
    * that dies (SIGKILL, lost host) blocks the key for at most one lease, not for as long
-   * as the slowest `fn` could take. A guild's fair-use lock is taken by every job command
+   * as the slowest `fn` could take. A member's fair-use lock is taken by each of their job commands
    * before it answers Discord, which allows 3 s.
    */
   async crossProcess<T>(name: string, fn: () => Promise<T>, busy: () => Error): Promise<T> {
