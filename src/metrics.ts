@@ -5,7 +5,6 @@ export function createMetrics(instance?: string) {
   const registry = new Registry();
   // Every series carries the instance (`instance_id`: Prometheus keeps `instance` for the scrape target), so one Prometheus scraping all replicas tells them apart.
   if (instance !== undefined) registry.setDefaultLabels({ instance_id: instance });
-  let ownedJobs: () => number = () => 0;
   collectDefaultMetrics({ register: registry });
   const m = {
     registry,
@@ -55,18 +54,6 @@ export function createMetrics(instance?: string) {
       help: '1 while this instance holds the Discord gateway lease (Redis gateway mode), else 0',
       registers: [registry],
     }),
-    ownedJobs: new Gauge({
-      name: 'mediabot_owned_jobs',
-      help: 'Unfinished jobs this instance owns (polls and edits), Redis mode',
-      registers: [registry],
-      collect() {
-        this.set(ownedJobs());
-      },
-    }),
-    /** Where `mediabot_owned_jobs` reads its value at scrape time. */
-    countOwnedJobs(source: () => number): void {
-      ownedJobs = source;
-    },
     storeErrors: new Counter({
       name: 'mediabot_store_errors_total',
       help: 'Store operations that failed (backend down or timed out)',

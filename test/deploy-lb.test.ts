@@ -58,6 +58,8 @@ describe('deploy: compose file and load balancer config agree', () => {
     const bot = compose.slice(compose.indexOf('  bot:'), compose.indexOf('  lb:'));
     expect(bot).not.toMatch(/^\s+ports:/m); // scaled replicas would fight over a host port
     expect(bot).not.toMatch(/container_name|INSTANCE_ID:/); // each replica its own name
+    // Every replica the same DATA_DIR (the Dockerfile's /data): any of them serves /photos/.
+    expect(bot).toContain('- bot-data:/data');
     expect(bot).toContain('REDIS_URL: redis://redis:6379');
   });
 });
@@ -175,6 +177,14 @@ describe('deploy: nginx load balancer in front of three replicas', needs('nginx'
     expect(s?.body.equals(body)).toBe(true);
     expect(s?.headers['x-signature-ed25519']).toBe('ab'.repeat(32));
     expect(s?.headers['x-signature-timestamp']).toBe('1700000000');
+  });
+
+  it('passes a training photo fetch (MEDIA_PHOTO_FORMAT=url) to a replica; only GET', async () => {
+    const first = seen.length;
+    expect((await fetch(`${lb}/photos/tok123/1.jpg`)).status).toBe(202);
+    expect(seen[first]?.url).toBe('/photos/tok123/1.jpg');
+    expect((await fetch(`${lb}/photos/tok123/1.jpg`, { method: 'POST', body: 'x' })).status).toBe(403);
+    expect(seen.length).toBe(first + 1);
   });
 
   it('does not expose per-instance routes; bodies over 2 MiB are refused at the door', async () => {
