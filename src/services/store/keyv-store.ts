@@ -495,19 +495,23 @@ class KeyvJobStore implements JobStore {
       // written already (openPages relies on it to prune safely).
       await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
       try {
-        if (record.taskId !== undefined) {
-          await core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record));
-        }
-        for (const id of messageIds(record))
-          await core.set('create', messageKey(id), record.id, core.jobTtl(record));
+        // The indexes are independent of each other: written at once (one round trip on Redis).
         const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
-        await core.call('index', () =>
-          sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl),
-        );
-        if (isTerminalState(record.state)) {
-          await core.call('index', () => sorted.add(ENDED, record.id, record.finishedAt ?? record.updatedAt));
-        }
-        if (!isClosed(record)) await core.addUnfinished(record.id, record.createdAt);
+        await Promise.all([
+          ...(record.taskId !== undefined
+            ? [core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record))]
+            : []),
+          ...messageIds(record).map((id) =>
+            core.set('create', messageKey(id), record.id, core.jobTtl(record)),
+          ),
+          core.call('index', () =>
+            sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl),
+          ),
+          ...(isTerminalState(record.state)
+            ? [core.call('index', () => sorted.add(ENDED, record.id, record.finishedAt ?? record.updatedAt))]
+            : []),
+          ...(isClosed(record) ? [] : [core.addUnfinished(record.id, record.createdAt)]),
+        ]);
       } catch (error) {
         // Half-indexed: undo the record (best effort) so the caller's retry starts clean.
         await core.delete('create-undo', jobKey(record.id)).catch(() => undefined);
