@@ -10,6 +10,7 @@ import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
 import { delayJob, queueWithWorker, stillOurs, type BullContext, type QueueHandle } from './bull.js';
+import { ProgressCoalescer } from './progress-coalescer.js';
 
 /**
  * The Discord edits of job messages on BullMQ. A change merged on any instance
@@ -39,6 +40,8 @@ const PROGRESS_SPACING_MS = 2000;
 const PROGRESS_ATTEMPTS = 3;
 /** Finals are retried this many times (capped backoff: well over a day), then the keeper asks again. */
 const FINAL_ATTEMPTS = 2000;
+/** Progress changes of one message queued at most once per this window (plus one at its end). */
+const PROGRESS_COALESCE_MS = 250;
 const FINAL_PRIORITY = 1;
 const PROGRESS_PRIORITY = 10;
 
@@ -69,6 +72,11 @@ export class BullJobEdits implements MessageUpdates {
   private readonly handle: QueueHandle<EditData>;
   private readonly now: () => number;
   private readonly log: Logger;
+  /** Progress edits of a message are spaced 2 s apart anyway: a webhook storm need not queue each change. */
+  private readonly progress = new ProgressCoalescer(
+    PROGRESS_COALESCE_MS,
+    (jobId) => void this.add({ jobId, target: 'message' }, false),
+  );
 
   constructor(
     private readonly ctx: BullContext,
@@ -88,9 +96,10 @@ export class BullJobEdits implements MessageUpdates {
 
   jobChanged(job: JobRecord): void {
     if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
-    const final = isFinal(job);
-    void this.add({ jobId: job.id, target: 'message' }, final);
-    if (job.reply && final) void this.add({ jobId: job.id, target: 'reply' }, true);
+    if (!isFinal(job)) return this.progress.changed(job.id);
+    this.progress.flush(job.id);
+    void this.add({ jobId: job.id, target: 'message' }, true);
+    if (job.reply) void this.add({ jobId: job.id, target: 'reply' }, true);
   }
 
   private async add(data: EditData, final: boolean): Promise<void> {
@@ -139,6 +148,7 @@ export class BullJobEdits implements MessageUpdates {
   }
 
   close(): Promise<void> {
+    this.progress.close();
     return this.handle.close();
   }
 
