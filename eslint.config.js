@@ -37,7 +37,7 @@ export default tseslint.config(
   },
   {
     // The media client and job rendering are below the operations registry: it is passed in
-    // (media/ports.ts, RenderOperations in render.ts), never imported (no import cycle).
+    // (media/ports.ts, RenderOperations in discord/render/job-render.ts), never imported (no import cycle).
     files: [
       'src/services/media/**/*.ts',
       'src/services/discord/render*.ts',

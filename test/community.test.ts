@@ -25,7 +25,7 @@ import { NONCE_WINDOW_MS } from './fake-discord/index.js';
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
 import { renderOperations } from '../src/services/operations/index.js';
-import { createJobRenderer } from '../src/services/discord/render.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
 
 const jobRender = createJobRenderer(renderOperations);
 

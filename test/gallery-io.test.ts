@@ -22,7 +22,7 @@ import { createSafeDownloader, type SafeDownloader } from '../src/services/net/s
 import type { JobRecord } from '../src/services/store/types.js';
 import { MemoryKv } from './helpers/memory-kv.js';
 import { renderOperations } from '../src/services/operations/index.js';
-import { createJobRenderer } from '../src/services/discord/render.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
 
 const jobRender = createJobRenderer(renderOperations);
 

@@ -15,7 +15,7 @@ import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 import { isCardMessage, walkComponents } from './helpers/message-text.js';
 import { renderOperations } from '../src/services/operations/index.js';
-import { createJobRenderer } from '../src/services/discord/render.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
 
 const jobRender = createJobRenderer(renderOperations);
 

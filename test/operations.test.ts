@@ -12,8 +12,8 @@ import {
 } from 'discord-api-types/v10';
 import { OptionResolver } from '../src/services/discord/interactions/options.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseNextStepId } from '../src/services/discord/custom-ids.js';
-import { editBody, createJobRenderer } from '../src/services/discord/render.js';
+import { parseNextStepId } from '../src/services/discord/interactions/custom-ids.js';
+import { editBody, createJobRenderer } from '../src/services/discord/render/job-render.js';
 import { customIds, isCardMessage, messageText } from './helpers/message-text.js';
 import { normalizeTaskResult } from '../src/services/media/schemas.js';
 import { OPERATIONS, type Operation, type TaskOutputs } from '../src/services/media/types.js';

@@ -12,7 +12,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
-import { type MessagePayload, createJobRenderer } from '../src/services/discord/render.js';
+import { type MessagePayload, createJobRenderer } from '../src/services/discord/render/job-render.js';
 import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import type { Operation } from '../src/services/media/types.js';
 import { createStores, stateRank, type JobRecord, type Stores } from '../src/services/store/index.js';

@@ -3,7 +3,11 @@ import { MessageFlags } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
-import { jobMessageLink, renderThreadLine, type MessagePayload } from '../services/discord/render.js';
+import {
+  jobMessageLink,
+  renderThreadLine,
+  type MessagePayload,
+} from '../services/discord/render/job-render.js';
 import { jobError } from '../services/jobs/job-errors.js';
 import { isAutoModRefusal } from '../services/discord/discord-transport.js';
 import { checkParams, operationOf } from '../services/operations/index.js';

@@ -17,7 +17,7 @@ import {
   tasksPageId,
   tasksRefreshId,
   tasksRepostId,
-} from '../services/discord/custom-ids.js';
+} from '../services/discord/interactions/custom-ids.js';
 import { discordTimestamp } from '../services/shared/format.js';
 import {
   cardPayload,
@@ -27,7 +27,7 @@ import {
   truncate,
   type ClassicPayload,
   type MessagePayload,
-} from '../services/discord/render.js';
+} from '../services/discord/render/job-render.js';
 import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobState } from '../services/store/types.js';

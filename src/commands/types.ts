@@ -4,7 +4,7 @@ import type { BotInteraction } from '../services/discord/interactions/interactio
 import { UserError, type MemberText } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
-import type { JobRenderer } from '../services/discord/render.js';
+import type { JobRenderer } from '../services/discord/render/job-render.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';
 import type { RetryGuard } from '../services/jobs/retry-guard.js';

@@ -7,7 +7,7 @@ import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
-import type { JobRenderer } from '../discord/render.js';
+import type { JobRenderer } from '../discord/render/job-render.js';
 import type { AllowList } from '../net/address-policy.js';
 import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-budget.js';
 import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';

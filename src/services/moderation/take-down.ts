@@ -2,7 +2,7 @@ import type { REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { TakeDown } from '../community/gallery.js';
-import type { MessagePayload } from '../discord/render-limits.js';
+import type { MessagePayload } from '../discord/render/limits.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
 

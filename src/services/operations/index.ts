@@ -4,10 +4,10 @@
  * OPERATIONS without its module here (or a module without a piece) does not
  * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
  */
-import type { NextStep } from '../discord/custom-ids.js';
+import type { NextStep } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
-import type { ResultParts } from '../discord/render-card.js';
-import type { RenderOperations } from '../discord/render.js';
+import type { ResultParts } from '../discord/render/card.js';
+import type { RenderOperations } from '../discord/render/job-render.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import type { MediaOperations } from '../media/ports.js';
 import type { Operation, TaskOutputs } from '../media/types.js';

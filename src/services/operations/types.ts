@@ -12,7 +12,7 @@ import type { OptionResolver } from '../discord/interactions/options.js';
 import type { z } from 'zod';
 import type { Config, CostedCommand } from '../../config.js';
 import type { Translator } from '../../i18n/index.js';
-import type { ResultParts } from '../discord/render-card.js';
+import type { ResultParts } from '../discord/render/card.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import type { BodyOptions, Operation, ParamsOf, RequestBody, TaskOutputs } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';

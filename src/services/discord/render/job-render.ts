@@ -13,12 +13,12 @@ import {
   formatDuration as formatLocalDuration,
   publicTranslator,
   type Translator,
-} from '../../i18n/index.js';
-import { discordTimestamp } from '../shared/format.js';
-import type { Operation, TaskOutputs } from '../media/types.js';
-import type { JobRecord } from '../store/types.js';
-import { nextStepId } from './custom-ids.js';
-import { cardPayload, type CardSpec, type ResultParts } from './render-card.js';
+} from '../../../i18n/index.js';
+import { discordTimestamp } from '../../shared/format.js';
+import type { Operation, TaskOutputs } from '../../media/types.js';
+import type { JobRecord } from '../../store/types.js';
+import { nextStepId } from '../interactions/custom-ids.js';
+import { cardPayload, type CardSpec, type ResultParts } from './card.js';
 import {
   COLORS,
   STATE_EMOJI,
@@ -32,7 +32,7 @@ import {
   shownParams,
   taskField,
   withTimestamp,
-} from './render-kit.js';
+} from './kit.js';
 import {
   LIMITS,
   escapeMarkdown,
@@ -45,7 +45,7 @@ import {
   type CardPayload,
   type ClassicPayload,
   type MessagePayload,
-} from './render-limits.js';
+} from './limits.js';
 
 export {
   LIMITS,
@@ -55,11 +55,11 @@ export {
   isHttpUrl,
   safeHttpUrl,
   truncate,
-} from './render-limits.js';
-export { IS_COMPONENTS_V2, editBody, isCard } from './render-limits.js';
-export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './render-limits.js';
-export { cardPayload, type CardSpec } from './render-card.js';
-export { COLORS, formatDuration } from './render-kit.js';
+} from './limits.js';
+export { IS_COMPONENTS_V2, editBody, isCard } from './limits.js';
+export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './limits.js';
+export { cardPayload, type CardSpec } from './card.js';
+export { COLORS, formatDuration } from './kit.js';
 
 /**
  * What rendering a job needs to know of its operation. The operations registry
