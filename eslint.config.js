@@ -2,6 +2,13 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+const discordJsErrors = {
+  name: 'discord.js',
+  importNames: ['DiscordAPIError', 'HTTPError', 'RateLimitError', 'REST', 'Routes'],
+  message:
+    'Import from @discordjs/rest or discord-api-types/v10: discord.js loads its CommonJS copy, whose error classes fail instanceof against the ESM REST the bot uses.',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules', 'dist', 'data', 'coverage'] },
   js.configs.recommended,
@@ -23,12 +30,29 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: [
+          paths: [discordJsErrors],
+        },
+      ],
+    },
+  },
+  {
+    // The media client and job rendering are below the operations registry: it is passed in
+    // (media/ports.ts, RenderOperations in discord/render/job-render.ts), never imported (no import cycle).
+    files: [
+      'src/services/media/**/*.ts',
+      'src/services/discord/render*.ts',
+      'src/services/discord/render/**/*.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [discordJsErrors],
+          patterns: [
             {
-              name: 'discord.js',
-              importNames: ['DiscordAPIError', 'HTTPError', 'RateLimitError', 'REST', 'Routes'],
+              group: ['**/operations', '**/operations/*'],
               message:
-                'Import from @discordjs/rest or discord-api-types/v10: discord.js loads its CommonJS copy, whose error classes fail instanceof against the ESM REST the bot uses.',
+                'The operations registry is passed in (MediaOperations, RenderOperations): do not import it here.',
             },
           ],
         },

@@ -46,6 +46,7 @@ import { PhotoSpool } from '../src/services/training/photo-spool.js';
 import { TrainingSessions, sessionKey, type PhotoInput } from '../src/services/training/sessions.js';
 import { TrainingUploader } from '../src/services/training/upload.js';
 import { MemoryKv } from '../test/helpers/memory-kv.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 const MiB = 1024 * 1024;
 const PHOTOS = 30;
@@ -415,6 +416,7 @@ export async function runPhotoUploadBench(): Promise<Record<string, number | str
       photoFormat: 'base64',
       timeoutMs: 120_000,
       upscaleTimeoutMs: 120_000,
+      operations: mediaOperations,
       logger,
     });
     const inputs = (kind: 'photo' | 'small', list: Served['photos']): PhotoInput[] =>

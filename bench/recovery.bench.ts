@@ -14,6 +14,7 @@ import { SubmitLimit } from '../src/services/media/submit-limit.js';
 import { TaskReader } from '../src/services/media/task-batcher.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
 import { r1 } from './common.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 const PRODUCTION_RATE = 10;
 
@@ -53,6 +54,7 @@ export async function runRecoveryBench(): Promise<RecoveryRow[]> {
       timeoutMs: 30_000,
       upscaleTimeoutMs: 30_000,
       logger,
+      operations: mediaOperations,
       submitLimit: new SubmitLimit({ initial: 64 }),
     });
   const rows: RecoveryRow[] = [];

@@ -8,7 +8,7 @@ import {
   INVITE_SCOPES,
   invitePermissions,
   inviteUrl,
-} from '../src/services/discord/invite.js';
+} from '../src/services/discord/registration/invite.js';
 
 loadDotEnv();
 try {

@@ -7,7 +7,7 @@ import { ConfigError, loadDotEnv, parseDiscordConfig } from '../src/config.js';
 import { createLogger, resolveLogFormat } from '../src/logger.js';
 import { commandData } from '../src/commands/index.js';
 import { describeStartFailure, StartError } from '../src/start-errors.js';
-import { syncCommands } from '../src/services/discord/command-sync.js';
+import { syncCommands } from '../src/services/discord/registration/command-sync.js';
 
 loadDotEnv();
 try {

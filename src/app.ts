@@ -7,14 +7,14 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { commandData, commands, components } from './commands/index.js';
 import { createInteractionRouter } from './commands/router.js';
 import type { BotContext } from './commands/types.js';
-import { syncCommands, type SyncResult } from './services/discord/command-sync.js';
+import { syncCommands, type SyncResult } from './services/discord/registration/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edit-queue.js';
 import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
 import { Gateway } from './services/discord/gateway/gateway.js';
-import { renderJob, renderRemoved, renderThreadLine } from './services/discord/render.js';
+import { createJobRenderer, renderRemoved, renderThreadLine } from './services/discord/render/job-render.js';
 import { AfterFinalWork, InProcessAfterFinal } from './services/jobs/after-final.js';
 import { JobLifecycle } from './services/jobs/lifecycle.js';
 import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
@@ -31,6 +31,7 @@ import type { BullContext } from './services/queues/bull.js';
 import type { BullJobEdits } from './services/queues/job-edits.js';
 import { AutoModWithholding } from './services/moderation/automod.js';
 import { ResultTakeDown } from './services/moderation/take-down.js';
+import { mediaOperations, renderOperations } from './services/operations/index.js';
 import { createStores } from './services/store/index.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
@@ -135,7 +136,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       onChange: (n) => metrics.mediaSubmitConcurrency.set(n),
     }),
     busy: { maxTotalWaitMs: SUBMIT_WAIT_BOUND_MS },
+    operations: mediaOperations,
   });
+  // How a job's messages look; what each operation shows is the registry's, passed in.
+  const jobRender = createJobRenderer(renderOperations);
   // Every read of a task (polls, recovery, Refresh, autocomplete) goes through one batched, paced reader.
   const taskReader = new TaskReader({
     media,
@@ -241,6 +245,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     allow: outboundAllow,
     // One budget for the process: concurrent posts wait for memory rather than exceed it.
     memory: new ByteBudget(GALLERY_MEMORY_BYTES),
+    render: jobRender,
     ...(channelBudget ? { budget: channelBudget } : {}),
   });
   const community = new CommunityService({
@@ -252,7 +257,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   });
 
   // ---- Jobs: lifecycle, keeper checks, message updates, after-final work.
-  const renderers: JobRenderers = { render: renderJob, renderReply: renderThreadLine };
+  const renderers: JobRenderers = { render: jobRender.renderJob, renderReply: renderThreadLine };
   // Built in a cycle (the lifecycle queues work whose runners call the lifecycle back): the
   // runners reach `lifecycle` and `watch` through closures, called only once both exist.
   const trainingServices = createTrainingServices({
@@ -400,6 +405,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     jobs: lifecycle,
     records: stores.jobs,
     media,
+    render: jobRender,
     tasks: urgentReader,
     taskLookup: new TaskLookup({ reader: urgentReader }),
     retries: new RetryGuard({
@@ -437,6 +443,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       rest: botRest,
       gallery,
       renderRemoved,
+      threadName: jobRender.threadName,
       logger: logger.child({ component: 'moderation' }),
       now,
     }),
@@ -522,6 +529,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     webhook: {
       store: stores.jobs,
       applyResult: (jobId, result) => lifecycle.applyResult(jobId, result, 'webhook'),
+      operations: mediaOperations,
       metrics,
       keys: jobKeys,
       ...(opts.webhookAuthFailures ? { authFailures: opts.webhookAuthFailures } : {}),

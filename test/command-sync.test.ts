@@ -2,7 +2,7 @@ import { Routes, type RESTPostAPIApplicationCommandsJSONBody } from 'discord.js'
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { commandData } from '../src/commands/index.js';
-import { normalizeCommands, syncCommands } from '../src/services/discord/command-sync.js';
+import { normalizeCommands, syncCommands } from '../src/services/discord/registration/command-sync.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };

@@ -24,6 +24,10 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { NONCE_WINDOW_MS } from './fake-discord/index.js';
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
+import { renderOperations } from '../src/services/operations/index.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
+
+const jobRender = createJobRenderer(renderOperations);
 
 const logger = pino({ level: 'silent' });
 /** The gallery's download side (these jobs have no files). */
@@ -86,6 +90,7 @@ for (const redis of [false, true])
       const recorded: unknown[] = [];
       const recordPost = async (jobId: string, post: unknown) => void recorded.push({ jobId, post });
       const poster = new GalleryPoster({
+        render: jobRender,
         rest,
         settings,
         recordPost,
@@ -138,6 +143,7 @@ for (const redis of [false, true])
       const recordPost = async () => undefined;
       const job = finishedUpscale(g);
       const dying = new GalleryPoster({
+        render: jobRender,
         rest: rest(true),
         settings,
         recordPost,
@@ -155,6 +161,7 @@ for (const redis of [false, true])
       // Until the claim lapses the next owner leaves it alone; then it posts, same nonce.
       clock = mark.until + 1;
       const next = new GalleryPoster({
+        render: jobRender,
         rest: rest(false),
         settings,
         recordPost,

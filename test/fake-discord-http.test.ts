@@ -5,7 +5,7 @@ import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
 import {
   ed25519PublicKey,
   verifyInteractionSignature,
-} from '../src/services/discord/interaction-signature.js';
+} from '../src/services/discord/interactions/signature.js';
 
 /**
  * The fake Discord's http mode on its own: a minimal endpoint (not the bot) checks

@@ -21,6 +21,10 @@ import { ByteBudget } from '../src/services/net/byte-budget.js';
 import { createSafeDownloader, type SafeDownloader } from '../src/services/net/safe-download.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { MemoryKv } from './helpers/memory-kv.js';
+import { renderOperations } from '../src/services/operations/index.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
+
+const jobRender = createJobRenderer(renderOperations);
 
 const MIB = 1024 * 1024;
 const GUILD = '333333333333333333';
@@ -119,6 +123,7 @@ describe('gallery memory budget', () => {
       delete: async () => undefined,
     };
     const poster = new GalleryPoster({
+      render: jobRender,
       rest,
       settings,
       recordPost: async () => undefined,

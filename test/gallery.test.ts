@@ -14,6 +14,10 @@ import { DEFAULT_BOT_PERMISSIONS } from './fake-discord/constants.js';
 import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers/harness.js';
 import { isCardMessage, walkComponents } from './helpers/message-text.js';
+import { renderOperations } from '../src/services/operations/index.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
+
+const jobRender = createJobRenderer(renderOperations);
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -192,10 +196,10 @@ describe('gallery', () => {
       operation: 'upscale' as const,
       params: { prompt: 'a cat '.repeat(40) },
     };
-    const name = galleryPostName(job);
+    const name = galleryPostName(job, jobRender);
     expect(name.startsWith('upscale · a cat a cat')).toBe(true);
     expect(name.length).toBeLessThanOrEqual(100);
-    expect(galleryPostName({ ...job, textWithheld: true })).toBe('upscale · abcdef12');
+    expect(galleryPostName({ ...job, textWithheld: true }, jobRender)).toBe('upscale · abcdef12');
   });
 
   it('upload limits by boost tier', () => {

@@ -9,7 +9,7 @@ import { REST, Routes } from 'discord.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { argumentsOf, messageArgsSource, parseMessage, type ArgumentKind } from '../scripts/i18n-types.js';
 import { commandData, commands } from '../src/commands/index.js';
-import { normalizeCommands } from '../src/services/discord/command-sync.js';
+import { normalizeCommands } from '../src/services/discord/registration/command-sync.js';
 import {
   CONSENT_WORDING,
   CONSENT_WORDINGS,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ed25519PublicKey,
   verifyInteractionSignature,
-} from '../src/services/discord/interaction-signature.js';
+} from '../src/services/discord/interactions/signature.js';
 
 const pair = () => generateKeyPairSync('ed25519');
 const hexOf = (k: ReturnType<typeof pair>['publicKey']) => {

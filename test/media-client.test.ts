@@ -32,6 +32,7 @@ import {
   type RequestLogEntry,
   type TaskRecord,
 } from './emulator/server.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -70,6 +71,7 @@ function makeClient(baseUrl: string, overrides: Partial<MediaClientOptions> = {}
     timeoutMs: 5_000,
     upscaleTimeoutMs: 5_000,
     logger: pino({ level: 'silent' }),
+    operations: mediaOperations,
     ...overrides,
   });
   clients.push(client);
@@ -841,7 +843,7 @@ describe('MediaClient base URL', () => {
 
 describe('normalizeTaskResult edge cases', () => {
   const norm = (op: Parameters<typeof normalizeTaskResult>[0], body: unknown): TaskResult =>
-    normalizeTaskResult(op, body).result;
+    normalizeTaskResult(op, body, mediaOperations).result;
 
   it("percentage '40.5' → 41 (rounded integer)", () => {
     const r = norm('video', {
@@ -925,7 +927,7 @@ describe('normalizeTaskResult edge cases', () => {
   });
 
   it('unknown status is reported', () => {
-    const out = normalizeTaskResult('song', { task_id: 't', status: 'Weird' });
+    const out = normalizeTaskResult('song', { task_id: 't', status: 'Weird' }, mediaOperations);
     expect(out.result.state).toBe('processing');
     expect(out.unknownStatus).toBe('Weird');
   });

@@ -35,6 +35,7 @@ import {
   startEmulator,
   type Emulator,
 } from './emulator/server.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -87,6 +88,7 @@ function makeClient(baseUrl: string, overrides: Partial<MediaClientOptions> = {}
     upscaleTimeoutMs: 5_000,
     logger: pino({ level: 'silent' }),
     clock: recordingClock(),
+    operations: mediaOperations,
     ...overrides,
   });
   clients.push(client);
@@ -732,12 +734,16 @@ describe("the provider's task types and states", () => {
     const failed = await client.fetchTask('song', taskId);
     expect(failed).toMatchObject({ state: 'failed', errors: ['NSFW content detected'] });
     for (const status of ['finished', undefined]) {
-      const { result } = normalizeTaskResult('video', {
-        task_id: 'v',
-        task_type: 'some-new-model-ext',
-        ...(status ? { status } : {}),
-        video_url: 'https://cdn.example.test/v.mp4',
-      });
+      const { result } = normalizeTaskResult(
+        'video',
+        {
+          task_id: 'v',
+          task_type: 'some-new-model-ext',
+          ...(status ? { status } : {}),
+          video_url: 'https://cdn.example.test/v.mp4',
+        },
+        mediaOperations,
+      );
       expect(result).toMatchObject({ state: 'finished', outputs: { kind: 'video' } });
     }
   });
@@ -750,11 +756,15 @@ describe("the provider's task types and states", () => {
     ['retry', 'processing'],
     ['failed', 'failed'],
   ] as const)('%s → %s', (status, state) => {
-    expect(normalizeTaskResult('song', { task_id: 't', status }).result.state).toBe(state);
+    expect(normalizeTaskResult('song', { task_id: 't', status }, mediaOperations).result.state).toBe(state);
   });
 
   it('a very long unknown status is logged cut short', () => {
-    const { unknownStatus } = normalizeTaskResult('song', { task_id: 't', status: 'z'.repeat(5_000) });
+    const { unknownStatus } = normalizeTaskResult(
+      'song',
+      { task_id: 't', status: 'z'.repeat(5_000) },
+      mediaOperations,
+    );
     expect(unknownStatus).toHaveLength(40);
   });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { createMetrics } from '../src/metrics.js';
 import { buildMetricsServer, buildServer } from '../src/webhooks/server.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
 const TOKEN = 'metrics-token-0123456789';
@@ -15,6 +16,7 @@ async function mainServer(metrics: { token?: string } | false) {
   return buildServer({
     logger: silent,
     webhook: {
+      operations: mediaOperations,
       store: { get: async () => undefined },
       applyResult: async () => ({}),
       metrics: m,

@@ -12,12 +12,19 @@ import {
 } from 'discord-api-types/v10';
 import { OptionResolver } from '../src/services/discord/interactions/options.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseNextStepId } from '../src/services/discord/custom-ids.js';
-import { editBody, renderJob } from '../src/services/discord/render.js';
+import { parseNextStepId } from '../src/services/discord/interactions/custom-ids.js';
+import { editBody, createJobRenderer } from '../src/services/discord/render/job-render.js';
 import { customIds, isCardMessage, messageText } from './helpers/message-text.js';
 import { normalizeTaskResult } from '../src/services/media/schemas.js';
 import { OPERATIONS, type Operation, type TaskOutputs } from '../src/services/media/types.js';
-import { NEXT_STEP_TARGETS, checkParams, operations, resultFiles } from '../src/services/operations/index.js';
+import {
+  NEXT_STEP_TARGETS,
+  checkParams,
+  operations,
+  resultFiles,
+  mediaOperations,
+  renderOperations,
+} from '../src/services/operations/index.js';
 import { inEnglish } from '../src/services/operations/fields.js';
 import { t, translator } from '../src/i18n/index.js';
 import type { OperationModule, ParamsOf } from '../src/services/operations/types.js';
@@ -31,6 +38,8 @@ import {
   validateVideoExtend,
 } from './emulator/validation.js';
 import { OpenApiSpec } from './fake-discord/openapi.js';
+
+const { renderJob } = createJobRenderer(renderOperations);
 
 const BASE = 'https://media.example';
 const WEBHOOK = { url: 'https://bot.example/webhooks/media/job-1', secret: 'f'.repeat(48) };
@@ -194,10 +203,14 @@ describe('upscale: options → body → result → render → next steps', () =>
     });
     expect(validateUpscale(body)).toMatchObject({ ok: true });
 
-    const { result } = normalizeTaskResult('upscale', {
-      ...upscaleResult({ baseUrl: BASE, taskId: 'task-upscale' }, 7),
-      status: 'finished',
-    });
+    const { result } = normalizeTaskResult(
+      'upscale',
+      {
+        ...upscaleResult({ baseUrl: BASE, taskId: 'task-upscale' }, 7),
+        status: 'finished',
+      },
+      mediaOperations,
+    );
     expect(result.state).toBe('finished');
     expect(result.outputs?.kind).toBe('upscale');
     const stored = m.toStored(params);
@@ -258,6 +271,7 @@ describe('extend-song: options → body → result → render → next steps', (
     const { result } = normalizeTaskResult(
       'song',
       finishedResult('song', { baseUrl: BASE, taskId: 'task-song', songIds: ['s-1', 's-2'] }),
+      mediaOperations,
     );
     expect(result.state).toBe('finished');
     const stored = m.toStored(params);
@@ -283,6 +297,7 @@ describe('extend-song: options → body → result → render → next steps', (
     const { result } = normalizeTaskResult(
       'song',
       finishedResult('song', { baseUrl: BASE, taskId: 'task-song', songIds: ['s-1', 's-2'] }),
+      mediaOperations,
     );
     expect(resultFiles(result.outputs)).toEqual(
       ['1.wav', '2.wav', '1.png', '2.png', '1.mp4', '2.mp4']
@@ -334,6 +349,7 @@ describe('extend-video: options → body → result → render → next steps', 
     const { result } = normalizeTaskResult(
       'video',
       finishedResult('video', { baseUrl: BASE, taskId: 'task-video' }),
+      mediaOperations,
     );
     expect(result.state).toBe('finished');
     const stored = m.toStored(params);
@@ -377,6 +393,7 @@ describe('training upload: params → streamed body → result → render', () =
     const { result } = normalizeTaskResult(
       'upload',
       finishedResult('upload', { baseUrl: BASE, taskId: 'task-upload', imageCount: 10, expiresAt }),
+      mediaOperations,
     );
     expect(result.state).toBe('finished');
     const job = finishedJob('upload', m.toStored(params), result.outputs as TaskOutputs);

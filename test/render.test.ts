@@ -5,7 +5,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormatsModule from 'ajv-formats';
 import { ButtonStyle, ComponentType, type APIButtonComponent } from 'discord-api-types/v10';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseNextStepId } from '../src/services/discord/custom-ids.js';
+import { parseNextStepId } from '../src/services/discord/interactions/custom-ids.js';
 import {
   COLORS,
   LIMITS,
@@ -15,9 +15,7 @@ import {
   formatDuration,
   isHttpUrl,
   progressBar,
-  renderJob,
   renderJobSummaryLine,
-  renderGalleryPost,
   renderRemoved,
   renderThreadLine,
   safeHttpUrl,
@@ -27,11 +25,15 @@ import {
   type CardPayload,
   type ClassicPayload,
   type MessagePayload,
-} from '../src/services/discord/render.js';
+  createJobRenderer,
+} from '../src/services/discord/render/job-render.js';
 import { translator } from '../src/i18n/index.js';
 import { componentCount, messageText, textDisplayLength, walkComponents } from './helpers/message-text.js';
 import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { JobRecord, JobState } from '../src/services/store/types.js';
+import { renderOperations } from '../src/services/operations/index.js';
+
+const { renderJob, renderGalleryPost } = createJobRenderer(renderOperations);
 
 // ---------------------------------------------------------------- fixtures
 

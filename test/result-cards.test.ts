@@ -8,9 +8,9 @@
 import { REST } from '@discordjs/rest';
 import { ButtonStyle, ComponentType, Routes } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardPayload, type CardSpec } from '../src/services/discord/render-card.js';
+import { cardPayload, type CardSpec } from '../src/services/discord/render/card.js';
 import { createInteractionRest, createRestTransport } from '../src/services/discord/discord-transport.js';
-import { renderJob, renderRemoved } from '../src/services/discord/render.js';
+import { renderRemoved, createJobRenderer } from '../src/services/discord/render/job-render.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import type { FakeDiscord } from './fake-discord/index.js';
 import { fakeWithClient, type FakeWithClient } from './helpers/fake-discord-client.js';
@@ -21,6 +21,9 @@ import {
   messageText,
   textDisplayLength,
 } from './helpers/message-text.js';
+import { renderOperations } from '../src/services/operations/index.js';
+
+const { renderJob } = createJobRenderer(renderOperations);
 
 const USER = '123456789012345678';
 

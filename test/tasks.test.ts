@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTasksId } from '../src/services/discord/custom-ids.js';
+import { parseTasksId } from '../src/services/discord/interactions/custom-ids.js';
 import { translator } from '../src/i18n/index.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';

@@ -19,6 +19,7 @@ import { photoFileRoutes } from '../src/webhooks/photo-files.js';
 import { startEmulator, type Emulator } from './emulator/server.js';
 import { MemoryKv } from './helpers/memory-kv.js';
 import { metadataFound, phoneJpeg, pngWithMetadata, uniqueJpeg, uniquePng } from './helpers/photos.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 /**
  * Service level: photos added to a session are cleaned, spooled, recorded in a
@@ -71,6 +72,7 @@ function client(photoFormat: 'base64' | 'url'): MediaClient {
     photoFormat,
     timeoutMs: 10_000,
     upscaleTimeoutMs: 10_000,
+    operations: mediaOperations,
     logger,
   });
 }

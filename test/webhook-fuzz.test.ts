@@ -12,13 +12,16 @@ import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
-import { renderJob, type MessagePayload } from '../src/services/discord/render.js';
+import { type MessagePayload, createJobRenderer } from '../src/services/discord/render/job-render.js';
 import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import type { Operation } from '../src/services/media/types.js';
 import { createStores, stateRank, type JobRecord, type Stores } from '../src/services/store/index.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { WEBHOOK_BODY_LIMIT } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
+import { renderOperations, mediaOperations } from '../src/services/operations/index.js';
+
+const { renderJob } = createJobRenderer(renderOperations);
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -145,6 +148,7 @@ beforeAll(async () => {
   server = await buildServer({
     logger: silent,
     webhook: {
+      operations: mediaOperations,
       store: stores.jobs,
       applyResult: (jobId, result) => jobs.lifecycle.applyResult(jobId, result, 'webhook'),
       metrics,
@@ -621,6 +625,7 @@ describe('webhook fuzzing (seeded)', () => {
     const failing = await buildServer({
       logger: silent,
       webhook: {
+        operations: mediaOperations,
         store: { get: () => Promise.reject(down) },
         applyResult: () => Promise.reject(down),
         metrics,

@@ -17,6 +17,7 @@ import type { AuthFailureLimit } from '../src/webhooks/auth-failures.js';
 import { JobKeys } from '../src/webhooks/job-keys.js';
 import { buildServer, type HttpServer, type TrustProxy } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
 let dataDir: string;
@@ -73,6 +74,7 @@ async function intake(opts: { limit?: AuthFailureLimit; trustProxy?: TrustProxy 
     logger: silent,
     ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
     webhook: {
+      operations: mediaOperations,
       store: {
         get: (id) => {
           reads++;

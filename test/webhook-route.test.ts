@@ -14,6 +14,7 @@ import { createStores, type JobRecord, type Stores } from '../src/services/store
 import { secretMatches } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';
+import { mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -74,6 +75,7 @@ async function makeServer(store: Pick<Stores['jobs'], 'get'> = stores.jobs): Pro
   const app = await buildServer({
     logger: silent,
     webhook: {
+      operations: mediaOperations,
       store,
       applyResult: async (jobId, result, source) => {
         applied.push({ jobId, result, source });
@@ -244,6 +246,7 @@ describe('POST /webhooks/media/:jobId: refusals', () => {
     const app = await buildServer({
       logger: silent,
       webhook: {
+        operations: mediaOperations,
         store: stores.jobs,
         applyResult: () => Promise.reject(new StoreUnavailableError('write timed out')),
       },
@@ -460,6 +463,7 @@ describe('webhooks through the real JobService', () => {
     const app = await buildServer({
       logger: silent,
       webhook: {
+        operations: mediaOperations,
         store: stores.jobs,
         applyResult: (id, result) => jobs.lifecycle.applyResult(id, result, 'webhook'),
         metrics,
@@ -596,6 +600,7 @@ describe('health and metrics', () => {
     const app = await buildServer({
       logger: silent,
       webhook: {
+        operations: mediaOperations,
         store: stores.jobs,
         applyResult: () => Promise.reject(failures.shift() ?? new Error('no more')),
         metrics,

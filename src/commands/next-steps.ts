@@ -6,7 +6,7 @@ import {
   parseExtendVideoModalId,
   parseNextStepId,
   type NextStep,
-} from '../services/discord/custom-ids.js';
+} from '../services/discord/interactions/custom-ids.js';
 import type { Operation } from '../services/media/types.js';
 import { NEXT_STEP_TARGETS, operationOf } from '../services/operations/index.js';
 import { str } from '../services/operations/input.js';
@@ -14,7 +14,7 @@ import type { StepInput } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { startOperation } from './run-job.js';
 import { isFinal } from '../services/store/merge.js';
-import { jobMessageLink } from '../services/discord/render.js';
+import { jobMessageLink } from '../services/discord/render/job-render.js';
 import { retryUpload } from './training-photos.js';
 import { translatorFor } from '../i18n/index.js';
 import { UserError, type BotContext, type ComponentHandler } from './types.js';

@@ -7,7 +7,7 @@ import {
   parsePrivacyId,
   privacyCancelId,
   privacyDeleteId,
-} from '../services/discord/custom-ids.js';
+} from '../services/discord/interactions/custom-ids.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 

@@ -5,11 +5,9 @@ import type { Submitted } from '../services/media/client.js';
 import type { Operation, TaskResult, WebhookTarget } from '../services/media/types.js';
 import {
   jobMessageLink,
-  renderJob,
   renderThreadLine,
-  threadName,
   type MessagePayload,
-} from '../services/discord/render.js';
+} from '../services/discord/render/job-render.js';
 import { jobError } from '../services/jobs/job-errors.js';
 import { isAutoModRefusal } from '../services/discord/discord-transport.js';
 import { checkParams, operationOf } from '../services/operations/index.js';
@@ -131,7 +129,7 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
   let messageId: string | undefined;
   try {
     const send = (j: JobRecord) => {
-      const body = toReplyOptions(renderJob(j, ctx.now()));
+      const body = toReplyOptions(ctx.render.renderJob(j, ctx.now()));
       return req.inPlace ? interaction.editReply(body) : interaction.reply(body);
     };
     const msg = await send(job).catch(async (err: unknown) => {
@@ -196,14 +194,18 @@ async function moveIntoThread(
   try {
     let withheld = false;
     const thread = await ctx.threads
-      .startThread(channelId, replyId, threadName(job))
+      .startThread(channelId, replyId, ctx.render.threadName(job))
       .catch((err: unknown) => {
         if (!isAutoModRefusal(err)) throw err;
         // AutoMod refused a name made from the prompt: a neutral one, and the job goes on.
         withheld = true;
-        return ctx.threads.startThread(channelId, replyId, threadName({ ...job, textWithheld: true }));
+        return ctx.threads.startThread(
+          channelId,
+          replyId,
+          ctx.render.threadName({ ...job, textWithheld: true }),
+        );
       });
-    const live = await ctx.threads.postMessage(thread.id, job.id, renderJob(job, ctx.now()));
+    const live = await ctx.threads.postMessage(thread.id, job.id, ctx.render.renderJob(job, ctx.now()));
     const moved = await ctx.jobs.moveToThread(
       job.id,
       {

@@ -17,19 +17,17 @@ import {
   tasksPageId,
   tasksRefreshId,
   tasksRepostId,
-} from '../services/discord/custom-ids.js';
+} from '../services/discord/interactions/custom-ids.js';
 import { discordTimestamp } from '../services/shared/format.js';
 import {
   cardPayload,
   isCard,
-  jobCardSpec,
   jobMessageLink,
-  renderJob,
   renderJobSummaryLine,
   truncate,
   type ClassicPayload,
   type MessagePayload,
-} from '../services/discord/render.js';
+} from '../services/discord/render/job-render.js';
 import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobState } from '../services/store/types.js';
@@ -204,7 +202,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
           button(tr.t('buttons.repost'), tasksRepostId(job.id)),
           ...(job.taskId !== undefined ? [button(tr.t('buttons.refresh'), tasksRefreshId(job.id))] : []),
         ];
-  const card = jobCardSpec(job, tr);
+  const card = ctx.render.jobCardSpec(job, tr);
   if (card !== undefined) {
     // The card itself, nothing beside it (a V2 message has no content): the details and buttons go inside.
     const hasRetry = card.rows.some((row) => row.some((b) => 'custom_id' in b && b.custom_id === retryId));
@@ -215,7 +213,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
       rows: more.length > 0 ? [...card.rows, more] : card.rows,
     });
   }
-  const base = renderJob(job, ctx.now(), tr);
+  const base = ctx.render.renderJob(job, ctx.now(), tr);
   if (isCard(base)) return base;
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
   return {
@@ -282,7 +280,7 @@ export const tasksButtons: ComponentHandler = {
       if (linksMayHaveExpired(job, ctx.now()))
         throw new UserError('links_expired', (t) => t.t('tasks.repost_links_expired'));
       // A fresh public message in this channel, for a result that scrolled away or was deleted.
-      await i.reply(toReplyOptions(renderJob(job, ctx.now())));
+      await i.reply(toReplyOptions(ctx.render.renderJob(job, ctx.now())));
       return;
     }
     if (job.taskId === undefined) throw new UserError('no_task', (t) => t.t('tasks.no_task'));

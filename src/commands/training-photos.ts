@@ -9,7 +9,7 @@ import { MessageFlags, type APIAttachment } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
-import { parseTrainingCustomId, trainingCustomId } from '../services/discord/custom-ids.js';
+import { parseTrainingCustomId, trainingCustomId } from '../services/discord/interactions/custom-ids.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
 import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import {

@@ -4,6 +4,7 @@ import type { BotInteraction } from '../services/discord/interactions/interactio
 import { UserError, type MemberText } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edit-queue.js';
+import type { JobRenderer } from '../services/discord/render/job-render.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';
 import type { RetryGuard } from '../services/jobs/retry-guard.js';
@@ -41,6 +42,8 @@ export interface BotContext {
   >;
   records: JobReader;
   media: Pick<MediaClient, 'submit' | 'fetchTask'>;
+  /** How a job's messages look (its operation's result, Retry, thread name). */
+  render: JobRenderer;
   /** Tasks typed in an autocomplete, read from the service with a throttle and a cache. */
   taskLookup: Pick<TaskLookup, 'lookup'>;
   /** One Retry of a job at a time. */

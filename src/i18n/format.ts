@@ -1,6 +1,6 @@
 /**
  * Durations, sizes and "how long ago" in a member's language: the localized
- * forms of formatDuration (render-kit), formatBytes (shared/format) and the
+ * forms of formatDuration (discord/render/kit), formatBytes (shared/format) and the
  * autocomplete's age of a task.
  */
 import type { Translator } from './translate.js';

@@ -5,7 +5,7 @@ import {
   ed25519PublicKey,
   verifyInteractionSignature,
   DEFAULT_MAX_SKEW_MS,
-} from '../services/discord/interaction-signature.js';
+} from '../services/discord/interactions/signature.js';
 import type { HttpReply } from '../services/discord/interactions/http-endpoint.js';
 import type { Metrics } from '../metrics.js';
 import { problem } from './media-webhook.js';

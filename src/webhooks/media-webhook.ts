@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeTaskResult, ResultShapeError } from '../services/media/schemas.js';
+import { normalizeTaskResult, ResultShapeError, type ResultOutputs } from '../services/media/schemas.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobStore } from '../services/store/types.js';
 import type { TaskResult } from '../services/media/types.js';
@@ -18,6 +18,8 @@ export interface WebhookDeps {
     result: TaskResult,
     source: 'webhook',
   ): Promise<Pick<JobRecord, 'taskId'> | undefined>;
+  /** What a finished result of each operation carries (the operations registry's). */
+  operations: ResultOutputs;
   metrics?: Metrics;
   /** Memo of job secrets; the app shares it with JobService so its own jobs are known before the first delivery. */
   keys?: JobKeys;
@@ -163,7 +165,7 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
 
       let result: TaskResult;
       try {
-        result = normalizeTaskResult(job.operation, req.body).result;
+        result = normalizeTaskResult(job.operation, req.body, deps.operations).result;
       } catch (err) {
         if (err instanceof ResultShapeError)
           return answer(reply, 400, problem('WEBHOOK_BODY_INVALID', err.message));

@@ -7,7 +7,7 @@ import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
-import { renderGalleryPost, threadName } from '../discord/render.js';
+import type { JobRenderer } from '../discord/render/job-render.js';
 import type { AllowList } from '../net/address-policy.js';
 import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-budget.js';
 import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
@@ -95,8 +95,9 @@ export function neutralPostName(job: Pick<JobRecord, 'id' | 'operation'>): strin
 /** A forum post's title: like the job's thread, or neutral when AutoMod refused the job's text. */
 export function galleryPostName(
   job: Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>,
+  render: Pick<JobRenderer, 'threadName'>,
 ): string {
-  return job.textWithheld === true ? neutralPostName(job) : threadName(job);
+  return job.textWithheld === true ? neutralPostName(job) : render.threadName(job);
 }
 
 const guildSchema = z.object({ premium_tier: z.number().int().min(0).max(3) });
@@ -206,6 +207,8 @@ export class GalleryPoster {
       allow: AllowList;
       /** Memory for files waiting for their upload, one budget for every post of the process. */
       memory: ByteBudget;
+      /** The job's result card (a gallery post is one) and its thread's name. */
+      render: Pick<JobRenderer, 'renderGalleryPost' | 'threadName'>;
       downloadTimeoutMs?: number;
       /** Longest wait for room in `memory` (default 2 min); then the post links its files. */
       memoryWaitMs?: number;
@@ -436,7 +439,7 @@ export class GalleryPoster {
     urls: string[],
   ): Promise<'posted' | 'failed'> {
     const message = (attach: RawFile[], links: typeof linked) =>
-      renderGalleryPost(
+      this.deps.render.renderGalleryPost(
         job,
         attach.map((f) => ({ filename: f.name })),
         links,
@@ -467,7 +470,7 @@ export class GalleryPoster {
             }),
           ),
         );
-      const name = galleryPostName(job);
+      const name = galleryPostName(job, this.deps.render);
       let thread: z.infer<typeof threadPostedSchema>;
       try {
         thread = await create(name);

@@ -2,7 +2,7 @@ import { DiscordAPIError, type REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import { z } from 'zod';
 import { oncePerJob } from '../discord/message-nonce.js';
-import type { MessagePayload } from '../discord/render-limits.js';
+import type { MessagePayload } from '../discord/render/limits.js';
 
 /**
  * The Discord calls behind "a thread per job", with the bot token: start a

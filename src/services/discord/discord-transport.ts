@@ -1,6 +1,6 @@
 import { DiscordAPIError, REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
-import { editBody, type MessagePayload } from './render-limits.js';
+import { editBody, type MessagePayload } from './render/limits.js';
 
 export type { MessagePayload };
 

@@ -10,7 +10,7 @@ import {
 import type { TaskResult } from '../media/types.js';
 import type { JobError } from '../store/types.js';
 
-/** Stable job error codes (rendered with advice in render.ts). */
+/** Stable job error codes (rendered with advice in discord/render/job-render.ts). */
 export type JobErrorCode =
   | 'invalid_request'
   | 'service_rejected'

@@ -15,9 +15,6 @@ import {
   MediaServerError,
   MediaServiceError,
 } from './errors.js';
-import { checkParams, operationOf } from '../operations/index.js';
-import { inEnglish } from '../operations/fields.js';
-import type { ParamsOf } from '../operations/types.js';
 import { retryAfterMs } from './retry-after.js';
 import {
   ResultShapeError,
@@ -30,8 +27,10 @@ import {
 } from './schemas.js';
 import { SubmitLimit, type Load, type Settled } from './submit-limit.js';
 import { transportError } from './transport.js';
+import type { MediaOperations } from './ports.js';
 import type {
   Operation,
+  ParamsOf,
   PhotoUploadParams,
   SongExtendParams,
   TaskResult,
@@ -79,6 +78,8 @@ export interface MediaClientOptions {
   maxBodyBytes?: { single?: number; many?: number };
   /** Time source and sleep of the 429 waits (tests inject their own). */
   clock?: Clock;
+  /** How each operation is checked, sent and read (the operations registry's mediaOperations). */
+  operations: MediaOperations;
 }
 
 export interface Clock {
@@ -194,7 +195,7 @@ export class MediaClient {
   }
 
   /**
-   * Submits one job of `op` (its module builds the body). A synchronous operation answers
+   * Submits one job of `op` (its operation builds the body). A synchronous operation answers
    * with the finished result; the others with a task id. Sent once; a 429 is waited out per
    * Retry-After and sent again (bounded: MediaBusyError). Throws MediaOutcomeUnknownError
    * when the service may have taken it without us seeing the answer.
@@ -205,9 +206,9 @@ export class MediaClient {
     webhook?: WebhookTarget,
     options: SubmitOptions = {},
   ): Promise<Submitted | TaskResult> {
-    const m = operationOf(op);
-    const checked = checkParams(op, params);
-    if (!checked.ok) throw new MediaRequestInvalidError(checked.problems.map(inEnglish));
+    const m = this.opts.operations.submission(op);
+    const checked = this.opts.operations.checkParams(op, params);
+    if (!checked.ok) throw new MediaRequestInvalidError(checked.problems);
     // Built again for each attempt: a streamed body (photos) can be read only once.
     const body = (): Body =>
       m.body(checked.params, { ...(webhook ? { webhook } : {}), photoFormat: this.opts.photoFormat });
@@ -517,7 +518,7 @@ export class MediaClient {
 
   private normalize(op: Operation, json: unknown): TaskResult {
     try {
-      const { result, unknownStatus } = normalizeTaskResult(op, json);
+      const { result, unknownStatus } = normalizeTaskResult(op, json, this.opts.operations);
       if (
         unknownStatus !== undefined &&
         !this.unknownStatuses.has(unknownStatus) &&

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { outputsOf } from '../operations/index.js';
-import type { Operation, TaskResult, TaskState } from './types.js';
+import type { Operation, TaskOutputs, TaskResult, TaskState } from './types.js';
 
 // ---------------------------------------------------------------- responses
 
@@ -80,6 +79,12 @@ function errorMessagesOf(b: TaskResultBody): string[] {
   return msgs;
 }
 
+/** What a finished result of each operation carries: the registry's (media/ports.ts, passed in). */
+export interface ResultOutputs {
+  /** The outputs of a finished result body of `op`, or undefined when the body does not carry them. */
+  outputsOf(op: Operation, body: TaskResultBody): TaskOutputs | undefined;
+}
+
 export interface NormalizeOutcome {
   result: TaskResult;
   /** Set when the status string is not one we know (treated as processing). */
@@ -87,11 +92,12 @@ export interface NormalizeOutcome {
 }
 
 /**
- * Turns any result body of `op` into the internal TaskResult. Throws
+ * Turns any result body of `op` into the internal TaskResult; `ops` says what a
+ * finished body of each operation carries. Throws
  * ResultShapeError when the body is not an object of the documented shape, or
  * says `finished` without the fields a finished result must carry.
  */
-export function normalizeTaskResult(op: Operation, body: unknown): NormalizeOutcome {
+export function normalizeTaskResult(op: Operation, body: unknown, ops: ResultOutputs): NormalizeOutcome {
   const parsed = taskResultBodySchema.safeParse(body);
   if (!parsed.success) {
     throw new ResultShapeError(
@@ -100,7 +106,7 @@ export function normalizeTaskResult(op: Operation, body: unknown): NormalizeOutc
   }
   const b = parsed.data;
   const status = b.status?.trim().toLowerCase();
-  const outputs = outputsOf(op, b);
+  const outputs = ops.outputsOf(op, b);
   let state: TaskState;
   let unknownStatus: string | undefined;
   if (status === 'finished' || status === 'completed' || status === 'succeeded') {

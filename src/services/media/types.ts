@@ -106,3 +106,25 @@ export interface PhotoUploadParams {
   gender: Gender;
   age?: number;
 }
+
+/** The parameters of each operation. An operation missing here is a compile error wherever it is used. */
+export interface ParamsByOperation {
+  upscale: UpscaleParams;
+  song: SongExtendParams;
+  video: VideoExtendParams;
+  upload: PhotoUploadParams;
+}
+export type ParamsOf<K extends Operation> = ParamsByOperation[K];
+
+/** The service request body: JSON text, or a stream (training photos as base64). */
+export type RequestBody = string | AsyncIterable<string>;
+
+export interface BodyOptions {
+  /** Webhook fields of an asynchronous operation (absent: the bot polls). */
+  webhook?: WebhookTarget;
+  /** MEDIA_PHOTO_FORMAT. */
+  photoFormat: 'base64' | 'url';
+}
+
+/** The submission endpoints among the client's paths (MEDIA_PATH_*). */
+export type SubmissionPath = 'upscale' | 'songExtend' | 'videoExtend' | 'photoUpload';

@@ -2,8 +2,7 @@ import type { REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { TakeDown } from '../community/gallery.js';
-import type { MessagePayload } from '../discord/render-limits.js';
-import { threadName } from '../discord/render.js';
+import type { MessagePayload } from '../discord/render/limits.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
 
@@ -34,6 +33,8 @@ export interface ResultTakeDownDeps {
   gallery: { takeDown(job: Pick<JobRecord, 'id' | 'galleryPost'>): Promise<TakeDown> };
   /** What a removed job's messages show (no job: a message whose record is gone). */
   renderRemoved(job?: JobRecord): MessagePayload;
+  /** The name of a job's thread (with its text withheld when the result is taken down). */
+  threadName(job: Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>): string;
   logger: Logger;
   now: () => number;
 }
@@ -103,7 +104,7 @@ export class ResultTakeDown {
   private async lock(threadId: string, job: JobRecord): Promise<boolean> {
     try {
       await this.deps.rest.patch(Routes.channel(threadId), {
-        body: { name: threadName({ ...job, textWithheld: true }) },
+        body: { name: this.deps.threadName({ ...job, textWithheld: true }) },
       });
       await this.deps.rest.patch(Routes.channel(threadId), { body: { locked: true } });
       return true;

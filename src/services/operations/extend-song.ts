@@ -1,9 +1,9 @@
 import { SlashCommandBuilder } from 'discord.js';
 import { z } from 'zod';
-import { nextStepId } from '../discord/custom-ids.js';
+import { nextStepId } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
-import { actionButton } from '../discord/render-kit.js';
-import { escapeMarkdown, inlineCode, maskedLink, safeHttpUrl, truncate } from '../discord/render-limits.js';
+import { actionButton } from '../discord/render/kit.js';
+import { escapeMarkdown, inlineCode, maskedLink, safeHttpUrl, truncate } from '../discord/render/limits.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import { problem, taskId } from './fields.js';
 import type { Song } from '../media/types.js';

@@ -1,8 +1,8 @@
 import { SlashCommandBuilder } from 'discord.js';
 import { z } from 'zod';
-import { nextStepId } from '../discord/custom-ids.js';
-import { actionButton } from '../discord/render-kit.js';
-import { maskedLink, safeHttpUrl } from '../discord/render-limits.js';
+import { nextStepId } from '../discord/interactions/custom-ids.js';
+import { actionButton } from '../discord/render/kit.js';
+import { maskedLink, safeHttpUrl } from '../discord/render/limits.js';
 import { httpUrl, nonEmpty, problem, taskId } from './fields.js';
 import { ASPECT_RATIOS, type AspectRatio, type VideoExtendParams } from '../media/types.js';
 import { bool, compact, oneOf, requireImage, str, webhookFields } from './input.js';

@@ -4,10 +4,12 @@
  * OPERATIONS without its module here (or a module without a piece) does not
  * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
  */
-import type { NextStep } from '../discord/custom-ids.js';
+import type { NextStep } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
-import type { ResultParts } from '../discord/render-card.js';
+import type { ResultParts } from '../discord/render/card.js';
+import type { RenderOperations } from '../discord/render/job-render.js';
 import type { TaskResultBody } from '../media/schemas.js';
+import type { MediaOperations } from '../media/ports.js';
 import type { Operation, TaskOutputs } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import { songOperation } from './extend-song.js';
@@ -15,7 +17,7 @@ import { videoOperation } from './extend-video.js';
 import { uploadOperation } from './training-upload.js';
 import type { OperationModule, OperationRegistry, OutputsOf, Parsed, ParamsOf } from './types.js';
 import { upscaleOperation } from './upscale.js';
-import { problemText } from './fields.js';
+import { inEnglish, problemText } from './fields.js';
 import type { MemberText } from './input.js';
 
 export const operations = {
@@ -71,3 +73,20 @@ export function resultParts(job: JobRecord, out: TaskOutputs, tr: Translator): R
 export function resultFiles(out: TaskOutputs | undefined): string[] {
   return out ? moduleOfResult(out).files(out) : [];
 }
+
+/** What the media client and result parsing need of the operations (passed in by the app). */
+export const mediaOperations: MediaOperations = {
+  checkParams(op, params) {
+    const checked = checkParams(op, params);
+    return checked.ok ? checked : { ok: false, problems: checked.problems.map(inEnglish) };
+  },
+  submission: operationOf,
+  outputsOf,
+};
+
+/** What rendering a job needs of its operation (passed in by the app: createJobRenderer). */
+export const renderOperations: RenderOperations = {
+  resultParts,
+  retryable: (op) => operations[op].retryable,
+  command: (op) => operations[op].command,
+};

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { escapeMarkdown, inlineCode, truncate } from '../discord/render-limits.js';
+import { escapeMarkdown, inlineCode, truncate } from '../discord/render/limits.js';
 import { photoUploadBody } from '../media/photo-body.js';
 import { MAX_PHOTOS, MIN_PHOTOS, boundedInt, problem } from './fields.js';
 import { ETHNICITIES, GENDERS, type PhotoSource } from '../media/types.js';

@@ -12,27 +12,14 @@ import type { OptionResolver } from '../discord/interactions/options.js';
 import type { z } from 'zod';
 import type { Config, CostedCommand } from '../../config.js';
 import type { Translator } from '../../i18n/index.js';
-import type { ResultParts } from '../discord/render-card.js';
+import type { ResultParts } from '../discord/render/card.js';
 import type { TaskResultBody } from '../media/schemas.js';
-import type {
-  Operation,
-  PhotoUploadParams,
-  SongExtendParams,
-  TaskOutputs,
-  UpscaleParams,
-  VideoExtendParams,
-} from '../media/types.js';
+import type { BodyOptions, Operation, ParamsOf, RequestBody, TaskOutputs } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import type { MemberText } from './input.js';
 
-/** The parameters of each operation. An operation missing here is a compile error wherever it is used. */
-export interface ParamsByOperation {
-  upscale: UpscaleParams;
-  song: SongExtendParams;
-  video: VideoExtendParams;
-  upload: PhotoUploadParams;
-}
-export type ParamsOf<K extends Operation> = ParamsByOperation[K];
+// The parameters, request body and body options are the media layer's (it sends them).
+export type { BodyOptions, ParamsByOperation, ParamsOf, RequestBody } from '../media/types.js';
 
 /** The finished result of an operation (`TaskOutputs` member with `kind: K`). */
 export type OutputsOf<K extends Operation> = Extract<TaskOutputs, { kind: K }>;
@@ -42,16 +29,6 @@ export type StoredParams = JobRecord['params'];
 
 /** The service path keys of MEDIA_PATH_* (config.media.paths). */
 export type OperationPath = Exclude<keyof Config['media']['paths'], 'fetch' | 'fetchMany'>;
-
-/** The service request body: JSON text, or a stream (training photos as base64). */
-export type RequestBody = string | AsyncIterable<string>;
-
-export interface BodyOptions {
-  /** Webhook fields of an asynchronous operation (absent: the bot polls). */
-  webhook?: { url: string; secret: string };
-  /** MEDIA_PHOTO_FORMAT. */
-  photoFormat: 'base64' | 'url';
-}
 
 /** What the slash options of an operation may check against. */
 export interface InputLimits {

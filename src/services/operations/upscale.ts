@@ -1,8 +1,8 @@
 import { SlashCommandBuilder } from 'discord.js';
 import { z } from 'zod';
-import { nextStepId } from '../discord/custom-ids.js';
-import { actionButton } from '../discord/render-kit.js';
-import { safeHttpUrl } from '../discord/render-limits.js';
+import { nextStepId } from '../discord/interactions/custom-ids.js';
+import { actionButton } from '../discord/render/kit.js';
+import { safeHttpUrl } from '../discord/render/limits.js';
 import { boundedInt, httpUrl, nonEmpty, problem } from './fields.js';
 import { MAGIC_PROMPT_OPTIONS, type MagicPromptOption, type UpscaleParams } from '../media/types.js';
 import { isHttpUrl } from '../shared/format.js';

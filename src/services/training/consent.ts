@@ -111,7 +111,7 @@ export class ConsentPrompts {
 /**
  * `training:confirm:{ownerId}:{promptId}` / `training:decline:…`: in the
  * `training:` namespace (routed to the training-photo handlers) beside
- * `training:add|submit|modal` (src/services/discord/custom-ids.ts); the owner
+ * `training:add|submit|modal` (src/services/discord/interactions/custom-ids.ts); the owner
  * is in the id so anyone else's click is refused before anything is read.
  */
 export type ConsentAction = 'confirm' | 'decline';

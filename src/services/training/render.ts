@@ -1,5 +1,5 @@
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
-import { trainingCustomId } from '../discord/custom-ids.js';
+import { trainingCustomId } from '../discord/interactions/custom-ids.js';
 import { discordTimestamp as ts } from '../shared/format.js';
 import {
   DEFAULT_LOCALE,

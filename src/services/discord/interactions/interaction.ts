@@ -18,7 +18,7 @@ import {
   type APIUser,
 } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
-import { editBody } from '../render-limits.js';
+import { editBody } from '../render/limits.js';
 import { OptionResolver } from './options.js';
 
 /**

@@ -170,7 +170,7 @@ export function safeHttpUrl(s: unknown): string | undefined {
   return `${u.protocol}//${u.host}${encodeUnsafe(u.pathname)}${encodeUnsafe(u.search)}${encodeUnsafe(u.hash)}`;
 }
 
-export { isHttpUrl } from '../shared/format.js';
+export { isHttpUrl } from '../../shared/format.js';
 
 /** `[label](url)` with the parentheses in the URL encoded so they cannot end the link early. */
 export function maskedLink(label: string, url: string): string {

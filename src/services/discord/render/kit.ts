@@ -1,7 +1,7 @@
 /**
  * The building blocks of every job message (colours, state emoji, parameter
  * fields, buttons, rows, the final fit to Discord's limits). Pure functions.
- * Shared by ./render.ts (states, lists, threads, gallery) and each operation's
+ * Shared by ./job-render.ts (states, lists, threads, gallery) and each operation's
  * own finished render (src/services/operations/).
  */
 import {
@@ -12,8 +12,8 @@ import {
   type APIEmbed,
   type APIEmbedField,
 } from 'discord-api-types/v10';
-import { isMessageKey, type MessageKey, type Translator } from '../../i18n/index.js';
-import type { JobRecord, JobState } from '../store/types.js';
+import { isMessageKey, type MessageKey, type Translator } from '../../../i18n/index.js';
+import type { JobRecord, JobState } from '../../store/types.js';
 import {
   LIMITS,
   escapeMarkdown,
@@ -23,7 +23,7 @@ import {
   safeHttpUrl,
   truncate,
   type ClassicPayload,
-} from './render-limits.js';
+} from './limits.js';
 
 export const COLORS = {
   queued: 0x95a5a6,

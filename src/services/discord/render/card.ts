@@ -23,7 +23,7 @@ import {
   safeHttpUrl,
   truncate,
   type CardPayload,
-} from './render-limits.js';
+} from './limits.js';
 
 /** An image of the card's gallery; one that cannot be shown there becomes a link named `label`. */
 export interface CardMedia {

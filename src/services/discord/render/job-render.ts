@@ -13,12 +13,12 @@ import {
   formatDuration as formatLocalDuration,
   publicTranslator,
   type Translator,
-} from '../../i18n/index.js';
-import { operations, resultParts } from '../operations/index.js';
-import { discordTimestamp } from '../shared/format.js';
-import type { JobRecord } from '../store/types.js';
-import { nextStepId } from './custom-ids.js';
-import { cardPayload, type CardSpec, type ResultParts } from './render-card.js';
+} from '../../../i18n/index.js';
+import { discordTimestamp } from '../../shared/format.js';
+import type { Operation, TaskOutputs } from '../../media/types.js';
+import type { JobRecord } from '../../store/types.js';
+import { nextStepId } from '../interactions/custom-ids.js';
+import { cardPayload, type CardSpec, type ResultParts } from './card.js';
 import {
   COLORS,
   STATE_EMOJI,
@@ -32,7 +32,7 @@ import {
   shownParams,
   taskField,
   withTimestamp,
-} from './render-kit.js';
+} from './kit.js';
 import {
   LIMITS,
   escapeMarkdown,
@@ -45,7 +45,7 @@ import {
   type CardPayload,
   type ClassicPayload,
   type MessagePayload,
-} from './render-limits.js';
+} from './limits.js';
 
 export {
   LIMITS,
@@ -55,11 +55,25 @@ export {
   isHttpUrl,
   safeHttpUrl,
   truncate,
-} from './render-limits.js';
-export { IS_COMPONENTS_V2, editBody, isCard } from './render-limits.js';
-export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './render-limits.js';
-export { cardPayload, type CardSpec } from './render-card.js';
-export { COLORS, formatDuration } from './render-kit.js';
+} from './limits.js';
+export { IS_COMPONENTS_V2, editBody, isCard } from './limits.js';
+export type { CardEdit, CardPayload, ClassicPayload, MessagePayload } from './limits.js';
+export { cardPayload, type CardSpec } from './card.js';
+export { COLORS, formatDuration } from './kit.js';
+
+/**
+ * What rendering a job needs to know of its operation. The operations registry
+ * (src/services/operations/) implements it and the app passes it in
+ * (createJobRenderer), so rendering never imports the registry (no import cycle).
+ */
+export interface RenderOperations {
+  /** What a finished result adds to its job's card (each operation shows its own result). */
+  resultParts(job: JobRecord, out: TaskOutputs, tr: Translator): ResultParts;
+  /** Whether a failed job of `op` offers Retry (training photos are not kept, so they are gathered again). */
+  retryable(op: Operation): boolean;
+  /** The slash command of `op` (names the job's thread). */
+  command(op: Operation): string;
+}
 
 /** `███░░░░░░░ 30%`: 10 cells, floor(pct/10) filled; pct clamped to 0..100, shown floored. */
 export function progressBar(pct: number): string {
@@ -209,9 +223,9 @@ function byLine(job: JobRecord, tr: Translator, ...more: (string | undefined)[])
     .join(' · ');
 }
 
-function finishedSpec(job: JobRecord, tr: Translator): CardSpec {
+function finishedSpec(ops: RenderOperations, job: JobRecord, tr: Translator): CardSpec {
   const parts: ResultParts = job.result
-    ? resultParts(job, job.result, tr)
+    ? ops.resultParts(job, job.result, tr)
     : {
         title: opTitle(job, tr),
         facts: [],
@@ -264,7 +278,7 @@ function failureAdvice(code: string | undefined, tr: Translator): string {
   }
 }
 
-function failedSpec(job: JobRecord, tr: Translator): CardSpec {
+function failedSpec(ops: RenderOperations, job: JobRecord, tr: Translator): CardSpec {
   const err = job.error;
   const details = (err?.details ?? []).map((d) => d.trim()).filter((d) => d !== '');
   const text =
@@ -273,7 +287,7 @@ function failedSpec(job: JobRecord, tr: Translator): CardSpec {
       : escapeMarkdown(err?.message.trim() || details[0] || tr.t('job.failed.unknown_error'));
   const code = err?.code !== undefined && err.code !== '' ? err.code : undefined;
   // Retry: a new job with the same parameters (training photos are gathered again instead).
-  const retry = retryable(job)
+  const retry = retryable(ops, job)
     ? [
         actionButton(
           tr.t('buttons.retry'),
@@ -308,14 +322,10 @@ export function jobTranslator(job: Pick<JobRecord, 'locale'>): Translator {
   return publicTranslator(job.locale);
 }
 
-/**
- * What a job's card shows, for a job whose message is a card (finished, failed or
- * removed); undefined while it is still a classic message (waiting, running).
- */
-export function jobCardSpec(job: JobRecord, tr: Translator = jobTranslator(job)): CardSpec | undefined {
+function jobCardSpec(ops: RenderOperations, job: JobRecord, tr: Translator): CardSpec | undefined {
   if (job.removed !== undefined) return removedSpec(tr);
-  if (job.state === 'finished') return finishedSpec(job, tr);
-  if (job.state === 'failed') return failedSpec(job, tr);
+  if (job.state === 'finished') return finishedSpec(ops, job, tr);
+  if (job.state === 'failed') return failedSpec(ops, job, tr);
   return undefined;
 }
 
@@ -346,17 +356,11 @@ export function renderRemoved(
   return { ...cardPayload(removedSpec(tr)), content: null, embeds: null };
 }
 
-/** Whether a failed job offers Retry (a new job with the same parameters). */
-export function retryable(job: JobRecord): boolean {
-  return job.state === 'failed' && operations[job.operation].retryable;
+function retryable(ops: RenderOperations, job: JobRecord): boolean {
+  return job.state === 'failed' && ops.retryable(job.operation);
 }
 
-/**
- * The full message for a job in its current state (always within Discord's limits):
- * a classic message while it waits or runs, a card (Components V2) once it finished,
- * failed or was removed, in `tr`'s language (default: the server's).
- */
-export function renderJob(job: JobRecord, now: number, tr: Translator = jobTranslator(job)): MessagePayload {
+function renderJob(ops: RenderOperations, job: JobRecord, now: number, tr: Translator): MessagePayload {
   if (job.removed !== undefined) return cardPayload(removedSpec(tr));
   switch (job.state) {
     case 'submitting':
@@ -366,9 +370,9 @@ export function renderJob(job: JobRecord, now: number, tr: Translator = jobTrans
     case 'processing':
       return renderProcessing(job, now, tr);
     case 'finished':
-      return cardPayload(finishedSpec(job, tr));
+      return cardPayload(finishedSpec(ops, job, tr));
     case 'failed':
-      return cardPayload(failedSpec(job, tr));
+      return cardPayload(failedSpec(ops, job, tr));
   }
 }
 
@@ -426,12 +430,10 @@ export function renderJobSummaryLine(
     .join(' · ');
 }
 
-/**
- * A job's thread: the command and the first words of its prompt (or the task it extends),
- * ≤ 100 chars; with the member's text withheld (AutoMod), the command and the job's short id.
- */
-export function threadName(job: Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>): string {
-  const command = operations[job.operation].command;
+type Named = Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>;
+
+function threadName(ops: RenderOperations, job: Named): string {
+  const command = ops.command(job.operation);
   if (job.textWithheld === true) return `${command} · ${job.id.slice(0, 8)}`;
   const p = job.params;
   const subject = [p['prompt'], p['task_id']].find(
@@ -462,21 +464,18 @@ export function renderThreadLine(job: JobRecord, tr: Translator = jobTranslator(
   };
 }
 
-/**
- * A finished job in the gallery channel: its result card (who ran it, no ping; the
- * parameters; a jump link to the job's message), in the server's language or `tr`'s.
- * The result files ride along as attachments, shown by the card's gallery (images,
- * videos) and File components (audio…): with Components V2 an attachment no
- * component names is not shown. Files that could not ride along (too large, download
- * failed) are linked with the reason. No buttons: next steps live on the job's message.
- */
-export function renderGalleryPost(
+type GalleryPost = CardPayload & { attachments: { id: string; filename: string }[] };
+/** A result file that could not ride along to the gallery, and why. */
+type Linked = { url: string; reason: (tr: Translator) => string };
+
+function renderGalleryPost(
+  ops: RenderOperations,
   job: JobRecord,
   attachments: { filename: string }[],
-  linked: { url: string; reason: (tr: Translator) => string }[],
-  tr: Translator = jobTranslator(job),
-): CardPayload & { attachments: { id: string; filename: string }[] } {
-  const spec = finishedSpec(job, tr);
+  linked: Linked[],
+  tr: Translator,
+): GalleryPost {
+  const spec = finishedSpec(ops, job, tr);
   const link = jobMessageLink(job);
   const card = cardPayload({
     ...spec,
@@ -491,4 +490,52 @@ export function renderGalleryPost(
     rows: [],
   });
   return { ...card, attachments: attachments.map((a, id) => ({ id: String(id), filename: a.filename })) };
+}
+
+/** The renders of a job that depend on its operation (what its result shows, Retry, its command). */
+export interface JobRenderer {
+  /**
+   * The full message for a job in its current state (always within Discord's limits):
+   * a classic message while it waits or runs, a card (Components V2) once it finished,
+   * failed or was removed, in `tr`'s language (default: the server's).
+   */
+  renderJob(job: JobRecord, now: number, tr?: Translator): MessagePayload;
+  /**
+   * What a job's card shows, for a job whose message is a card (finished, failed or
+   * removed); undefined while it is still a classic message (waiting, running).
+   */
+  jobCardSpec(job: JobRecord, tr?: Translator): CardSpec | undefined;
+  /** Whether a failed job offers Retry (a new job with the same parameters). */
+  retryable(job: JobRecord): boolean;
+  /**
+   * A job's thread: the command and the first words of its prompt (or the task it extends),
+   * ≤ 100 chars; with the member's text withheld (AutoMod), the command and the job's short id.
+   */
+  threadName(job: Named): string;
+  /**
+   * A finished job in the gallery channel: its result card (who ran it, no ping; the
+   * parameters; a jump link to the job's message), in the server's language or `tr`'s.
+   * The result files ride along as attachments, shown by the card's gallery (images,
+   * videos) and File components (audio…): with Components V2 an attachment no
+   * component names is not shown. Files that could not ride along (too large, download
+   * failed) are linked with the reason. No buttons: next steps live on the job's message.
+   */
+  renderGalleryPost(
+    job: JobRecord,
+    attachments: { filename: string }[],
+    linked: Linked[],
+    tr?: Translator,
+  ): GalleryPost;
+}
+
+/** The job renders, given what they need of the operations (the app passes the registry's). */
+export function createJobRenderer(ops: RenderOperations): JobRenderer {
+  return {
+    renderJob: (job, now, tr = jobTranslator(job)) => renderJob(ops, job, now, tr),
+    jobCardSpec: (job, tr = jobTranslator(job)) => jobCardSpec(ops, job, tr),
+    retryable: (job) => retryable(ops, job),
+    threadName: (job) => threadName(ops, job),
+    renderGalleryPost: (job, attachments, linked, tr = jobTranslator(job)) =>
+      renderGalleryPost(ops, job, attachments, linked, tr),
+  };
 }
