@@ -9,7 +9,7 @@ import { createInteractionRouter } from './commands/router.js';
 import type { BotContext } from './commands/types.js';
 import { syncCommands, type SyncResult } from './services/discord/registration/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
-import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edit-queue.js';
+import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edits/edit-queue.js';
 import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';

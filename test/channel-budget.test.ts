@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryChannelBudget } from '../src/services/discord/channel-budget.js';
+import { MemoryChannelBudget } from '../src/services/discord/edits/channel-budget.js';
 
 describe('MemoryChannelBudget', () => {
   const budget = () => new MemoryChannelBudget({ limit: 5, windowMs: 5000, finalReserve: 2 });

@@ -9,7 +9,7 @@ import {
   type DiscordTransport,
   type MessagePayload,
 } from '../src/services/discord/discord-transport.js';
-import { EditQueue, type EditQueueDeps, type EditRequest } from '../src/services/discord/edit-queue.js';
+import { EditQueue, type EditQueueDeps, type EditRequest } from '../src/services/discord/edits/edit-queue.js';
 import type { JobMessageRef } from '../src/services/store/types.js';
 
 // ---------------------------------------------------------------- helpers

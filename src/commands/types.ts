@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { UserError, type MemberText } from '../services/operations/input.js';
 import type { Config } from '../config.js';
-import type { EditQueue } from '../services/discord/edit-queue.js';
+import type { EditQueue } from '../services/discord/edits/edit-queue.js';
 import type { JobRenderer } from '../services/discord/render/job-render.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { TaskReading } from '../services/jobs/job-watch.js';

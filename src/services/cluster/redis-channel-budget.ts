@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ChannelBudget, EditKind, MemoryChannelBudgetOptions } from '../discord/channel-budget.js';
+import type { ChannelBudget, EditKind, MemoryChannelBudgetOptions } from '../discord/edits/channel-budget.js';
 import type { RedisClient } from '../store/backend.js';
 
 /**

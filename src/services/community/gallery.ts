@@ -13,7 +13,7 @@ import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-
 import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
 import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
-import type { ChannelBudget } from '../discord/channel-budget.js';
+import type { ChannelBudget } from '../discord/edits/channel-budget.js';
 
 /**
  * The gallery: every finished upscale, song and video job posted once to the

@@ -2,7 +2,7 @@ import type { JobRecord } from '../../store/types.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
-import type { EditQueue } from '../edit-queue.js';
+import type { EditQueue } from './edit-queue.js';
 
 /** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
 export interface JobRenderers {

@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
-import { AUTOMOD_CODES, type DiscordTransport, type MessagePayload } from './discord-transport.js';
+import { AUTOMOD_CODES, type DiscordTransport, type MessagePayload } from '../discord-transport.js';
 
 export type { ChannelBudget, EditKind } from './channel-budget.js';
 
