@@ -190,9 +190,7 @@ async function stormAgainst(a: {
   const lastFinal = Math.max(...finalEditAt.values());
   const routes = new Set(
     jobs.flatMap((j) =>
-      (fake.messages.get(j.message.messageId ?? '')?.edits ?? [])
-        .filter((e) => e.at >= t0)
-        .map((e) => e.via),
+      (fake.messages.get(j.message.messageId ?? '')?.edits ?? []).filter((e) => e.at >= t0).map((e) => e.via),
     ),
   );
   const result: Record<string, unknown> = {

@@ -81,7 +81,7 @@ export class FairUseLedger {
 
   /** Checks the member's active jobs, cooldown and the guild's credits, and reserves all three at once. */
   async reserve(input: ReserveInput): Promise<ReserveResult> {
-    const { guildId, userId, jobId, cost, settings } = input;
+    const { guildId, userId, settings } = input;
     const { kv } = this.deps;
     const reserve = () => kv.withLock(memberLock(guildId, userId), () => this.reserveLocked(input));
     return settings.dailyCredits > 0 ? kv.withLock(creditsLock(guildId), reserve) : reserve();

@@ -3,7 +3,12 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
-import { DEFAULT_EDIT_QUEUE_OPTIONS, classify, editOutcome, type EditRoute } from '../discord/edits/edit-queue.js';
+import {
+  DEFAULT_EDIT_QUEUE_OPTIONS,
+  classify,
+  editOutcome,
+  type EditRoute,
+} from '../discord/edits/edit-queue.js';
 import { hasMessage, type JobRenderers } from '../discord/edits/job-messages.js';
 import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
