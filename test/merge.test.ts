@@ -143,6 +143,34 @@ describe('mergeJob', () => {
     });
   });
 
+  describe('eventsApart (the store keeps re-deliveries’ times beside the record)', () => {
+    it('a re-delivery that only moves lastEventAt: the same object back, its time as eventAt', () => {
+      const job = fold(baseJob(), [{ state: 'processing', percentage: 20, at: 2_000 }]);
+      const r = mergeJob(
+        deepFreeze(job),
+        { state: 'processing', percentage: 20, at: 2_500 },
+        { eventsApart: true },
+      );
+      expect(r).toEqual({ job, changed: false, eventAt: 2_500 });
+      expect(r.job).toBe(job);
+      // Without the option, a copy carries the time (what other callers get).
+      const copy = mergeJob(job, { state: 'processing', percentage: 20, at: 2_500 });
+      expect(copy.job).not.toBe(job);
+      expect(copy.job.lastEventAt).toBe(2_500);
+      expect(copy).not.toHaveProperty('eventAt');
+    });
+
+    it('an older re-delivery moves nothing (no eventAt); a real change is merged as always', () => {
+      const job = fold(baseJob(), [{ state: 'processing', percentage: 20, at: 2_000 }]);
+      const old = mergeJob(job, { state: 'processing', percentage: 20, at: 1_500 }, { eventsApart: true });
+      expect(old).toEqual({ job, changed: false });
+      const moved = mergeJob(job, { state: 'processing', percentage: 30, at: 2_500 }, { eventsApart: true });
+      expect(moved.changed).toBe(true);
+      expect(moved.job).toMatchObject({ percentage: 30, lastEventAt: 2_500 });
+      expect(moved).not.toHaveProperty('eventAt');
+    });
+  });
+
   describe('percentage', () => {
     it('keeps the maximum', () => {
       const a = fold(baseJob(), [

@@ -603,7 +603,8 @@ class KeyvJobStore implements JobStore {
   ): { write: boolean; outcome: ApplyResult } {
     const { core } = this;
     const current = seen.job;
-    const merged: ApplyResult = { ...mergeJob(current, update), before: current.state };
+    const { job: mergedJob, changed, eventAt } = mergeJob(current, update, { eventsApart: true });
+    const merged: ApplyResult = { job: mergedJob, changed, before: current.state };
     if (conflictingTaskId(current, update)) {
       core.logger.warn(
         { jobId, taskId: current.taskId, ignoredTaskId: update.taskId },
@@ -611,7 +612,11 @@ class KeyvJobStore implements JobStore {
       );
     }
     const next = merged.job;
-    if (next === current) return { write: false, outcome: merged };
+    if (next === current) {
+      // A re-delivery: its time is kept beside the remembered record for the next write.
+      if (eventAt !== undefined) this.recent.noteEvent(jobId, eventAt);
+      return { write: false, outcome: merged };
+    }
     const marked =
       next.finalShownAt !== current.finalShownAt ||
       next.settledAt !== current.settledAt ||

@@ -34,7 +34,18 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  * object comes back with `changed: false` (worth persisting, not worth a Discord
  * edit or a version bump).
  */
-export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; changed: boolean } {
+export function mergeJob(
+  job: JobRecord,
+  update: JobUpdate,
+  opts: {
+    /**
+     * The caller keeps event times apart (the store's memo): when only lastEventAt would
+     * move, the same object comes back with `eventAt`, not a copy of the record. A webhook
+     * storm is mostly such re-deliveries, and each copy was garbage at once.
+     */
+    eventsApart?: boolean;
+  } = {},
+): { job: JobRecord; changed: boolean; eventAt?: number } {
   const at = update.at;
   if (!Number.isFinite(at)) throw new TypeError(`JobUpdate.at must be a finite number, got ${String(at)}`);
   if (update.removed && job.removed === undefined) {
@@ -116,6 +127,7 @@ export function mergeJob(job: JobRecord, update: JobUpdate): { job: JobRecord; c
     // it so later comparisons stay order-independent, but report no change.
     const textMoved = newText !== undefined && (at !== job.statusAt || textRank !== job.statusRank);
     if (lastEventAt === job.lastEventAt && !textMoved) return { job, changed: false };
+    if (!textMoved && opts.eventsApart === true) return { job, changed: false, eventAt: lastEventAt };
     const kept: JobRecord = { ...job, lastEventAt };
     if (textMoved) {
       kept.statusAt = at;
