@@ -28,6 +28,7 @@ import {
   createJobRenderer,
 } from '../src/services/discord/render/job-render.js';
 import { translator } from '../src/i18n/index.js';
+import { withoutFreeText } from '../src/services/discord/render/withheld.js';
 import { componentCount, messageText, textDisplayLength, walkComponents } from './helpers/message-text.js';
 import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { JobRecord, JobState } from '../src/services/store/types.js';
@@ -1120,5 +1121,44 @@ describe('renderJobSummaryLine', () => {
     for (const [state, emoji] of Object.entries(emojis) as [JobState, string][]) {
       expect(renderJobSummaryLine(makeJob('video', state), T0).startsWith(emoji)).toBe(true);
     }
+  });
+});
+
+describe('withoutFreeText: what a public message still shows when AutoMod refused it without the member’s text', () => {
+  it('leaves out the status, error and lyrics text and the member’s prompt; keeps state, links and buttons', () => {
+    const lyrics = 'Forbidden words in a verse';
+    const song = makeJob('song', 'finished', {
+      params: { task_id: 't', song_id: 's', prompt: 'a private prompt' },
+      statusText: 'the service says something',
+      result: {
+        kind: 'song',
+        songs: [{ songId: 's1', audioUrl: 'https://files.example/a.wav', lyrics }],
+      },
+    });
+    const bare = withoutFreeText(song);
+    expect(bare.textWithheld).toBe(true);
+    expect(bare.statusText).toBeUndefined();
+    expect(bare.result).toEqual({
+      kind: 'song',
+      songs: [{ songId: 's1', audioUrl: 'https://files.example/a.wav' }],
+    });
+    // The record itself is untouched (the member's own views keep everything).
+    expect(song.result).toMatchObject({ songs: [{ lyrics }] });
+    const shown = messageText(renderJob(bare, T0));
+    expect(shown).not.toContain('Forbidden');
+    expect(shown).not.toContain('a private prompt');
+    expect(shown).toContain('https://files.example/a.wav');
+  });
+
+  it('a failed job shows its code and the advice, not the service’s text, and never “unknown error”', () => {
+    const failed = makeJob('upscale', 'failed', {
+      error: { code: 'service_rejected', message: 'Forbidden words', details: ['Forbidden', 'words'] },
+    });
+    const shown = messageText(renderJob(withoutFreeText(failed), T0));
+    expect(shown).not.toContain('Forbidden');
+    expect(shown).toContain('service_rejected');
+    expect(shown).not.toContain(translator('en-US').t('job.failed.unknown_error'));
+    // The same job with its text shows it.
+    expect(messageText(renderJob(failed, T0))).toContain('Forbidden');
   });
 });

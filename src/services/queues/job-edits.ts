@@ -10,6 +10,7 @@ import {
   type EditRoute,
 } from '../discord/edits/edit-queue.js';
 import { hasMessage, type JobRenderers } from '../discord/edits/job-messages.js';
+import { withoutFreeText } from '../discord/render/withheld.js';
 import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
@@ -189,8 +190,10 @@ export class BullJobEdits implements MessageUpdates {
       const last = Number((await this.deps.marks.get(markKey)) ?? 0);
       if (now - last < PROGRESS_SPACING_MS) throw await delay(last + PROGRESS_SPACING_MS - now, true);
     }
-    const payload =
-      target === 'reply' ? this.deps.renderers.renderReply(record) : this.deps.renderers.render(record, now);
+    const renderAs = (job: JobRecord) =>
+      target === 'reply' ? this.deps.renderers.renderReply(job) : this.deps.renderers.render(job, now);
+    let payload = renderAs(record);
+    let bare = false;
     for (;;) {
       if (route === 'channel') {
         const wait = await this.deps.budget.acquire(ref.channelId, final ? 'final' : 'progress', this.now());
@@ -246,6 +249,12 @@ export class BullJobEdits implements MessageUpdates {
             // The change queues this message again, rendered without the member's text.
             await this.deps.onAutoMod(jobId);
             return;
+          }
+          if (!bare) {
+            // Refused even without the member's text: once more without any free text.
+            bare = true;
+            payload = renderAs(withoutFreeText(record));
+            continue;
           }
           this.log.error({ jobId, target, route, code: outcome.code, final }, 'AutoMod refused the edit');
           return;

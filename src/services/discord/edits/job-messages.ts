@@ -2,6 +2,7 @@ import type { JobRecord } from '../../store/types.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
+import { withoutFreeText } from '../render/withheld.js';
 import type { EditQueue } from './edit-queue.js';
 
 /** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
@@ -36,29 +37,33 @@ export class QueuedJobMessages implements MessageUpdates {
 
   jobChanged(job: JobRecord): void {
     if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
-    const final = isFinal(job);
+    this.push(job, 'message', false);
+    // A job in its own thread: the channel's one-line reply ends on the final state.
+    if (job.reply && isFinal(job)) this.push(job, 'reply', false);
+  }
+
+  /**
+   * `bare`: AutoMod refused the message even without the member's text, so it goes once
+   * more without any free text (withoutFreeText); refused again, it is an invalid edit.
+   */
+  private push(job: JobRecord, target: 'message' | 'reply', bare: boolean): void {
     const { render, renderReply } = this.deps.renderers;
     const onAutoMod = this.deps.onAutoMod;
-    // Once withheld, a refusal is about text that is not the member's: an invalid edit.
-    const autoMod = onAutoMod && job.textWithheld !== true ? { onAutoMod: () => onAutoMod(job.id) } : {};
+    const shown = bare ? withoutFreeText(job) : job;
+    const autoMod =
+      onAutoMod === undefined || bare
+        ? {}
+        : job.textWithheld !== true
+          ? { onAutoMod: () => onAutoMod(job.id) }
+          : { onAutoMod: () => this.push(job, target, true) };
+    const reply = target === 'reply' && job.reply !== undefined ? job.reply : undefined;
     this.deps.edits.push({
-      jobId: job.id,
-      ref: job.message,
+      jobId: reply ? replyKey(job.id) : job.id,
+      ref: reply ?? job.message,
       messageCreatedAt: job.createdAt,
-      payload: () => render(job, this.deps.now()),
-      final,
+      payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
+      final: reply ? true : isFinal(job),
       ...autoMod,
     });
-    // A job in its own thread: the channel's one-line reply ends on the final state.
-    if (job.reply && final) {
-      this.deps.edits.push({
-        jobId: replyKey(job.id),
-        ref: job.reply,
-        messageCreatedAt: job.createdAt,
-        payload: () => renderReply(job),
-        final: true,
-        ...autoMod,
-      });
-    }
   }
 }

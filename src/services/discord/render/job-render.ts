@@ -309,7 +309,13 @@ function failedSpec(ops: RenderOperations, job: JobRecord, tr: Translator): Card
     ],
     media: [],
     links: [],
-    notes: [truncate(text, 3000), `**${tr.t('job.failed.advice_heading')}**\n${failureAdvice(code, tr)}`],
+    notes: [
+      // Left out by AutoMod (withoutFreeText): the code and the advice still say what happened.
+      ...(job.textWithheld === true && err?.message === '' && details.length === 0
+        ? []
+        : [truncate(text, 3000)]),
+      `**${tr.t('job.failed.advice_heading')}**\n${failureAdvice(code, tr)}`,
+    ],
     details: [],
     footer: cardFooter(job, tr),
     rows: retry.length > 0 ? [retry] : [],
