@@ -664,12 +664,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       stopping ??= (async () => {
         logger.info('shutting down');
         const step = shutdownSteps(logger);
+        // New commands stop first (the next holder resumes this session: a graceful stop hands
+        // the gateway over), then webhooks and HTTP interactions.
+        await step('gateway', () => gateway?.disconnect({ keepSession: true }));
+        await step('gateway lease', () => gatewayLease?.stop());
         await step('http', () => server.close());
         await step('interactions endpoint', () => endpoint?.close());
         await step('metrics', () => metricsServer?.close());
-        // The next holder resumes this session (a graceful stop hands the gateway over).
-        await step('gateway', () => gateway?.disconnect({ keepSession: true }));
-        await step('gateway lease', () => gatewayLease?.stop());
         lifecycle.stop();
         trainingServices.stop();
         await step('retention sweep', () => retentionSweeper.stop());

@@ -6,6 +6,8 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { shutdownSteps } from '../src/shutdown-steps.js';
+import { InProcessAfterFinal } from '../src/services/jobs/after-final.js';
+import { TimerChecks } from '../src/services/jobs/timer-checks.js';
 
 interface Line {
   msg: string;
@@ -69,5 +71,52 @@ describe('shutdownSteps', () => {
     await step('metrics', async () => undefined);
     expect(lines).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('in-process work finishes before close() resolves (nothing writes after the store is closed)', () => {
+  const silent = pino({ level: 'silent' });
+
+  it('TimerChecks: a running check', async () => {
+    let finish = () => undefined as void;
+    let ended = false;
+    const checks = new TimerChecks({ logger: silent, retryMs: 1000 });
+    checks.start(async () => {
+      await new Promise<void>((r) => (finish = () => r()));
+      ended = true;
+      return undefined;
+    });
+    await checks.schedule('job-1', 0);
+    await new Promise((r) => setTimeout(r, 20));
+    let closed = false;
+    const closing = checks.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(false);
+    finish();
+    await closing;
+    expect(ended).toBe(true);
+  });
+
+  it('InProcessAfterFinal: running after-final work', async () => {
+    let finish = () => undefined as void;
+    let ended = false;
+    const queue = new InProcessAfterFinal({
+      work: {
+        runFor: async () => {
+          await new Promise<void>((r) => (finish = () => r()));
+          ended = true;
+          return true;
+        },
+      },
+      logger: silent,
+    });
+    await queue.enqueue('job-1');
+    let closed = false;
+    const closing = queue.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(false);
+    finish();
+    await closing;
+    expect(ended).toBe(true);
   });
 });

@@ -42,6 +42,8 @@ export class AfterFinalWork {
 export class InProcessAfterFinal implements AfterFinalQueue {
   private readonly running = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Work running now: close() waits for it, so none writes after the store is closed. */
+  private readonly inFlight = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
@@ -56,7 +58,12 @@ export class InProcessAfterFinal implements AfterFinalQueue {
   async enqueue(jobId: string): Promise<void> {
     if (this.closed || this.running.has(jobId)) return;
     this.running.add(jobId);
-    void this.attempt(jobId, 1);
+    this.track(this.attempt(jobId, 1));
+  }
+
+  private track(run: Promise<void>): void {
+    const tracked = run.finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
   }
 
   private async attempt(jobId: string, n: number): Promise<void> {
@@ -84,7 +91,7 @@ export class InProcessAfterFinal implements AfterFinalQueue {
       );
       const t = setTimeout(() => {
         this.timers.delete(t);
-        void this.attempt(jobId, n + 1);
+        this.track(this.attempt(jobId, n + 1));
       }, delay);
       t.unref();
       this.timers.add(t);
@@ -100,5 +107,6 @@ export class InProcessAfterFinal implements AfterFinalQueue {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
   }
 }

@@ -10,6 +10,8 @@ import type { CheckScheduler } from './ports.js';
 export class TimerChecks implements CheckScheduler {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<string>();
+  /** Checks running now: close() waits for them, so none writes after the store is closed. */
+  private readonly inFlight = new Set<Promise<void>>();
   /** Scheduled while its check ran: applied when the check ends, unless the check asks for sooner. */
   private readonly requested = new Map<string, number>();
   private stopped = false;
@@ -40,12 +42,19 @@ export class TimerChecks implements CheckScheduler {
     this.stopped = true;
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
   }
 
   private arm(jobId: string, delayMs: number): void {
     const old = this.timers.get(jobId);
     if (old) clearTimeout(old);
-    const timer = setTimeout(() => void this.run(jobId), Math.max(0, delayMs));
+    const timer = setTimeout(
+      () => {
+        const run = this.run(jobId).finally(() => this.inFlight.delete(run));
+        this.inFlight.add(run);
+      },
+      Math.max(0, delayMs),
+    );
     timer.unref();
     this.timers.set(jobId, timer);
   }

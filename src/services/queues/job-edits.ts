@@ -42,10 +42,14 @@ interface EditData {
 
 /** Interaction route: two progress edits of one message at least this far apart (3 per 5 s window). */
 const PROGRESS_SPACING_MS = 2000;
-/** Progress edits give up after this many failed attempts (the next state will try again). */
+/** Progress edits give up after this many failed sends (the next state will try again); process() decides. */
 const PROGRESS_ATTEMPTS = 3;
-/** Finals are retried this many times (capped backoff: well over a day), then the keeper asks again. */
-const FINAL_ATTEMPTS = 2000;
+/**
+ * Every edit job's BullMQ attempts (capped backoff: well over a day), then the keeper asks again.
+ * Progress ones too: a final folded into a waiting progress edit (deduplication keeps the waiting
+ * job and its options) must be retried like a final, not dropped after the progress's three.
+ */
+const EDIT_ATTEMPTS = 2000;
 /** Progress changes of one message queued at most once per this window (plus one at its end). */
 const PROGRESS_COALESCE_MS = 250;
 const FINAL_PRIORITY = 1;
@@ -114,7 +118,7 @@ export class BullJobEdits implements MessageUpdates {
       const added = await this.handle.queue.add('edit', data, {
         deduplication: { id, keepLastIfActive: true },
         priority: final ? FINAL_PRIORITY : PROGRESS_PRIORITY,
-        attempts: final ? FINAL_ATTEMPTS : PROGRESS_ATTEMPTS,
+        attempts: EDIT_ATTEMPTS,
         backoff: { type: 'custom' },
       });
       // Folded into an edit already waiting (a progress one): a final moves it to the front,
