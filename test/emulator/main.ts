@@ -157,8 +157,8 @@ Point the bot at it:
   MEDIA_API_KEY=${emulator.apiKey}
 
 Parent tasks you can extend:
-  song:  parent_task_id=${FIXTURE_SONG_TASK_ID}  song_id=${FIXTURE_SONG_IDS.join(' | ')}
-  video: parent_task_id=${FIXTURE_VIDEO_TASK_ID}
+  /extend-song  task_id=${FIXTURE_SONG_TASK_ID}  song_id=${FIXTURE_SONG_IDS.join(' | ')}
+  /extend-video task_id=${FIXTURE_VIDEO_TASK_ID}
   (every song/video task created here can be extended too)
 
 Now: fetch-many ${on(emulator.features.fetchMany)}, account ${on(emulator.features.account)}, ${emulator.account.credits} credits (${emulator.account.plan}), video task_type ${emulator.scenario.videoTaskType}, steps ${JSON.stringify(emulator.scenario.steps)}
