@@ -118,6 +118,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
     dataDir: config.store.dataDir,
     jobTtlMs: config.store.jobTtlMs,
+    eventWriteMs: Math.max(100, Math.round(config.jobs.webhookSilenceMs / 3)),
     logger: logger.child({ component: 'store' }),
     namespace,
   });

@@ -198,6 +198,25 @@ for (const url of [undefined, redisUrl])
         });
       });
 
+      // Another instance's keeper reads only the store: a stream of re-deliveries to this
+      // instance must reach it now and then, or it polls a job whose webhooks still come.
+      it('a re-delivery eventWriteMs after the stored time is written (only its time), so every instance sees it', async () => {
+        const { stores: s, raw: r } = await open({ eventWriteMs: 1_000 });
+        await s.jobs.create(makeJob('le-3', { state: 'queued', taskId: 'task-le-3' }));
+        await s.jobs.apply('le-3', { state: 'processing', percentage: 20, at: 2_000 });
+        const stored = await r.get('job:le-3');
+        await s.jobs.apply('le-3', { state: 'processing', percentage: 20, at: 2_900 });
+        expect(await r.get('job:le-3')).toStrictEqual(stored);
+        const late = await s.jobs.apply('le-3', { state: 'processing', percentage: 20, at: 3_100 });
+        expect(late).toMatchObject({ changed: false, job: { lastEventAt: 3_100, version: 1 } });
+        // What another instance reads from the store: the time, and nothing else moved.
+        expect(await r.get('job:le-3')).toMatchObject({
+          lastEventAt: 3_100,
+          percentage: 20,
+          version: 1,
+        });
+      });
+
       it('re-deliveries of a job this process has not written yet still carry their time to the next change', async () => {
         // Regression: the memo only kept a re-delivery's time for records it already held,
         // so a job read from the store (created, recovered, or written by another instance)

@@ -56,6 +56,12 @@ export interface StoreOptions {
   lockWaitMs?: number;
   /** Key namespace. Default `mjb`. */
   namespace?: string;
+  /**
+   * A re-delivery's time (it changes nothing else) is written once the stored one is this
+   * much older, so the keeper of another instance, which does not see this one's memo,
+   * knows the webhooks still come. Default 15 s; the app uses a third of WEBHOOK_SILENCE_MS.
+   */
+  eventWriteMs?: number;
   logger: Logger;
 }
 
@@ -101,6 +107,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
     userListLimit: positive(opts.userListLimit, 50, 'userListLimit'),
     opTimeoutMs,
     lockWaitMs: positive(opts.lockWaitMs, 5 * opTimeoutMs, 'lockWaitMs'),
+    eventWriteMs: positive(opts.eventWriteMs, 15_000, 'eventWriteMs'),
   };
   const { logger } = opts;
   const reporter = new ErrorReporter(logger);
@@ -136,6 +143,7 @@ interface CoreConfig {
   userListLimit: number;
   opTimeoutMs: number;
   lockWaitMs: number;
+  eventWriteMs: number;
 }
 
 /** Timeouts, locks, validation and error mapping shared by both stores. */
@@ -613,8 +621,16 @@ class KeyvJobStore implements JobStore {
     }
     const next = merged.job;
     if (next === current) {
-      // A re-delivery: its time is kept beside the remembered record for the next write.
-      if (eventAt !== undefined) this.recent.noteEvent(jobId, eventAt);
+      if (eventAt !== undefined) {
+        const heard = Math.max(eventAt, seen.eventAt ?? Number.NEGATIVE_INFINITY);
+        if (heard - (current.lastEventAt ?? current.updatedAt) >= core.config.eventWriteMs) {
+          // Now and then it is written: other instances' keepers read it from the store.
+          const stamped: JobRecord = { ...current, lastEventAt: heard };
+          return { write: true, outcome: { ...merged, job: stamped } };
+        }
+        // A re-delivery: its time is kept beside the remembered record for the next write.
+        this.recent.noteEvent(jobId, eventAt);
+      }
       return { write: false, outcome: merged };
     }
     const marked =
