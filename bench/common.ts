@@ -180,7 +180,8 @@ export async function spawnBot(opts: {
   const url = `http://127.0.0.1:${port}`;
   const args = [
     ...productionNodeFlags(),
-    ...(opts.nodeFlags ?? []),
+    // BENCH_NODE_FLAGS: extra flags for the bot under test (e.g. a CPU profile).
+    ...(opts.nodeFlags ?? (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)),
     ...(opts.tsx ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']),
   ];
   const child = spawn(process.execPath, args, {
@@ -219,6 +220,19 @@ export async function spawnBot(opts: {
       if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
+}
+
+/** Resolves once the bot answers /readyz (and has identified on `fake`'s gateway, when given). */
+export async function botReady(
+  bot: BotProcess,
+  fake?: { gateway: { currentSession: unknown } },
+): Promise<void> {
+  await eventually(
+    async () => (await fetch(`${bot.url}/readyz`).catch(() => undefined))?.status === 200,
+    60_000,
+    'bot ready',
+  );
+  if (fake) await eventually(() => fake.gateway.currentSession !== null, 60_000, 'gateway identified');
 }
 
 /** VmRSS and VmHWM (lifetime peak) of a process, in bytes (Linux /proc). */

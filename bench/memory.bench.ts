@@ -106,7 +106,6 @@ async function runBot(jobs: number): Promise<Record<string, unknown>> {
       emulator,
       redisUrl,
       tsx: TSX,
-      nodeFlags: (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     });
     const out = () => bot?.output() ?? '';
     const t0 = Date.now();

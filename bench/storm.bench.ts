@@ -24,7 +24,7 @@ import { redisServerInstalled } from '../test/helpers/detect.js';
 import { privateRedis } from '../test/helpers/private-redis.js';
 import { createStores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
-import { buildBot, finishedBody, mib, pct, r1, spawnBot, startJobs, vmOf } from './common.js';
+import { botReady, buildBot, finishedBody, mib, pct, r1, spawnBot, startJobs, vmOf } from './common.js';
 
 const PROGRESS = 30;
 const SPREAD_MS = 3000;
@@ -64,12 +64,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     },
   });
   try {
-    await eventually(
-      async () => (await fetch(`${bot.url}/readyz`).catch(() => undefined))?.status === 200,
-      60_000,
-      'bot ready',
-    );
-    await eventually(() => fake.gateway.currentSession !== null, 60_000, 'gateway identified');
+    await botReady(bot, fake);
     return await stormAgainst({ o, fake, emulator, stores, botUrl: bot.url, botPid: bot.child.pid ?? 0 });
   } finally {
     await bot.stop();

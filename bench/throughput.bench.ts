@@ -27,6 +27,7 @@ import { redisServerInstalled } from '../test/helpers/detect.js';
 import { privateRedis } from '../test/helpers/private-redis.js';
 import { createStores } from '../src/services/store/index.js';
 import {
+  botReady,
   buildBot,
   cpuMsOf,
   median,
@@ -98,15 +99,10 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
     emulator,
     redisUrl,
     env: { LOG_LEVEL: 'warn', WEBHOOK_SILENCE_MS: '600000' },
-    nodeFlags: (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
   });
   let bare: ReturnType<typeof spawn> | undefined;
   try {
-    await eventually(
-      async () => (await fetch(`${bot.url}/readyz`).catch(() => undefined))?.status === 200,
-      60_000,
-      'bot ready',
-    );
+    await botReady(bot);
     // 100 live jobs, made the way members make them.
     emulator.setScenario({ hold: true, dropWebhooks: 'all' });
     for (let i = 0; i < JOBS; i++) {
