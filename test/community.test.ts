@@ -235,41 +235,36 @@ for (const redis of [false, true])
     it('members of one server do not wait for each other; a server with a credit budget shares one credits lock', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
       const free = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
-      let releaseHeld = () => undefined as void;
-      const held = stores.kv.withLock(
-        'fair-use:g7:busy',
-        () => new Promise<void>((r) => (releaseHeld = () => r())),
-      );
+      /** Holds the store lock `name` until released. */
+      const hold = (name: string) => {
+        let release = () => undefined as void;
+        const held = stores.kv.withLock(name, () => new Promise<void>((r) => (release = () => r())));
+        return { release: async () => (release(), await held) };
+      };
+      /** A reservation that must still be waiting 100 ms later (wrapped: awaiting it must not wait for it). */
+      const waiting = async (userId: string, settings: typeof free) => {
+        let done = false;
+        const r = ledger
+          .reserve({ guildId: 'g7', userId, jobId: `${userId}-1`, cost: 1, settings })
+          .finally(() => (done = true));
+        await new Promise((t) => setTimeout(t, 100));
+        expect(done, `${userId} waits`).toBe(false);
+        return { reservation: r };
+      };
+      const member = hold('fair-use:g7:busy');
       // Another member of the server is admitted while the first member's lock is held.
       expect(
         (await ledger.reserve({ guildId: 'g7', userId: 'other', jobId: 'o1', cost: 1, settings: free })).ok,
       ).toBe(true);
       // The held member waits for their own lock, then is admitted.
-      let busyDone = false;
-      const busy = ledger
-        .reserve({ guildId: 'g7', userId: 'busy', jobId: 'b1', cost: 1, settings: free })
-        .finally(() => (busyDone = true));
-      await new Promise((r) => setTimeout(r, 100));
-      expect(busyDone).toBe(false);
-      releaseHeld();
-      await held;
-      expect((await busy).ok).toBe(true);
+      const busy = await waiting('busy', free);
+      await member.release();
+      expect((await busy.reservation).ok).toBe(true);
       // With a budget, every member of the server goes through the server's credits lock.
-      const budget = { ...free, dailyCredits: 5 };
-      let releaseCredits = () => undefined as void;
-      const creditsHeld = stores.kv.withLock(
-        'credits:g7',
-        () => new Promise<void>((r) => (releaseCredits = () => r())),
-      );
-      let paidDone = false;
-      const paid = ledger
-        .reserve({ guildId: 'g7', userId: 'third', jobId: 't1', cost: 1, settings: budget })
-        .finally(() => (paidDone = true));
-      await new Promise((r) => setTimeout(r, 100));
-      expect(paidDone).toBe(false);
-      releaseCredits();
-      await creditsHeld;
-      expect((await paid).ok).toBe(true);
+      const credits = hold('credits:g7');
+      const paid = await waiting('third', { ...free, dailyCredits: 5 });
+      await credits.release();
+      expect((await paid.reservation).ok).toBe(true);
       expect(await ledger.creditsUsed('g7')).toBe(1);
     });
 
