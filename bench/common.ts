@@ -1,12 +1,17 @@
 /** Shared pieces of the benchmarks. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
 import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
+import { pino } from 'pino';
+import { privateRedis } from '../test/helpers/private-redis.js';
+import { createStores, type Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
 export const pct = (xs: number[], p: number): number => {
@@ -220,6 +225,38 @@ export async function spawnBot(opts: {
       if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
+}
+
+/**
+ * A private redis-server, the bot as its own process on it (ready), and the bot's store
+ * opened beside it, to read what the bot wrote. `close` stops and removes all three.
+ */
+export async function botOnPrivateRedis(opts: {
+  fake: Parameters<typeof spawnBot>[0]['fake'] & { gateway: { currentSession: unknown } };
+  emulator: Parameters<typeof spawnBot>[0]['emulator'];
+  env: Record<string, string>;
+  /** Wait for the gateway too (the bench sends commands). */
+  gateway?: boolean;
+}): Promise<{ bot: BotProcess; stores: Stores; redisUrl: string; close(): Promise<void> }> {
+  const redis = await privateRedis();
+  await redis.start();
+  const redisUrl = `redis://127.0.0.1:${redis.port}`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-'));
+  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
+  const bot = await spawnBot({ fake: opts.fake, emulator: opts.emulator, redisUrl, env: opts.env });
+  const close = async () => {
+    await bot.stop();
+    await stores.close().catch(() => undefined);
+    await redis.remove();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await botReady(bot, opts.gateway ? opts.fake : undefined);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { bot, stores, redisUrl, close };
 }
 
 /** Resolves once the bot answers /readyz (and has identified on `fake`'s gateway, when given). */

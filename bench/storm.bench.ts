@@ -11,20 +11,15 @@
  *   one bot-token budget): the last final's delay against the budget bound (N finals
  *   ≈ N s, + 2 s), and how many progress edits went out while another job's final waited.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pino } from 'pino';
 import { Pool } from 'undici';
 import { startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
-import { privateRedis } from '../test/helpers/private-redis.js';
-import { createStores } from '../src/services/store/index.js';
+import type { Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
-import { botReady, buildBot, finishedBody, mib, pct, r1, spawnBot, startJobs, vmOf } from './common.js';
+import { botOnPrivateRedis, buildBot, finishedBody, mib, pct, r1, startJobs, vmOf } from './common.js';
 
 const PROGRESS = 30;
 const SPREAD_MS = 3000;
@@ -40,9 +35,6 @@ interface StormOptions {
 }
 
 export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
-  const redis = await privateRedis();
-  await redis.start();
-  const redisUrl = `redis://127.0.0.1:${redis.port}`;
   const fake = await startFakeDiscord({
     warmUpValidators: true,
     rateLimits: true,
@@ -50,29 +42,26 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
     guild: { channels: Array.from({ length: o.channels }, (_, i) => ({ name: `jobs-${i}` })) },
   });
   const emulator = await startEmulator({});
-  const dataDir = await mkdtemp(join(tmpdir(), 'bench-storm-'));
-  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
-  const bot = await spawnBot({
-    fake,
-    emulator,
-    redisUrl,
-    env: {
-      LOG_LEVEL: 'warn',
-      WEBHOOK_SILENCE_MS: '600000',
-      POLL_INITIAL_MS: '600000',
-      POLL_MAX_MS: '600000',
-    },
-  });
   try {
-    await botReady(bot, fake);
-    return await stormAgainst({ o, fake, emulator, stores, botUrl: bot.url, botPid: bot.child.pid ?? 0 });
+    const { bot, stores, close } = await botOnPrivateRedis({
+      fake,
+      emulator,
+      gateway: true,
+      env: {
+        LOG_LEVEL: 'warn',
+        WEBHOOK_SILENCE_MS: '600000',
+        POLL_INITIAL_MS: '600000',
+        POLL_MAX_MS: '600000',
+      },
+    });
+    try {
+      return await stormAgainst({ o, fake, emulator, stores, botUrl: bot.url, botPid: bot.child.pid ?? 0 });
+    } finally {
+      await close();
+    }
   } finally {
-    await bot.stop();
-    await stores.close().catch(() => undefined);
     await emulator.close();
     await fake.close();
-    await redis.remove();
-    await rm(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -80,7 +69,7 @@ async function stormAgainst(a: {
   o: StormOptions;
   fake: Awaited<ReturnType<typeof startFakeDiscord>>;
   emulator: Awaited<ReturnType<typeof startEmulator>>;
-  stores: Awaited<ReturnType<typeof createStores>>;
+  stores: Stores;
   botUrl: string;
   botPid: number;
 }): Promise<Record<string, unknown>> {

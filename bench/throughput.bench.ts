@@ -13,27 +13,20 @@
  * flags to the bot / the bare server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
-import { pino } from 'pino';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
-import { privateRedis } from '../test/helpers/private-redis.js';
-import { createStores } from '../src/services/store/index.js';
 import {
-  botReady,
+  botOnPrivateRedis,
   buildBot,
   cpuMsOf,
   median,
   loadFromChild,
   r1,
-  spawnBot,
   vmOf,
   mib,
   type LoadResult,
@@ -87,22 +80,16 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
   if (!redisServerInstalled())
     return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
   buildBot();
-  const redis = await privateRedis();
-  await redis.start();
-  const redisUrl = `redis://127.0.0.1:${redis.port}`;
   const fake = await startFakeDiscord({ validation: 'off' });
   const emulator = await startEmulator({});
-  const dataDir = await mkdtemp(join(tmpdir(), 'bench-tp-'));
-  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
-  const bot = await spawnBot({
+  const { bot, stores, redisUrl, close } = await botOnPrivateRedis({
     fake,
     emulator,
-    redisUrl,
+    gateway: true,
     env: { LOG_LEVEL: 'warn', WEBHOOK_SILENCE_MS: '600000' },
   });
   let bare: ReturnType<typeof spawn> | undefined;
   try {
-    await botReady(bot);
     // 100 live jobs, made the way members make them.
     emulator.setScenario({ hold: true, dropWebhooks: 'all' });
     for (let i = 0; i < JOBS; i++) {
@@ -244,11 +231,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       bare.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
     }
-    await bot.stop();
-    await stores.close().catch(() => undefined);
-    await redis.kill();
-    await rm(redis.dir, { recursive: true, force: true });
-    await rm(dataDir, { recursive: true, force: true });
+    await close();
     await emulator.close();
     await fake.close();
   }
