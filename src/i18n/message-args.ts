@@ -360,9 +360,11 @@ export interface MessageArgs {
   'training.consent.confirmed': { count: number };
   'training.consent.declined': undefined;
   'training.consent.expired': undefined;
+  'training.consent.failed': undefined;
   'training.consent.heading': { count: number };
   'training.consent.not_owner': { user: string | number };
   'training.consent.record': { days: number };
+  'training.consent.sent': { count: number };
   'training.consent.subject': { subject: string | number };
   'training.consent.used': undefined;
   'training.consent.v1.adult': undefined;
