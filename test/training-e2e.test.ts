@@ -295,7 +295,9 @@ describe('/training-photos end to end', () => {
     const jobMsg = await confirmed.message();
     expect(jobMsg.ephemeral).toBe(false);
     const final = await confirmed.waitForMessage(isFinalUpload, 15_000);
-    expect(text(final)).toMatch(/\(<t:\d+:F>, `\d{4}-\d\d-\d\dT[\d:.]+Z`\)/);
+    // The expiry as Discord timestamps (shown in the reader's time zone), no raw ISO time beside them.
+    expect(text(final)).toMatch(/expire <t:\d+:R> \(<t:\d+:F>\)\./);
+    expect(text(final)).not.toMatch(/\d{4}-\d\d-\d\dT/);
 
     // The service received the 13 photos held, once, exactly as the consent record names them.
     expect(uploadRequests()).toHaveLength(1);
