@@ -229,7 +229,12 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const jobKeys = new JobKeys();
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
-  const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  const ledger = new FairUseLedger({
+    kv: stores.kv,
+    slotTtlMs: config.jobs.maxDurationMs + 3_600_000,
+    now,
+    onCountError: (err, guildId) => logger.warn({ err, guildId }, 'could not count today’s credits'),
+  });
   // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
   const outboundAllow = compileAllowList(config.outbound.allow);
   const downloader = createSafeDownloader();

@@ -265,7 +265,42 @@ for (const redis of [false, true])
       const paid = await waiting('third', { ...free, dailyCredits: 5 });
       await credits.release();
       expect((await paid.reservation).ok).toBe(true);
-      expect(await ledger.creditsUsed('g7')).toBe(1);
+      // Every reservation's credits are counted, the budget-free ones once the slot is taken.
+      await eventually(async () => (await ledger.creditsUsed('g7')) === 3, 5_000, 'all three counted');
+    });
+
+    it('credits are counted without a budget too; a refund gives them back; a budget set later sees them', async () => {
+      const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+      const free = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 0 };
+      const many = await Promise.all(
+        ['f1', 'f2', 'f3', 'f4'].map((jobId) =>
+          ledger.reserve({ guildId: 'g8', userId: `u-${jobId}`, jobId, cost: 2, settings: free }),
+        ),
+      );
+      expect(many.every((r) => r.ok)).toBe(true);
+      await eventually(async () => (await ledger.creditsUsed('g8')) === 8, 5_000, 'counted without a budget');
+      // A job that failed at submission gives its credits back; a job that ran keeps them spent.
+      await ledger.release({ guildId: 'g8', userId: 'u-f1', jobId: 'f1', refund: true });
+      await ledger.release({ guildId: 'g8', userId: 'u-f2', jobId: 'f2', refund: false });
+      expect(await ledger.creditsUsed('g8')).toBe(6);
+      // Refunded at once after the reservation: the count lands first, nothing is left over.
+      expect(
+        (await ledger.reserve({ guildId: 'g8', userId: 'u-f5', jobId: 'f5', cost: 3, settings: free })).ok,
+      ).toBe(true);
+      await ledger.release({ guildId: 'g8', userId: 'u-f5', jobId: 'f5', refund: true });
+      expect(await ledger.creditsUsed('g8')).toBe(6);
+      // A budget chosen later in the day counts what was spent before it.
+      const r = await ledger.reserve({
+        guildId: 'g8',
+        userId: 'u-f6',
+        jobId: 'f6',
+        cost: 3,
+        settings: { ...free, dailyCredits: 8 },
+      });
+      expect(r).toEqual({
+        ok: false,
+        refusal: { kind: 'credits', left: 2, cost: 3, budget: 8, resetAt: nextUtcMidnight(clock) },
+      });
     });
 
     it('a slot whose job never ended expires with the job’s maximum duration', async () => {
@@ -345,6 +380,13 @@ describe('community e2e', () => {
   let member: string;
   const replyText = async (cmd: { message(t?: number): Promise<{ data: Record<string, unknown> }> }) =>
     JSON.stringify((await cmd.message(10_000)).data);
+  /** Today's credits as `/settings show` says them. */
+  const usedNow = async () =>
+    Number(
+      /Credits today: \*\*(\d+)\*\*/.exec(
+        await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
+      )?.[1],
+    );
   /** `/settings set` by the admin, answered. */
   const configure = (options: Record<string, string | number | boolean>) =>
     h.fake.sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options }).message(10_000);
@@ -441,8 +483,26 @@ describe('community e2e', () => {
     h.fake.assertNoViolations();
   });
 
+  it('/settings show counts today’s use without a budget', async () => {
+    await configure({ daily_credits: 0 });
+    const before = await usedNow();
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: member,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    expect((await cmd.message(10_000)).ephemeral).toBe(false);
+    await eventually(async () => (await usedNow()) === before + 2, 10_000, 'the song counted');
+    const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
+    expect(show).toContain(t('en-US', 'settings.show.credits_no_budget', { used: before + 2 }));
+    h.fake.assertNoViolations();
+  });
+
   it('credits: the queued message shows the cost; over the budget is refused with what is left and the reset', async () => {
-    await configure({ daily_credits: 3, max_active_jobs: 10 });
+    // Today's earlier jobs count against a budget chosen now: 3 more credits.
+    const spent = await usedNow();
+    const budget = spent + 3;
+    await configure({ daily_credits: budget, max_active_jobs: 10 });
     h.emulator.nextScenario({ hold: true });
     const first = h.fake.sendCommand({
       name: 'extend-song',
@@ -460,7 +520,7 @@ describe('community e2e', () => {
     const refused = await second.message(10_000);
     expect(refused.ephemeral).toBe(true);
     const text = JSON.stringify(refused.data);
-    expect(text).toContain('1 of 3 left today');
+    expect(text).toContain(`1 of ${budget} left today`);
     expect(text).toMatch(/reset <t:\d+:R>/);
     // The same refusal to a German member: in German, with the same numbers and time.
     const german = await h.fake
@@ -472,11 +532,11 @@ describe('community e2e', () => {
       })
       .message(10_000);
     expect(german.ephemeral).toBe(true);
-    const [before] = t('de', 'refusal.credits', { left: 1, budget: 3, cost: 2, resetAt: '@' }).split('@');
+    const [before] = t('de', 'refusal.credits', { left: 1, budget, cost: 2, resetAt: '@' }).split('@');
     expect(String(german.data['content'])).toContain(before);
     expect(String(german.data['content'])).toMatch(/<t:\d+:R>/);
     const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
-    expect(show).toContain('Credits today: **2** of 3 used, 1 left');
+    expect(show).toContain(`Credits today: **${spent + 2}** of ${budget} used, 1 left`);
     const showDe = await replyText(
       h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin, locale: 'de' }),
     );
@@ -485,12 +545,6 @@ describe('community e2e', () => {
   });
 
   it('credits come back when the service refuses the submission', async () => {
-    const usedNow = async () =>
-      Number(
-        /Credits today: \*\*(\d+)\*\*/.exec(
-          await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
-        )?.[1],
-      );
     await configure({ daily_credits: 100 });
     const before = await usedNow();
     // An unknown parent task: the service answers 400 {errors:[{msg}]}.

@@ -16,6 +16,11 @@ import type { GuildSettings } from './settings.js';
  * A reservation names its job: `release` frees the slot when the job ends (and
  * gives the credits back when it failed at submission). An entry whose job never
  * ended (a lost process) expires at `until`, so no slot leaks forever.
+ *
+ * Today's spending is counted with or without a budget (`/settings show` shows it, so a
+ * manager sees the use before choosing one). Without a budget it is counted after the
+ * reservation, off the submission's path: taking the server's lock there would make the
+ * members of one server queue behind each other again for a number nothing is refused on.
  */
 
 export type Refusal =
@@ -49,12 +54,17 @@ const creditsLock = (guildId: string) => `credits:${guildId}`;
 const memberLock = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
 
 export class FairUseLedger {
+  /** Counts of budget-free reservations still being written, by job: a refund waits for its count. */
+  private readonly counting = new Map<string, Promise<void>>();
+
   constructor(
     private readonly deps: {
       kv: LockingKeyValueStore;
       /** How long an unfinished job can hold its slot (the job's own maximum duration). */
       slotTtlMs: number;
       now?: () => number;
+      /** Where a count that could not be written is reported (it never refuses a job). */
+      onCountError?: (err: unknown, guildId: string) => void;
     },
   ) {}
 
@@ -83,14 +93,37 @@ export class FairUseLedger {
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     const { guildId, userId, settings } = input;
     const { kv } = this.deps;
-    const reserve = () => kv.withLock(memberLock(guildId, userId), () => this.reserveLocked(input));
-    return settings.dailyCredits > 0 ? kv.withLock(creditsLock(guildId), reserve) : reserve();
+    let day = '';
+    const reserve = () =>
+      kv.withLock(memberLock(guildId, userId), () => {
+        const now = this.now;
+        day = utcDay(now);
+        return this.reserveLocked(input, now);
+      });
+    if (settings.dailyCredits > 0) return kv.withLock(creditsLock(guildId), reserve);
+    const r = await reserve();
+    if (r.ok && input.cost > 0) {
+      const counted = this.addCredits(guildId, day, input.cost)
+        .catch((err: unknown) => this.deps.onCountError?.(err, guildId))
+        .finally(() => this.counting.delete(input.jobId));
+      this.counting.set(input.jobId, counted);
+    }
+    return r;
+  }
+
+  /** Adds `delta` (negative: a refund) to the server's spending of `day`, under its credits lock. */
+  private addCredits(guildId: string, day: string, delta: number): Promise<void> {
+    const { kv } = this.deps;
+    return kv.withLock(creditsLock(guildId), async () => {
+      const parsed = creditsSchema.safeParse(await kv.get(creditsKey(guildId, day)));
+      const used = parsed.success ? parsed.data.used : 0;
+      await kv.set(creditsKey(guildId, day), { used: Math.max(0, used + delta) }, 3 * DAY_MS);
+    });
   }
 
   /** reserve() under the member's lock (and the server's credits lock when it has a budget). */
-  private async reserveLocked(input: ReserveInput): Promise<ReserveResult> {
+  private async reserveLocked(input: ReserveInput, now: number): Promise<ReserveResult> {
     const { guildId, userId, jobId, cost, settings } = input;
-    const now = this.now;
     const m = await this.member(guildId, userId, now);
     const count = Object.keys(m.active).length;
     if (count >= settings.maxActiveJobs) {
@@ -101,10 +134,8 @@ export class FairUseLedger {
       return { ok: false, refusal: { kind: 'cooldown', retryAt: m.lastAt + cooldownMs } };
     }
     const day = utcDay(now);
-    const charge = settings.dailyCredits > 0 ? cost : 0;
-    let used = 0;
     if (settings.dailyCredits > 0) {
-      used = await this.creditsUsed(guildId, now);
+      const used = await this.creditsUsed(guildId, now);
       if (used + cost > settings.dailyCredits) {
         return {
           ok: false,
@@ -117,10 +148,11 @@ export class FairUseLedger {
           },
         };
       }
+      // Credits first: a crash between the two writes then costs credits, never a free job.
+      if (cost > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + cost }, 3 * DAY_MS);
     }
-    // Credits first: a crash between the two writes then costs credits, never a free job.
-    if (charge > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + charge }, 3 * DAY_MS);
-    m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost: charge };
+    // Without a budget the credits are counted by reserve() once the slot is taken.
+    m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost };
     m.lastAt = now;
     await this.saveMember(guildId, userId, m);
     return { ok: true };
@@ -142,12 +174,11 @@ export class FairUseLedger {
       return found;
     });
     if (!entry || !refund || entry.cost <= 0) return;
+    // Its count first (a budget-free reservation counts in the background), or the refund could
+    // come before what it gives back.
+    await this.counting.get(jobId);
     // After the member's lock, not inside it (locks are taken server first): a crash
     // in between keeps the credits spent, never gives a job for free.
-    await kv.withLock(creditsLock(guildId), async () => {
-      const parsed = creditsSchema.safeParse(await kv.get(creditsKey(guildId, entry.day)));
-      const used = parsed.success ? parsed.data.used : 0;
-      await kv.set(creditsKey(guildId, entry.day), { used: Math.max(0, used - entry.cost) }, 3 * DAY_MS);
-    });
+    await this.addCredits(guildId, entry.day, -entry.cost);
   }
 }
