@@ -150,6 +150,7 @@ describe('parseConfig', () => {
         defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
       },
+      operator: { dailyCredits: 0 },
       logLevel: 'info',
       logFormat: 'auto',
       instanceId: `${hostname()}:${process.pid}`,
@@ -159,6 +160,7 @@ describe('parseConfig', () => {
     expect('guildId' in c.discord).toBe(false);
     expect('publicUrl' in c).toBe(false);
     expect('redisUrl' in c.store).toBe(false);
+    expect('allowedGuildIds' in c.operator).toBe(false);
   });
 
   it('CREDIT_COSTS: a command left out costs its built-in price; a pair not understood is one line', () => {
