@@ -175,6 +175,30 @@ describe('parseConfig', () => {
     );
   });
 
+  it('ALLOWED_GUILD_IDS and OPERATOR_DAILY_CREDITS: server ids and a daily ceiling, one line per bad value', () => {
+    expect(
+      parseConfig({
+        ...REQUIRED,
+        ALLOWED_GUILD_IDS: ' 111111111111111111, 222222222222222222,',
+        OPERATOR_DAILY_CREDITS: '500',
+      }).operator,
+    ).toEqual({ allowedGuildIds: ['111111111111111111', '222222222222222222'], dailyCredits: 500 });
+    const problems = problemsOf({
+      ...REQUIRED,
+      ALLOWED_GUILD_IDS: '111,my-server',
+      OPERATOR_DAILY_CREDITS: '-5',
+    });
+    expect(lineFor(problems, 'ALLOWED_GUILD_IDS')).toBe(
+      'ALLOWED_GUILD_IDS: must be a comma list of server ids, digits only (not my-server)',
+    );
+    expect(lineFor(problems, 'OPERATOR_DAILY_CREDITS')).toMatch(
+      /^OPERATOR_DAILY_CREDITS: must be a whole number/,
+    );
+    expect(lineFor(problemsOf({ ...REQUIRED, ALLOWED_GUILD_IDS: ',' }), 'ALLOWED_GUILD_IDS')).toMatch(
+      /comma list of server ids/,
+    );
+  });
+
   it('RETENTION_DAYS and CONSENT_RETENTION_DAYS: whole days, defaults 30 and 365', () => {
     expect(parseConfig({ ...REQUIRED, RETENTION_DAYS: '7', CONSENT_RETENTION_DAYS: '730' }).privacy).toEqual({
       retentionDays: 7,
