@@ -220,7 +220,8 @@ export interface AtomicKeyValueStore extends KeyValueStore {
    * if none of the keys changed since they were read; on a change it reads and decides again
    * (so `decide` must have no effect beyond its answer). Redis: one Lua compare-and-set over
    * every key (`lua/cas-set-many.lua`); SQLite (one process): the keys' in-process mutexes,
-   * then one multi-row statement. No lock and no lease: a caller paused between its read and
+   * then one multi-row statement (atomic against other updates: write such keys through
+   * `update` only). No lock and no lease: a caller paused between its read and
    * its write (a GC pause, a stopped VM) finds its write refused instead of overwriting what
    * another instance reserved meanwhile. `writes` may name only keys that were read. The keys'
    * in-process mutexes are taken in the order given: list a member's own record before shared
