@@ -110,8 +110,20 @@ for (const redis of [false, true])
         })
         .message(10_000);
       expect(song.content).toBe(t('en-US', 'refusal.server_not_allowed'));
+      // Autocomplete reads no task from the service there (a read costs the operator's rate limit).
+      const reads = h.emulator.requests.length;
+      const ac = h.fake.sendAutocomplete({
+        name: 'extend-song',
+        userId: alice,
+        guildId: stranger,
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: '' },
+        focused: 'song_id',
+      });
+      await ac.response(10_000);
+      expect(ac.choices).toEqual([]);
       await new Promise((r) => setTimeout(r, 200));
       expect(submissions()).toBe(before);
+      expect(h.emulator.requests.slice(reads).filter((r) => r.path.startsWith('/fetch'))).toEqual([]);
       expect(await h.app.store.listByUser(alice)).toEqual([]);
 
       const tasks = await h.fake
@@ -178,6 +190,27 @@ for (const redis of [false, true])
       expect(metric(metrics, 'mediabot_operator_credits_spent_total')).toBe(5);
       expect(metric(metrics, 'mediabot_operator_credits_refunded_total')).toBe(2);
       expect(metric(metrics, 'mediabot_operator_daily_credits')).toBe(3);
+      h.fake.assertNoViolations();
+    });
+
+    it('Retry from /tasks in a stranger’s server is refused too; /tasks shows the job there', async () => {
+      const job = (await h.app.store.listByUser(alice)).find((j) => j.state === 'finished');
+      expect(job).toBeDefined();
+      const card = await h.fake
+        .sendCommand({ name: 'tasks', userId: alice, guildId: stranger, options: { id: job?.id ?? '' } })
+        .message(10_000);
+      expect(card.ephemeral).toBe(true);
+      const before = submissions();
+      const retry = h.fake.sendButton({
+        customId: buttonId(card, 'Retry'),
+        messageId: card.id,
+        userId: alice,
+        guildId: stranger,
+      });
+      const refusal = await eventually(() => retry.followUps[0] ?? retry.originalMessage, 10_000);
+      expect(refusal.content).toBe(t('en-US', 'refusal.server_not_allowed'));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(submissions()).toBe(before);
       h.fake.assertNoViolations();
     });
   });
