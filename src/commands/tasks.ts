@@ -1,4 +1,4 @@
-import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from 'discord.js';
 import {
   ButtonStyle,
   ComponentType,
@@ -36,6 +36,7 @@ import type { JobRecord, JobState } from '../services/store/types.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { toReplyOptions } from './run-job.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 /**
  * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
@@ -52,8 +53,6 @@ type ListMessage = Omit<ClassicPayload, 'components'> & {
 const data = new SlashCommandBuilder()
   .setName('tasks')
   .setDescription('Your media jobs, newest first; or one of them in full by task id or job id')
-  // Your own jobs, from a server or a DM with the bot.
-  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
   .addStringOption((o) =>
     o.setName('id').setDescription('A task id or job id to show in full').setMaxLength(200),
   )
@@ -284,7 +283,8 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
 }
 
 export const tasks = {
-  data,
+  // Your own jobs, from a server or a DM with the bot.
+  data: { ...data, ...where.serverAndDm },
   ephemeral: true,
   async execute(i, ctx) {
     const tr = translatorFor(i);

@@ -1,10 +1,4 @@
-import {
-  FileUploadBuilder,
-  InteractionContextType,
-  LabelBuilder,
-  ModalBuilder,
-  SlashCommandBuilder,
-} from 'discord.js';
+import { FileUploadBuilder, LabelBuilder, ModalBuilder, SlashCommandBuilder } from 'discord.js';
 import { MessageFlags, type APIAttachment } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import { randomUUID } from 'node:crypto';
@@ -45,6 +39,7 @@ import type { JobRecord } from '../services/store/types.js';
 import { runJob } from './run-job.js';
 import { operations } from '../services/operations/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 const PHOTO_OPTIONS = 10;
 const AGE_MIN = 1;
@@ -59,7 +54,6 @@ const data = new SlashCommandBuilder()
   .setDescription(
     `Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`,
   )
-  .setContexts(InteractionContextType.Guild)
   .addSubcommand((s) => {
     s.setName('start')
       .setDescription('Open a photo session in this channel (you can attach the first photos)')
@@ -715,7 +709,8 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
 // ------------------------------------------------------------ exports
 
 export const trainingPhotos = {
-  data,
+  data: { ...data, ...where.jobs },
+  job: true,
   async execute(i: BotInteraction, ctx: BotContext) {
     const sub = i.options.getSubcommand(true);
     switch (sub) {
@@ -737,6 +732,7 @@ export const trainingPhotos = {
 
 export const trainingComponents = {
   prefix: 'training:',
+  job: true,
   async button(i: BotInteraction, ctx: BotContext) {
     const consent = parseConsentCustomId(i.customId);
     if (consent) {

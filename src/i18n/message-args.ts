@@ -266,6 +266,8 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
+  'refusal.operator_credits': { resetAt: string | number };
+  'refusal.server_not_allowed': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
@@ -315,6 +317,14 @@ export interface MessageArgs {
   'settings.show.gallery_none': { source: string };
   'settings.show.gallery_ok': undefined;
   'settings.show.max_active_jobs': { max: string | number; source: string };
+  'settings.show.not_allowed': undefined;
+  'settings.show.operator_ceiling': {
+    ceiling: string | number;
+    left: string | number;
+    resetAt: string | number;
+    used: string | number;
+  };
+  'settings.show.operator_no_ceiling': { used: string | number };
   'settings.show.threads': { source: string; state: string };
   'settings.show.title': undefined;
   'settings.unknown_setting': { setting: string | number };
