@@ -44,6 +44,10 @@ function describe(report: TakeDownReport, tr: Translator): string {
         ? tr.t('moderation.remove.gallery_none')
         : tr.t('moderation.remove.gallery_failed', { reason: g.reason }),
   );
+  if (report.reposts.deleted > 0)
+    parts.push(tr.t('moderation.remove.reposts_deleted', { count: report.reposts.deleted }));
+  if (report.reposts.failed > 0)
+    parts.push(tr.t('moderation.remove.reposts_failed', { count: report.reposts.failed }));
   if (report.threadLocked !== undefined)
     parts.push(
       tr.t(report.threadLocked ? 'moderation.remove.thread_locked' : 'moderation.remove.thread_not_locked'),
