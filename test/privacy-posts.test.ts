@@ -237,6 +237,22 @@ for (const backend of ['sqlite', 'redis'] as const) {
         expect(trace?.gallery).toBeUndefined();
       });
 
+      it('Remove result used on a Re-post takes the whole result down', async () => {
+        const fay = h.fake.addUser({ username: 'fay', permissions: MEMBER });
+        const job = await finishedJob(fay, 'a paper boat');
+        const [first, second] = [await repost(fay, job), await repost(fay, job)];
+        const answer = await h.fake
+          .sendMessageCommand({ name: 'Remove result', userId: mod, targetMessageId: second.id })
+          .message(10_000);
+        expect(answer.content).toContain('its 2 Re-posts were deleted');
+        expect(answer.content).toContain('gallery post was deleted');
+        for (const m of [first, second]) expect(message(generalId, m.id)?.deleted).toBe(true);
+        expect((await h.app.store.get(job.id))?.removed?.by).toBe(mod);
+        expect(messageText(message(job.message.channelId, job.message.messageId))).toContain(
+          'Moderator entfernt',
+        );
+      });
+
       it('what Discord refuses is reported, kept and done by the next deletion', async () => {
         const erin = h.fake.addUser({ username: 'erin', permissions: MEMBER });
         const forum = h.fake.addForumChannel({ name: 'forum-gallery', tags: ['Upscale'] });

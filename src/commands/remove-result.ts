@@ -67,7 +67,12 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
   const target = i.targetMessage;
   if (!target || target.author.id !== i.applicationId)
     throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
-  const job = await ctx.records.getByMessageId(target.id);
+  // A job's message, channel line or gallery post; else one of its Re-posts.
+  const repostOf = async () => {
+    const jobId = await ctx.publicPosts.jobOfRepost(target.id);
+    return jobId === undefined ? undefined : ctx.records.get(jobId);
+  };
+  const job = (await ctx.records.getByMessageId(target.id)) ?? (await repostOf());
   if (!job) {
     // The bot's message, but no job names it any more (its record expired or was deleted):
     // this message is all that can still be reached.

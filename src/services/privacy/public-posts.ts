@@ -7,6 +7,7 @@
  * Key layout (the store's KV space and sorted indexes, SQLite and Redis alike):
  *   kv  public-posts:{jobId}        one PostTrace (ids only, no text), kept until deleted
  *   idx public-posts:{userId}       the member's job ids, by the job's creation
+ *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
  * A trace is written when the job's messages are known (the job's start), then changed
  * under the KV lock of its key (gallery post, Re-post), so two instances keep both.
  */
@@ -44,6 +45,7 @@ const READ_BATCH = 100;
 
 const traceKey = (jobId: string): string => `public-posts:${jobId}`;
 const memberKey = (userId: string): string => `public-posts:${userId}`;
+const repostKey = (messageId: string): string => `public-posts-repost:${messageId}`;
 
 /** What a job record says about where its messages are. */
 export function traceOfJob(job: JobRecord): PostTrace {
@@ -98,10 +100,19 @@ export class PublicPosts {
   }
 
   /** A Re-post of the job's result (`/tasks id:` → Re-post). */
-  recordRepost(job: JobRecord, posted: PostedMessage): Promise<void> {
-    return this.update(job, (t) => {
+  async recordRepost(job: JobRecord, posted: PostedMessage): Promise<void> {
+    await this.update(job, (t) => {
       if (!t.reposts.some((r) => r.messageId === posted.messageId)) t.reposts.push(posted);
     });
+    await this.deps.kv.set(repostKey(posted.messageId), { jobId: job.id }, TRACE_TTL_MS);
+  }
+
+  /** The job a Re-post shows (undefined: not a Re-post the index knows). */
+  async jobOfRepost(messageId: string): Promise<string | undefined> {
+    const parsed = z
+      .object({ jobId: z.string() })
+      .safeParse(await this.deps.kv.get<unknown>(repostKey(messageId)));
+    return parsed.success ? parsed.data.jobId : undefined;
   }
 
   async get(jobId: string): Promise<PostTrace | undefined> {
@@ -125,6 +136,10 @@ export class PublicPosts {
    */
   async settle(trace: Pick<PostTrace, 'jobId' | 'userId'>, left?: PostTrace): Promise<void> {
     await this.deps.kv.withLock(traceKey(trace.jobId), async () => {
+      const before = await this.get(trace.jobId);
+      const kept = new Set(left?.reposts.map((r) => r.messageId));
+      for (const r of before?.reposts ?? [])
+        if (!kept.has(r.messageId)) await this.deps.kv.delete(repostKey(r.messageId));
       if (left) await this.deps.kv.set(traceKey(trace.jobId), left, TRACE_TTL_MS);
       else await this.deps.kv.delete(traceKey(trace.jobId));
     });
@@ -137,6 +152,7 @@ export class PublicPosts {
     await this.deps.kv.withLock(traceKey(jobId), async () => {
       const t = await this.get(jobId);
       if (!t) return;
+      for (const r of t.reposts) await this.deps.kv.delete(repostKey(r.messageId));
       const { gallery: _gone, ...rest } = t;
       await this.deps.kv.set(traceKey(jobId), { ...rest, reposts: [] }, TRACE_TTL_MS);
     });
