@@ -6,6 +6,7 @@
  * server's language, its thread (named after the prompt) renamed; what Discord refuses is
  * reported, kept and tried again by the next deletion. Remove result deletes Re-posts too.
  */
+import { Routes } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeMessage } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
@@ -215,6 +216,22 @@ for (const backend of ['sqlite', 'redis'] as const) {
         } finally {
           h.emulator.setScenario({ hold: false });
         }
+      });
+
+      it('an archived thread is opened for the change and archived again', async () => {
+        const gus = h.fake.addUser({ username: 'gus', permissions: MEMBER });
+        const job = await finishedJob(gus, 'an old lantern');
+        const threadId = job.message.channelId;
+        await h.app.rest.patch(Routes.channel(threadId), { body: { archived: true } });
+        expect(h.fake.thread(threadId)?.archived).toBe(true);
+        const done = await deleteData(gus);
+        expect(done.content).not.toContain('refused');
+        expect(done.content).toContain('1 thread renamed');
+        expect(messageText(message(threadId, job.message.messageId))).toContain(REMOVED_DE);
+        expect(h.fake.thread(threadId)).toMatchObject({
+          archived: true,
+          name: expect.not.stringContaining('lantern'),
+        });
       });
 
       it('Remove result deletes the Re-posts too', async () => {
