@@ -120,6 +120,8 @@ export class MemberData {
       gzip.once('end', resolve);
       gzip.once('error', reject);
     });
+    // An error while writing rejects `ended` before it is awaited: seen below, not unhandled.
+    ended.catch(() => undefined);
     try {
       for await (const text of this.exportText(userId, generatedAt)) {
         if (!gzip.write(text)) await once(gzip, 'drain');

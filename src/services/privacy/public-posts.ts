@@ -40,8 +40,8 @@ export type PostTrace = z.output<typeof traceSchema>;
 
 /** As long as a message on Discord can live: the trace goes with the member's deletion. */
 const TRACE_TTL_MS = 20 * 365 * 86_400_000;
-/** Traces read at once. */
-const READ_BATCH = 100;
+/** Job ids read from a member's index at once. */
+const ID_PAGE = 1000;
 
 const traceKey = (jobId: string): string => `public-posts:${jobId}`;
 const memberKey = (userId: string): string => `public-posts:${userId}`;
@@ -123,10 +123,10 @@ export class PublicPosts {
   /** The job ids of every trace of the member, oldest first. */
   async jobIds(userId: string): Promise<string[]> {
     const ids: string[] = [];
-    for (let offset = 0; ; offset += READ_BATCH * 10) {
-      const page = await this.deps.indexes.range(memberKey(userId), { offset, limit: READ_BATCH * 10 });
+    for (let offset = 0; ; offset += ID_PAGE) {
+      const page = await this.deps.indexes.range(memberKey(userId), { offset, limit: ID_PAGE });
       ids.push(...page);
-      if (page.length < READ_BATCH * 10) return ids;
+      if (page.length < ID_PAGE) return ids;
     }
   }
 
