@@ -232,6 +232,7 @@ for (const backend of ['sqlite', 'redis'] as const) {
           archived: true,
           name: expect.not.stringContaining('lantern'),
         });
+        h.fake.assertNoViolations();
       });
 
       it('Remove result deletes the Re-posts too', async () => {
@@ -293,6 +294,7 @@ for (const backend of ['sqlite', 'redis'] as const) {
           expect(second.content).not.toContain('refused');
           expect(h.fake.thread(job.galleryPost?.threadId ?? '')?.deleted).toBe(true);
           expect(await h.app.kv.get(`public-posts:${job.id}`)).toBeUndefined();
+          h.fake.assertNoViolations();
         } finally {
           h.fake.setBotPermissions(String(botPermissions));
           await setGallery(galleryId);
