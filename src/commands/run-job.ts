@@ -176,7 +176,7 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
     }
     // Where the job is public, kept past its record's retention: /privacy delete reaches it at any age.
     await ctx.publicPosts
-      .recordJob(job)
+      .recordStart(job)
       .catch((err: unknown) => ctx.logger.warn({ err, jobId: job.id }, 'could not index the job’s messages'));
   }
   const stored = job;

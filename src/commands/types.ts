@@ -81,7 +81,7 @@ export interface BotContext {
   /** What the bot keeps about a member (/privacy show, export, delete). */
   memberData: Pick<MemberData, 'summary' | 'claimExport' | 'releaseExport' | 'exportFile' | 'delete'>;
   /** Where each job was posted in public (its messages, thread, Re-posts), kept past retention. */
-  publicPosts: Pick<PublicPosts, 'recordJob' | 'recordRepost' | 'jobOfRepost'>;
+  publicPosts: Pick<PublicPosts, 'recordStart' | 'recordRepost' | 'jobOfRepost'>;
   /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   now: () => number;

@@ -8,8 +8,8 @@
  *   kv  public-posts:{jobId}        one PostTrace (ids only, no text), kept until deleted
  *   idx public-posts:{userId}       the member's job ids, by the job's creation
  *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
- * A trace is written when the job's messages are known (the job's start), then changed
- * under the KV lock of its key (gallery post, Re-post), so two instances keep both.
+ * A trace is written once the job's messages are posted (its start), then changed under
+ * the KV lock of its key (gallery post, Re-post), so two instances keep both.
  */
 import { z } from 'zod';
 import { OPERATIONS } from '../media/types.js';
@@ -94,7 +94,19 @@ export class PublicPosts {
     },
   ) {}
 
-  /** The job's public messages as its record names them now (its start, its gallery post). */
+  /**
+   * A job's first trace, once its messages are posted and before its service call: nothing
+   * else can write it yet (its gallery post and Re-posts come after its final), so no lock
+   * and no read, two writes on the job's start path.
+   */
+  async recordStart(job: JobRecord): Promise<void> {
+    await Promise.all([
+      this.deps.kv.set(traceKey(job.id), traceOfJob(job), TRACE_TTL_MS),
+      this.deps.indexes.add(memberKey(job.userId), job.id, job.createdAt),
+    ]);
+  }
+
+  /** The job's public messages as its record names them now (its gallery post). */
   recordJob(job: JobRecord): Promise<void> {
     return this.update(job, () => undefined);
   }
