@@ -6,6 +6,7 @@ import type { MessagePayload } from '../discord/render/limits.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
 import type { PostTrace, PublicPosts } from '../privacy/public-posts.js';
+import { deleteMessages } from '../privacy/public-cleanup.js';
 
 /**
  * Remove result: a moderator takes a job's result down everywhere the bot posted it.
@@ -96,7 +97,6 @@ export class ResultTakeDown {
 
   /** Deletes the job's Re-posts (a message already gone counts as deleted). */
   private async deleteReposts(job: JobRecord): Promise<{ deleted: number; failed: number }> {
-    const out = { deleted: 0, failed: 0 };
     let trace: PostTrace | undefined;
     try {
       trace = await this.deps.posts.get(job.id);
@@ -104,22 +104,10 @@ export class ResultTakeDown {
       this.deps.logger.warn({ err, jobId: job.id }, 'could not read a removed result’s Re-posts');
       return { deleted: 0, failed: 1 };
     }
-    for (const r of trace?.reposts ?? []) {
-      try {
-        await this.deps.rest.delete(Routes.channelMessage(r.channelId, r.messageId));
-        out.deleted++;
-      } catch (err) {
-        if (isGoneOnDiscord(err)) out.deleted++;
-        else {
-          out.failed++;
-          this.deps.logger.warn(
-            { err, channelId: r.channelId },
-            'could not delete a removed result’s Re-post',
-          );
-        }
-      }
-    }
-    return out;
+    const out = await deleteMessages(this.deps.rest, trace?.reposts ?? []);
+    for (const { ref, err } of out.refused)
+      this.deps.logger.warn({ err, channelId: ref.channelId }, 'could not delete a removed result’s Re-post');
+    return { deleted: out.deleted, failed: out.refused.length };
   }
 
   /** A message the bot posted that no job record names any more (its record expired). */

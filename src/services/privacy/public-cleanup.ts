@@ -64,6 +64,24 @@ const BUDGET_WAIT_MS = 60_000;
 const why = (err: unknown): string =>
   err instanceof DiscordAPIError ? `${err.message} (${String(err.code)})` : 'Discord could not be reached';
 
+/** Deletes the bot's messages (Re-posts), one by one; one already gone counts as deleted. */
+export async function deleteMessages(
+  rest: Pick<REST, 'delete'>,
+  refs: readonly PostedMessage[],
+): Promise<{ deleted: number; refused: { ref: PostedMessage; err: unknown }[] }> {
+  const out = { deleted: 0, refused: [] as { ref: PostedMessage; err: unknown }[] };
+  for (const ref of refs) {
+    try {
+      await rest.delete(Routes.channelMessage(ref.channelId, ref.messageId));
+      out.deleted++;
+    } catch (err) {
+      if (isGoneOnDiscord(err)) out.deleted++;
+      else out.refused.push({ ref, err });
+    }
+  }
+  return out;
+}
+
 export class PublicCleanup {
   constructor(private readonly deps: PublicCleanupDeps) {}
 
@@ -91,17 +109,11 @@ export class PublicCleanup {
         if (down.kind === 'deleted') tally.galleryPosts++;
       }
     }
-    for (const r of trace.reposts) {
-      try {
-        await this.deps.rest.delete(Routes.channelMessage(r.channelId, r.messageId));
-        tally.reposts++;
-      } catch (err) {
-        if (isGoneOnDiscord(err)) tally.reposts++;
-        else {
-          left.reposts.push(r);
-          fail('repost', r.channelId, err);
-        }
-      }
+    const reposts = await deleteMessages(this.deps.rest, trace.reposts);
+    tally.reposts += reposts.deleted;
+    for (const { ref, err } of reposts.refused) {
+      left.reposts.push(ref);
+      fail('repost', ref.channelId, err);
     }
 
     // The thread first: an archived thread takes no message edits until it is unarchived.
