@@ -235,6 +235,19 @@ for (const backend of ['sqlite', 'redis'] as const) {
         h.fake.assertNoViolations();
       });
 
+      it('a message someone already deleted counts as done', async () => {
+        const hal = h.fake.addUser({ username: 'hal', permissions: MEMBER });
+        const job = await finishedJob(hal, 'a winter road');
+        const fresh = await repost(hal, job);
+        // A moderator deleted the channel line and the Re-post by hand.
+        await h.app.rest.delete(Routes.channelMessage(generalId, job.reply?.messageId ?? ''));
+        await h.app.rest.delete(Routes.channelMessage(generalId, fresh.id));
+        const done = await deleteData(hal);
+        expect(done.content).not.toContain('refused');
+        expect(done.content).toContain('1 job message replaced');
+        expect(await h.app.kv.get(`public-posts:${job.id}`)).toBeUndefined();
+      });
+
       it('Remove result deletes the Re-posts too', async () => {
         const dave = h.fake.addUser({ username: 'dave', permissions: MEMBER });
         const job = await finishedJob(dave, 'a red balloon');
