@@ -14,7 +14,12 @@ import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/j
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
 import { Gateway } from './services/discord/gateway/gateway.js';
-import { createJobRenderer, renderRemoved, renderThreadLine } from './services/discord/render/job-render.js';
+import {
+  createJobRenderer,
+  renderRemoved,
+  renderRemovedAtRequest,
+  renderThreadLine,
+} from './services/discord/render/job-render.js';
 import { AfterFinalWork, InProcessAfterFinal } from './services/jobs/after-final.js';
 import { JobLifecycle } from './services/jobs/lifecycle.js';
 import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
@@ -36,6 +41,9 @@ import { createStores } from './services/store/index.js';
 import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
+import { PublicPosts } from './services/privacy/public-posts.js';
+import { PublicCleanup } from './services/privacy/public-cleanup.js';
+import { MemoryChannelBudget, type ChannelBudget } from './services/discord/edits/channel-budget.js';
 import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
 import { createSafePhotoDownloader } from './services/training/download.js';
@@ -215,6 +223,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
       })
     : undefined;
+  // The channels' edit budget the edit queue and /privacy delete's edits share (one process: in memory).
+  const editBudget: ChannelBudget =
+    channelBudget ??
+    new MemoryChannelBudget({
+      limit: DEFAULT_EDIT_QUEUE_OPTIONS.channelLimit,
+      windowMs: DEFAULT_EDIT_QUEUE_OPTIONS.channelWindowMs,
+      finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
+    });
   const gatewayLease =
     stores.redis && config.discord.interactions.mode === 'gateway'
       ? new GatewayLease({
@@ -239,11 +255,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
   const outboundAllow = compileAllowList(config.outbound.allow);
   const downloader = createSafeDownloader();
+  // Where each job was posted in public, kept past the job records' retention.
+  const publicPosts = new PublicPosts({ kv: stores.kv, indexes: stores.indexes });
   const gallery = new GalleryPoster({
     rest: botRest,
     settings: guildSettings,
     recordPost: async (jobId, galleryPost) => {
-      await stores.jobs.apply(jobId, { galleryPost, at: now() });
+      const r = await stores.jobs.apply(jobId, { galleryPost, at: now() });
+      if (r) await publicPosts.recordJob(r.job);
     },
     kv: stores.kv,
     logger: logger.child({ component: 'gallery' }),
@@ -307,7 +326,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     transport,
     logger: logger.child({ component: 'edits' }),
     now,
-    ...(channelBudget ? { channelBudget } : {}),
+    channelBudget: editBudget,
     onMessageGone: (key, reason) => {
       if (key.endsWith(':reply') || key.startsWith('training-message:')) return;
       logger.info({ jobId: key, reason }, 'job message is gone; edits stopped');
@@ -440,18 +459,31 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       jobs: stores.jobs,
       sessions: training,
       consents: trainingServices.consent.records,
-      gallery,
+      posts: publicPosts,
+      cleanup: new PublicCleanup({
+        rest: botRest,
+        budget: editBudget,
+        gallery,
+        renderRemoved: renderRemovedAtRequest,
+        threadName: (t) =>
+          jobRender.threadName({ id: t.jobId, operation: t.operation, params: {}, textWithheld: true }),
+        logger: logger.child({ component: 'privacy' }),
+        now,
+      }),
+      kv: stores.kv,
       community,
       retention,
       logger: logger.child({ component: 'privacy' }),
       now,
     }),
     retention,
+    publicPosts,
     autoMod,
     moderation: new ResultTakeDown({
       store: stores.jobs,
       rest: botRest,
       gallery,
+      posts: publicPosts,
       renderRemoved,
       threadName: jobRender.threadName,
       logger: logger.child({ component: 'moderation' }),

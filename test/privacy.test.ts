@@ -103,10 +103,9 @@ describe('/privacy', () => {
     const m = await privacy(alice, 'export', { dm: true }).message(10_000);
     expect(m.ephemeral).toBe(true);
     const [file] = m.attachments;
-    expect(String(file?.['filename'])).toMatch(/^media-bot-data-\d{4}-\d{2}-\d{2}\.json(\.gz)?$/);
+    expect(String(file?.['filename'])).toMatch(/^media-bot-data-\d{4}-\d{2}-\d{2}\.json\.gz$/);
     const res = await fetch(String(file?.['url']));
-    const raw = Buffer.from(await res.arrayBuffer());
-    const body = String(file?.['filename']).endsWith('.gz') ? gunzipSync(raw).toString() : raw.toString();
+    const body = gunzipSync(Buffer.from(await res.arrayBuffer())).toString();
     const data = JSON.parse(body) as {
       member: string;
       jobs: { id: string; server?: string; command: string }[];
@@ -120,6 +119,31 @@ describe('/privacy', () => {
       if (job.message.interaction) expect(body).not.toContain(job.message.interaction.token);
     }
     expect(body).not.toContain(bob);
+    // The input images' Discord links are kept, without their signature (ex, is, hm).
+    const jobs = await h.app.store.listByUser(alice);
+    const signed = jobs.map((j) => String(j.params['image_url'] ?? '')).filter((u) => u.includes('hm='));
+    expect(signed).toHaveLength(3);
+    for (const url of signed) {
+      expect(body).not.toContain(url);
+      const bare = new URL(url);
+      for (const p of ['ex', 'is', 'hm']) bare.searchParams.delete(p);
+      expect(body).toContain(bare.toString());
+    }
+    expect(body).not.toMatch(/[?&](ex|is|hm)=/);
+  });
+
+  it('export: once per member per 10 minutes; the refusal says when to try again', async () => {
+    const before = Date.now();
+    const m = await privacy(alice, 'export').message(10_000);
+    expect(m.ephemeral).toBe(true);
+    expect(m.attachments).toEqual([]);
+    expect(m.content).toContain('once every 10 minutes');
+    const at = Number(/<t:(\d+):R>/.exec(m.content)?.[1]) * 1000;
+    expect(at).toBeGreaterThan(before + 8 * 60_000);
+    expect(at).toBeLessThanOrEqual(before + 10 * 60_000 + 1000);
+    // Another member is not held back by Alice's export.
+    const other = await privacy(bob, 'export').message(10_000);
+    expect(other.attachments).toHaveLength(1);
   });
 
   it('delete: only the member can confirm; Cancel deletes nothing', async () => {

@@ -44,6 +44,10 @@ function describe(report: TakeDownReport, tr: Translator): string {
         ? tr.t('moderation.remove.gallery_none')
         : tr.t('moderation.remove.gallery_failed', { reason: g.reason }),
   );
+  if (report.reposts.deleted > 0)
+    parts.push(tr.t('moderation.remove.reposts_deleted', { count: report.reposts.deleted }));
+  if (report.reposts.failed > 0)
+    parts.push(tr.t('moderation.remove.reposts_failed', { count: report.reposts.failed }));
   if (report.threadLocked !== undefined)
     parts.push(
       tr.t(report.threadLocked ? 'moderation.remove.thread_locked' : 'moderation.remove.thread_not_locked'),
@@ -63,7 +67,12 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
   const target = i.targetMessage;
   if (!target || target.author.id !== i.applicationId)
     throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
-  const job = await ctx.records.getByMessageId(target.id);
+  // A job's message, channel line or gallery post; else one of its Re-posts.
+  const repostOf = async () => {
+    const jobId = await ctx.publicPosts.jobOfRepost(target.id);
+    return jobId === undefined ? undefined : ctx.records.get(jobId);
+  };
+  const job = (await ctx.records.getByMessageId(target.id)) ?? (await repostOf());
   if (!job) {
     // The bot's message, but no job names it any more (its record expired or was deleted):
     // this message is all that can still be reached.

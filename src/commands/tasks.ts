@@ -334,7 +334,14 @@ export const tasksButtons: ComponentHandler = {
       if (linksMayHaveExpired(job, ctx.now()))
         throw new UserError('links_expired', (t) => t.t('tasks.repost_links_expired'));
       // A fresh public message in this channel, for a result that scrolled away or was deleted.
-      await i.reply(toReplyOptions(ctx.render.renderJob(job, ctx.now())));
+      const posted = await i.reply(toReplyOptions(ctx.render.renderJob(job, ctx.now())));
+      // Indexed with the job: Remove result and /privacy delete take Re-posts down too.
+      const channelId = posted?.channel_id ?? i.channelId;
+      if (posted && channelId !== null)
+        await ctx.publicPosts
+          .recordRepost(job, { channelId, messageId: posted.id })
+          .catch((err: unknown) => ctx.logger.warn({ err, jobId: job.id }, 'could not index a Re-post'));
+      else ctx.logger.warn({ jobId: job.id }, 'a Re-post whose message Discord did not name is not indexed');
       return;
     }
     if (job.taskId === undefined) throw new UserError('no_task', (t) => t.t('tasks.no_task'));

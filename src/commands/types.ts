@@ -17,6 +17,7 @@ import type { TrainingUploader } from '../services/training/upload.js';
 import type { ConsentPrompts } from '../services/training/consent.js';
 import type { ConsentStore } from '../services/privacy/consent-store.js';
 import type { MemberData } from '../services/privacy/member-data.js';
+import type { PublicPosts } from '../services/privacy/public-posts.js';
 import type { AutoModWithholding } from '../services/moderation/automod.js';
 import type { ResultTakeDown } from '../services/moderation/take-down.js';
 import type { CommunityService } from '../services/community/community.js';
@@ -78,7 +79,9 @@ export interface BotContext {
   /** Remove result: a moderator takes a job's result down everywhere. */
   moderation: Pick<ResultTakeDown, 'remove' | 'editOrphan'>;
   /** What the bot keeps about a member (/privacy show, export, delete). */
-  memberData: Pick<MemberData, 'summary' | 'export' | 'delete'>;
+  memberData: Pick<MemberData, 'summary' | 'claimExport' | 'releaseExport' | 'exportFile' | 'delete'>;
+  /** Where each job was posted in public (its messages, thread, Re-posts), kept past retention. */
+  publicPosts: Pick<PublicPosts, 'recordStart' | 'recordRepost' | 'jobOfRepost'>;
   /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   now: () => number;

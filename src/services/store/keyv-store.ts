@@ -15,6 +15,7 @@ import type {
   JobUpdate,
   KvDecision,
   LockingKeyValueStore,
+  SortedIndexStore,
 } from './types.js';
 
 /**
@@ -34,6 +35,7 @@ import type {
  *                   instances never queue on one list's lock); on SQLite the sorted index
  *                   `open` (older versions kept a JSON list at `unfinished`, moved on read)
  *   kv:{key}        any JSON              caller's TTL
+ *   idx:{key}       sorted index          other services' (Stores.indexes), no expiry
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
  * on failure. Read-modify-writes of one key are serialised by an in-process keyed
@@ -70,6 +72,8 @@ export interface StoreOptions {
 export interface Stores {
   jobs: JobStore;
   kv: LockingKeyValueStore & AtomicKeyValueStore;
+  /** Sorted indexes for other services (keys `idx:{key}`, no expiry). */
+  indexes: SortedIndexStore;
   backend: BackendKind;
   /** The Redis connection (Redis only): the multi-instance coordination shares it. */
   redis?: RedisClient;
@@ -133,6 +137,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
   return {
     jobs: new KeyvJobStore(core),
     kv: new KeyvKeyValueStore(core),
+    indexes: new KeyvSortedIndexes(core),
     backend: backend.kind,
     ...(backend.redis ? { redis: backend.redis } : {}),
     close: () => core.close(),
@@ -965,6 +970,26 @@ class KeyvKeyValueStore implements LockingKeyValueStore, AtomicKeyValueStore {
     const { lockWaitMs } = this.core.config;
     const busy = () => new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
     return this.core.withLock(`kvlock:${name}`, () => this.core.crossProcess(name, fn, busy));
+  }
+}
+
+class KeyvSortedIndexes implements SortedIndexStore {
+  constructor(private readonly core: StoreCore) {}
+
+  async add(key: string, member: string, score: number): Promise<void> {
+    const { sorted } = this.core.backend;
+    await this.core.call('index', () => sorted.add(`idx:${key}`, member, score));
+  }
+
+  async remove(key: string, members: readonly string[]): Promise<void> {
+    if (members.length === 0) return;
+    const { sorted } = this.core.backend;
+    await this.core.call('index', () => sorted.remove(`idx:${key}`, members));
+  }
+
+  range(key: string, opts: { rev?: boolean; offset?: number; limit: number }): Promise<string[]> {
+    const { sorted } = this.core.backend;
+    return this.core.call('list', () => sorted.range(`idx:${key}`, opts));
   }
 }
 

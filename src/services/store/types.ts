@@ -240,3 +240,14 @@ export interface KvDecision<T> {
   result: T;
   writes?: readonly KvWrite[];
 }
+
+/**
+ * Sorted indexes beside the jobs for other services (a member's public posts, which
+ * outlive the job records): member → score, read in score order, a page at a time.
+ */
+export interface SortedIndexStore {
+  add(key: string, member: string, score: number): Promise<void>;
+  remove(key: string, members: readonly string[]): Promise<void>;
+  /** Members in score order (`rev`: highest first), paged. */
+  range(key: string, opts: { rev?: boolean; offset?: number; limit: number }): Promise<string[]>;
+}

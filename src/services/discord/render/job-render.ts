@@ -335,10 +335,13 @@ function jobCardSpec(ops: RenderOperations, job: JobRecord, tr: Translator): Car
   return undefined;
 }
 
-function removedSpec(tr: Translator): CardSpec {
+function removedSpec(
+  tr: Translator,
+  why: 'moderation.removed' | 'privacy.removed_public' = 'moderation.removed',
+): CardSpec {
   return {
     accent: COLORS.queued,
-    head: [`🚫 ${tr.t('moderation.removed')}`],
+    head: [`🚫 ${tr.t(why)}`],
     params: [],
     media: [],
     links: [],
@@ -360,6 +363,18 @@ export function renderRemoved(
   tr: Translator = publicTranslator(job?.locale),
 ): CardEdit {
   return { ...cardPayload(removedSpec(tr)), content: null, embeds: null };
+}
+
+/**
+ * A job's public message once its member deleted their data (/privacy delete): only
+ * that, in the server's language, ready to PATCH over a classic or a V2 message.
+ */
+export function renderRemovedAtRequest(locale: string | undefined): CardEdit {
+  return {
+    ...cardPayload(removedSpec(publicTranslator(locale), 'privacy.removed_public')),
+    content: null,
+    embeds: null,
+  };
 }
 
 function retryable(ops: RenderOperations, job: JobRecord): boolean {
