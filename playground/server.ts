@@ -731,21 +731,37 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     fail(`PLAYGROUND_PORT=${raw} is not a port number (0-65535)`);
+  // The handlers are in place before anything starts and stay for the whole shutdown: Ctrl-C reaches
+  // every process of the terminal's group, a second one (an impatient member, or a wrapper relaying
+  // the first) must not end this process with Node's default action halfway through its cleanup,
+  // which is what left the temp folders behind. A signal during startup stops once startup is done.
+  let stopping: Promise<void> | undefined;
+  const started: { pg?: Playground } = {};
+  const stop = (pg: Playground) => (stopping ??= pg.close().then(() => process.exit(0)));
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      process.stdout.write(`(${signal}: still stopping; the temp folders are being removed)\n`);
+      return;
+    }
+    signalled = true;
+    process.stdout.write('\nstopping the playground…\n');
+    if (started.pg) void stop(started.pg);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
   const pg = await startPlayground({
     port,
     ...(process.env['REDIS_URL'] ? { redisUrl: process.env['REDIS_URL'] } : {}),
     ...(process.env['PLAYGROUND_INTERACTIONS'] === 'http' ? { interactions: 'http' as const } : {}),
   }).catch((err: unknown) =>
-    err instanceof PortInUseError
-      ? fail(
-          `PLAYGROUND_PORT=${port}: port ${port} on ${HOST} is in use; set PLAYGROUND_PORT to a free port (PLAYGROUND_PORT=${port + 1} npm run playground)`,
-        )
-      : fail(`the playground did not start: ${(err as Error).message}`),
+    signalled
+      ? process.exit(0) // stopped while starting: startPlayground undid what it had started
+      : err instanceof PortInUseError
+        ? fail(
+            `PLAYGROUND_PORT=${port}: port ${port} on ${HOST} is in use; set PLAYGROUND_PORT to a free port (PLAYGROUND_PORT=${port + 1} npm run playground)`,
+          )
+        : fail(`the playground did not start: ${(err as Error).message}`),
   );
-  const stop = () => {
-    process.stdout.write('\nstopping the playground…\n');
-    void pg.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  started.pg = pg;
+  if (signalled) void stop(pg);
 }
