@@ -28,6 +28,7 @@ import {
   type InteractionState,
   type JsonObject,
 } from '../test/fake-discord/index.js';
+import { invitePermissions } from '../src/services/discord/registration/invite.js';
 import { freePort } from '../test/helpers/harness.js';
 import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
@@ -42,9 +43,14 @@ const TWEMOJI = join(
   dirname(createRequire(import.meta.url).resolve('@discordapp/twemoji/package.json')),
   'dist',
 );
+// Japanese drawn on a machine with no CJK font (else boxes): Noto Sans JP from @fontsource, served
+// here (split by unicode-range, so the page loads only the slices its text uses; OFL-1.1).
+const NOTO_SANS_JP = dirname(createRequire(import.meta.url).resolve('@fontsource/noto-sans-jp/package.json'));
 const HOST = '127.0.0.1';
 const MANAGE_GUILD = 1n << 5n;
+/** What the server's @everyone gives every member: View Channel, Send Messages, Embed Links, Attach Files, Read Message History. */
 const MEMBER = (1n << 10n) | (1n << 11n) | (1n << 14n) | (1n << 15n) | (1n << 16n);
+const MANAGE_MESSAGES = 1n << 13n;
 /** Discord's (and the fake's default) deadline for the first answer to an interaction. */
 const ACK_DEADLINE_MS = 3000;
 const PENDING_SHOWN_MS = 15 * 60_000;
@@ -128,6 +134,28 @@ function randomScenario(stepMs: [number, number], failureRate: number) {
   };
 }
 
+/**
+ * The threads a member follows, which Discord lists in their sidebar: those they created or posted
+ * in (a message, or a command run there). The fake Discord keeps no thread members, so this reads
+ * what it has. A thread open on the page is listed too, as the client lists the one you view.
+ */
+function followedThreads(fake: FakeDiscord, userId: string): string[] {
+  const threads = fake.channelList().filter((c) => c.type === 10 || c.type === 11 || c.type === 12);
+  const ranIn = new Set(
+    [...fake.interactions.values()].filter((i) => i.userId === userId).map((i) => i.channelId),
+  );
+  return threads
+    .filter(
+      (t) =>
+        fake.thread(t.id)?.ownerId === userId ||
+        ranIn.has(t.id) ||
+        fake
+          .channelMessages(t.id)
+          .some((m) => (m.data['author'] as JsonObject | undefined)?.['id'] === userId),
+    )
+    .map((t) => t.id);
+}
+
 /** "training-photos start": the command with its subcommand group and subcommand, as Discord shows it. */
 function commandLine(interaction: InteractionState | undefined): string | undefined {
   const data = interaction?.payload['data'] as JsonObject | undefined;
@@ -141,6 +169,12 @@ function commandLine(interaction: InteractionState | undefined): string | undefi
     options = o['options'];
   }
   return parts.join(' ');
+}
+
+/** A command interaction's kind: 1 slash command, 2 user command, 3 message command (Apps menu). */
+function commandType(interaction: InteractionState | undefined): number | undefined {
+  const data = interaction?.payload['data'] as JsonObject | undefined;
+  return typeof data?.['type'] === 'number' ? data['type'] : undefined;
 }
 
 /** Waits until a process id is gone (a daemonized redis-server is not our child: no exit event). */
@@ -195,6 +229,9 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     });
     const galleryTags = gallery.tags.map((t) => ({ id: t.id, name: t.name }));
     fake.setRateLimits(true);
+    // Added with `npm run invite`'s URL: @everyone's permissions plus the bot role the invite creates,
+    // exactly the invite's (Manage Threads among them: /privacy delete and Remove result delete posts).
+    fake.setBotPermissions(String(MEMBER | invitePermissions()));
     const members = [
       {
         key: 'admin',
@@ -204,6 +241,13 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       },
       { key: 'alice', username: 'alice', globalName: 'Alice', permissions: String(MEMBER) },
       { key: 'bob', username: 'bob', globalName: 'Bob', permissions: String(MEMBER) },
+      // A moderator (Manage Messages): the message commands that ask for it, such as Remove result.
+      {
+        key: 'mod',
+        username: 'mo',
+        globalName: 'Mo (moderator)',
+        permissions: String(MEMBER | MANAGE_MESSAGES),
+      },
     ].map((m) => ({ ...m, id: fake.addUser(m) }));
     /** Each member's Discord client language (the `locale` of their interactions). */
     const locales = new Map<string, string>(members.map((m) => [m.id, 'en-US']));
@@ -356,6 +400,11 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     });
     await app.register(fastifyStatic, { root: PUBLIC });
     await app.register(fastifyStatic, { root: TWEMOJI, prefix: '/vendor/twemoji/', decorateReply: false });
+    await app.register(fastifyStatic, {
+      root: NOTO_SANS_JP,
+      prefix: '/vendor/noto-sans-jp/',
+      decorateReply: false,
+    });
 
     const ref = z.object({ userId: z.string(), channelId: z.string() });
     const fileSchema = z.object({ filename: z.string().min(1), contentType: z.string(), base64: z.string() });
@@ -379,6 +428,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         permissions: m.permissions,
         admin: m.key === 'admin',
         locale: localeOf(m.id),
+        followed: followedThreads(fake, m.id),
       })),
       locales: LOCALES,
       guildLocale: fake.guildLocale,
@@ -407,9 +457,16 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         .filter((m) => !m.ephemeral || fake.interactionUser(m.interactionId) === userId)
         .map((m) => {
           const meta = m.data['interaction_metadata'] as JsonObject | undefined;
-          const command =
-            meta && meta['type'] === 2 ? commandLine(fake.interactions.get(String(meta['id']))) : undefined;
-          return { id: m.id, ephemeral: m.ephemeral, data: m.data, edits: m.edits.length, command };
+          const interaction =
+            meta && meta['type'] === 2 ? fake.interactions.get(String(meta['id'])) : undefined;
+          return {
+            id: m.id,
+            ephemeral: m.ephemeral,
+            data: m.data,
+            edits: m.edits.length,
+            command: commandLine(interaction),
+            commandType: commandType(interaction),
+          };
         });
       // The client forgets a failed command when reloaded; the page keeps it for an interaction
       // token's lifetime (15 min), then lets it go.
@@ -429,6 +486,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
           .map((i) => ({
             id: i.id,
             command: commandLine(i) ?? '',
+            commandType: commandType(i),
             createdAt: i.createdAt,
             failed: now - i.createdAt > ACK_DEADLINE_MS,
           })),
@@ -484,6 +542,28 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         attachments,
         ...(b.subcommand ? { subcommand: b.subcommand } : {}),
       });
+      const cb = await h.response(5000).catch(() => undefined);
+      return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
+    });
+
+    // A message command from a message's Apps menu (right-click, or More): Discord sends the command
+    // (type 2, data.type 3) with the message as target_id and in resolved.messages. The fake Discord
+    // refuses one the member is not offered (default_member_permissions), as the client would not list it.
+    app.post('/api/message-command', async (req, reply) => {
+      const b = ref.extend({ name: z.string(), messageId: z.string() }).parse(req.body);
+      let h;
+      try {
+        h = fake.sendMessageCommand({
+          name: b.name,
+          targetMessageId: b.messageId,
+          userId: b.userId,
+          locale: localeOf(b.userId),
+        });
+      } catch (err) {
+        const message = (err as Error).message;
+        if (/does not offer/.test(message)) return reply.code(403).send({ error: message });
+        throw err;
+      }
       const cb = await h.response(5000).catch(() => undefined);
       return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
     });

@@ -89,6 +89,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
   let galleryId = '';
   let ada = '';
   let alice = '';
+  let bob = '';
+  let mod = '';
 
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${pg.url}${path}`, {
@@ -127,6 +129,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     };
     ada = state.users.find((u) => u.key === 'admin')?.id ?? '';
     alice = state.users.find((u) => u.key === 'alice')?.id ?? '';
+    bob = state.users.find((u) => u.key === 'bob')?.id ?? '';
+    mod = state.users.find((u) => u.key === 'mod')?.id ?? '';
     await page.goto(pg.url);
     await page.waitForSelector('body[data-ready="true"]');
   }, 60_000);
@@ -261,11 +265,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     // The README's screenshot, refreshed on demand (UPDATE_SCREENSHOTS=1 npm test).
     if (process.env['UPDATE_SCREENSHOTS'] === '1') {
       await mkdir(DOCS, { recursive: true });
-      // The finished job from its "Ada used /extend-song" header down, beside the operator panel,
-      // with its post in the forum gallery listed under #gallery.
-      await expect
-        .poll(() => page.locator(`.thread`).allInnerTexts(), { timeout: 20_000 })
-        .toContainEqual(expect.stringContaining('extend-song'));
+      // The finished job from its "Ada used /extend-song" header down, beside the operator panel.
       await page.setViewportSize({ width: 1280, height: 960 });
       await lastMessage(page).evaluate((n) =>
         (n as unknown as { scrollIntoView(o: object): void }).scrollIntoView({ block: 'start' }),
@@ -479,7 +479,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       const sent = [...pg.fake.interactions.values()].at(-1);
       expect(sent?.payload['locale']).toBe('de');
       await page.screenshot({ path: `${ARTIFACTS}locale-de.png` });
-      await reply.locator('button', { hasText: 'Dismiss message' }).dispatchEvent('click');
+      // The client's own words are German too.
+      await reply.locator('button', { hasText: 'Nachricht verwerfen' }).dispatchEvent('click');
       await expect.poll(() => page.locator('article.msg.ephemeral').count()).toBe(0);
       // The server's language is the guild_locale of every interaction from it.
       await page.selectOption('#guild-locale', 'ja');
@@ -621,6 +622,225 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     // A SIGKILLed instance's gateway lease and jobs are taken over only once they expire
     // (~15 s with Redis), so this test needs more than the default 30 s on a loaded machine.
   }, 60_000);
+
+  it('the composer: Enter and Tab pick a highlighted optional option; task_id offers the seeded parent to a member with no jobs', async () => {
+    await page.selectOption('#user', bob);
+    try {
+      // Bob has run nothing: typing the advertised first step, the bot offers it from the service.
+      await pickCommand(page, 'extend-song');
+      await page.keyboard.type(FIXTURE_SONG_TASK_ID);
+      await expect
+        .poll(() => page.locator('.picker-item').allInnerTexts(), { timeout: 20_000 })
+        .toContainEqual(expect.stringContaining(FIXTURE_SONG_TASK_ID));
+      await page.locator('.picker-item', { hasText: FIXTURE_SONG_TASK_ID }).click();
+      await expect
+        .poll(() => page.locator('.picker-item').allInnerTexts(), { timeout: 20_000 })
+        .toContainEqual(expect.stringContaining(FIXTURE_SONG_IDS[0]));
+      await page.locator('.picker-item', { hasText: FIXTURE_SONG_IDS[0] }).click();
+      // The required options are filled: the optional ones are offered, none highlighted.
+      await expect.poll(() => page.locator('.picker-aside').allInnerTexts()).toContain('optional');
+      expect(await page.locator('.picker-item.active').count()).toBe(0);
+      const sent = pg.fake.interactions.size;
+      await page.keyboard.press('ArrowDown');
+      const first = (await page.locator('.picker-item.active .picker-label').innerText()).trim();
+      await page.keyboard.press('Enter');
+      // Picked, not sent: its chip is there and has the focus.
+      await expect.poll(() => page.locator(`.opt-chip[data-option="${first}"]`).count()).toBe(1);
+      expect(
+        await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { dataset: { option?: string } } } })
+              .document.activeElement.dataset.option,
+        ),
+      ).toBe(first);
+      // Backspace on the empty optional option removes it; Tab on the line then picks the (first)
+      // optional option offered and stays in the message box.
+      await page.keyboard.press('Backspace');
+      await expect.poll(() => page.locator(`.opt-chip[data-option="${first}"]`).count()).toBe(0);
+      await page.click('#text');
+      await expect.poll(() => page.locator('.picker-item').count()).toBeGreaterThan(0);
+      const next = (await page.locator('.picker-item .picker-label').first().innerText()).trim();
+      await page.keyboard.press('Tab');
+      await expect.poll(() => page.locator(`.opt-chip[data-option="${next}"]`).count()).toBe(1);
+      expect(
+        await page.evaluate(() =>
+          Boolean(
+            (
+              globalThis as unknown as {
+                document: { activeElement: { closest(s: string): unknown } };
+              }
+            ).document.activeElement.closest('#composer'),
+          ),
+        ),
+      ).toBe(true);
+      // Nothing went to the bot but autocompletes.
+      expect([...pg.fake.interactions.values()].slice(sent).filter((i) => i.type !== 4)).toHaveLength(0);
+    } finally {
+      await clearComposer(page);
+      await page.selectOption('#user', ada);
+    }
+  });
+
+  it("the client's own words in the member's language, Japanese drawn with the served font", async () => {
+    for (const [locale, note, today] of [
+      ['de', 'Nur du kannst das sehen · Nachricht verwerfen', 'Heute um'],
+      ['ja', 'これはあなただけに表示されています · メッセージを削除', '今日'],
+    ] as const) {
+      await page.selectOption('#locale', locale);
+      try {
+        await expect.poll(() => page.locator('html').getAttribute('lang')).toBe(locale);
+        await pickCommand(page, 'tasks');
+        await page.keyboard.press('Enter');
+        const reply = page.locator('article.msg.ephemeral').last();
+        await expect.poll(() => read(reply.locator('.ephemeral-note')), { timeout: 20_000 }).toBe(note);
+        expect(await read(reply.locator('.msg-time'))).toContain(today);
+        expect(await page.locator('#text').getAttribute('placeholder')).not.toContain('Message #');
+        if (locale === 'ja') {
+          // The Japanese slices of Noto Sans JP come from the playground itself.
+          const loaded = await page.evaluate(
+            `document.fonts.load('16px "Noto Sans JP"', 'これは').then((f) => f.length)`,
+          );
+          expect(loaded).toBeGreaterThan(0);
+          await page.screenshot({ path: `${ARTIFACTS}locale-ja.png` });
+        }
+        const id = (await reply.getAttribute('data-id')) ?? '';
+        await reply.locator('button.link-button').dispatchEvent('click');
+        await expect.poll(() => page.locator(`article[data-id="${id}"]`).count()).toBe(0);
+      } finally {
+        await page.selectOption('#locale', 'en-US');
+      }
+    }
+    await expect.poll(() => page.locator('html').getAttribute('lang')).toBe('en-US');
+  });
+
+  it('mentions and replies drawn on render; forum previews keep their lines; the sidebar lists followed threads only', async () => {
+    const posts = pg.fake.forumPosts(galleryId).filter((p) => !p.deleted);
+    const postId = posts[0]?.id ?? '';
+    expect(postId).not.toBe('');
+    // A thread mention names the thread, and follows a rename without switching channel.
+    const said = pg.fake.postUserMessage({
+      content: `**see** <#${postId}> and <@${ada}>`,
+      channelId: general,
+      userId: alice,
+    });
+    const mention = page.locator(`article[data-id="${said.id}"] a.mention`);
+    await expect.poll(() => read(mention), { timeout: 10_000 }).toBe(posts[0]?.name);
+    const bot = async (method: string, path: string, body: unknown) => {
+      const res = await fetch(`${pg.fake.apiUrl}/v10${path}`, {
+        method,
+        headers: { authorization: `Bot ${pg.fake.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBeLessThan(300);
+      return (await res.json()) as { id: string };
+    };
+    await bot('PATCH', `/channels/${postId}`, { name: 'renamed post' });
+    await expect.poll(() => read(mention), { timeout: 10_000 }).toBe('renamed post');
+    expect(await page.locator('a.mention', { hasText: 'unknown' }).count()).toBe(0);
+    // A reply previews the replied-to message as drawn: bold without its stars, the mention by name.
+    const reply = await bot('POST', `/channels/${general}/messages`, {
+      content: 'a reply',
+      message_reference: { message_id: said.id },
+      allowed_mentions: { parse: [] },
+    });
+    const snippet = page.locator(`article[data-id="${reply.id}"] .reply-snippet`);
+    await expect.poll(() => read(snippet), { timeout: 10_000 }).toBe('see renamed post and @Ada (admin)');
+    expect(await snippet.locator('strong').innerText()).toBe('see');
+
+    // The sidebar: Ada follows no gallery post; Alice posts in one and then follows it.
+    expect(await page.locator(`.thread[data-channel="${postId}"]`).count()).toBe(0);
+    pg.fake.postUserMessage({ content: 'nice one', channelId: postId, userId: alice });
+    await page.selectOption('#user', alice);
+    try {
+      await expect
+        .poll(() => page.locator(`.thread[data-channel="${postId}"]`).count(), { timeout: 10_000 })
+        .toBe(1);
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+    await expect.poll(() => page.locator(`.thread[data-channel="${postId}"]`).count()).toBe(0);
+
+    // The forum's post previews keep the first message's line breaks.
+    await page.click(`[data-channel="${galleryId}"]`);
+    const preview = page.locator('.forum-post .forum-post-preview').first();
+    await expect.poll(() => preview.count(), { timeout: 10_000 }).toBe(1);
+    expect(await preview.innerText()).toMatch(/\S\n\S/);
+    await page.click(`[data-channel="${general}"]`);
+    await expect.poll(() => page.locator('#composer').isVisible()).toBe(true);
+  });
+
+  it("a moderator uses Remove result from a message's Apps menu (right-click); a member is not offered it", async () => {
+    // The newest finished job in #general, and its gallery post.
+    const job = [...pg.fake.channelMessages(general)]
+      .reverse()
+      .find((m) => JSON.stringify(m.data['components'] ?? []).includes('Extend song 2'));
+    expect(job).toBeDefined();
+    const jobId = job?.id ?? '';
+    const postsBefore = pg.fake.forumPosts(galleryId).filter((p) => !p.deleted).length;
+    const article = page.locator(`article[data-id="${jobId}"]`);
+    const apps = () => page.locator('#context-menu [data-command] .menu-label').allInnerTexts();
+
+    // Alice: no Manage Messages, so no Remove result (and the local Discord refuses it too).
+    await page.selectOption('#user', alice);
+    await expect.poll(() => article.count(), { timeout: 10_000 }).toBe(1);
+    await article.click({ button: 'right', position: { x: 200, y: 30 } });
+    await expect.poll(() => page.locator('#context-menu').count()).toBe(1);
+    expect(await apps()).not.toContain('Remove result');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('#context-menu').count()).toBe(0);
+    const refused = await fetch(`${pg.url}/api/message-command`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: alice, channelId: general, name: 'Remove result', messageId: jobId }),
+    });
+    expect(refused.status).toBe(403);
+
+    // Mo, a moderator: right-click → Apps → Remove result.
+    await page.selectOption('#user', mod);
+    try {
+      await expect.poll(() => page.locator('#user-perms').innerText()).toBe('Manage Messages');
+      await article.click({ button: 'right', position: { x: 200, y: 30 } });
+      await page.locator('#context-menu [data-menu="apps"]').click();
+      await expect.poll(apps).toContain('Remove result');
+      await page.screenshot({ path: `${ARTIFACTS}apps-menu.png` });
+      await page.locator('#context-menu [data-command="Remove result"]').click();
+      const answer = page.locator('article.msg.ephemeral').last();
+      await expect
+        .poll(() => read(answer.locator('.msg-context.used')), { timeout: 20_000 })
+        .toBe('Mo (moderator) used Remove result');
+      await expect
+        .poll(() => answer.innerText(), { timeout: 30_000 })
+        .toContain('its gallery post was deleted');
+      // The bot holds the invite's Manage Threads: the post is gone.
+      expect(pg.fake.forumPosts(galleryId).filter((p) => !p.deleted).length).toBe(postsBefore - 1);
+      const sent = [...pg.fake.interactions.values()].at(-1)?.payload['data'] as Record<string, unknown>;
+      expect(sent['type']).toBe(3);
+      expect(sent['target_id']).toBe(jobId);
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+  });
+
+  it("/privacy delete removes the member's gallery posts (the bot holds the invite's Manage Threads)", async () => {
+    const mine = () =>
+      pg.fake
+        .forumPosts(galleryId)
+        .filter((p) => !p.deleted && JSON.stringify(p.message?.data ?? {}).includes(`<@${ada}>`));
+    expect(mine().length).toBeGreaterThan(0);
+    await pickCommand(page, 'privacy delete');
+    await page.keyboard.press('Enter');
+    await page
+      .locator('#messages button', { hasText: 'Confirm: delete my data' })
+      .last()
+      .click({ timeout: 20_000 });
+    await expect
+      .poll(() => page.locator('article.msg.ephemeral').last().innerText(), { timeout: 30_000 })
+      .toMatch(/Deleted: .*gallery post/);
+    expect(await page.locator('article.msg.ephemeral').last().innerText()).not.toContain(
+      'could not be deleted',
+    );
+    expect(mine()).toEqual([]);
+  });
 
   it('is usable at phone width (channels and operator panel behind buttons)', async () => {
     await page.setViewportSize({ width: 390, height: 800 });
