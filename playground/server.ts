@@ -177,18 +177,33 @@ function commandType(interaction: InteractionState | undefined): number | undefi
   return typeof data?.['type'] === 'number' ? data['type'] : undefined;
 }
 
+/** Whether a process has ended: gone, or a zombie its parent (init, for a daemon) has not reaped yet. */
+async function ended(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // The state follows the command name in parentheses: "1234 (redis-server) Z …".
+  return /\)\s+Z/.test(stat);
+}
+
 /** Waits until a process id is gone (a daemonized redis-server is not our child: no exit event). */
 async function processGone(pid: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (await ended(pid)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  process.kill(pid, 'SIGKILL');
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  // SIGKILL is not instant either: its directory is removed once it is really gone.
+  const killedBy = Date.now() + 2000;
+  while (Date.now() < killedBy && !(await ended(pid))) await new Promise((r) => setTimeout(r, 20));
 }
 
 export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Playground> {
@@ -284,10 +299,18 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const redis = await makePrivateRedis();
       privateRedis = redis;
       undo.push(async () => {
-        // SHUTDOWN is asynchronous and the server is a daemon: wait for its pid before removing its folder.
+        // Stopped by its pid (SIGTERM: redis-server shuts down; it saves nothing here), not through
+        // redis-cli, which a second Ctrl-C to the terminal's process group would kill on the way. It is
+        // a daemon, not our child: wait for its pid to end before removing its folder.
         const pid = Number(await readFile(join(redis.dir, 'redis.pid'), 'utf8').catch(() => ''));
-        await redis.kill();
-        if (pid > 0) await processGone(pid, 5000);
+        if (pid > 0) {
+          try {
+            process.kill(pid, 'SIGTERM');
+          } catch {
+            // already gone (the store switch stopped it)
+          }
+          await processGone(pid, 5000);
+        } else await redis.kill();
         await rm(redis.dir, { recursive: true, force: true });
       });
       await redis.start();

@@ -894,13 +894,15 @@ function runPlayground(env: Record<string, string>) {
 /** What is left in a temp dir, but tsx's compile cache (`tsx-<uid>`, kept on purpose like `npm run playground` keeps it). */
 const leftIn = async (dir: string) => (await readdir(dir)).filter((d) => !/^tsx-\d+$/.test(d));
 
+/** Whether a process runs: a zombie (exited, not yet reaped by its parent, init for a daemon) does not. */
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  const stat = spawnSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).stdout.trim();
+  return stat !== '' && !stat.startsWith('Z');
 };
 
 describe('npm run playground as a command', { timeout: 90_000 }, () => {
