@@ -365,11 +365,18 @@ async function interact(messageId, customId, label, values) {
 
 // ------------------------------------------------------------------ a message's menu (Apps)
 
-/** The message commands (type 3) this member is offered here, named in their language. */
+/**
+ * The message commands (type 3) this member is offered here, named in their language: those whose
+ * `contexts` include where they are (a server, or a DM with the bot), and in a server only those
+ * their permissions allow (a DM has no member permissions).
+ */
 function messageCommands() {
   const perms = me()?.permissions;
+  const dm = channel(state.channelId)?.type === 1;
+  const context = dm ? 1 : 0;
   return state.commands
-    .filter((c) => c.type === 3 && memberSees(c, perms))
+    .filter((c) => c.type === 3 && (!Array.isArray(c.contexts) || c.contexts.includes(context)))
+    .filter((c) => dm || memberSees(c, perms))
     .map((c) => ({ name: c.name, label: localized(c, 'name', me()?.locale ?? 'en-US') ?? c.name }))
     .sort((a, b) => a.label.localeCompare(b.label));
 }
