@@ -51,6 +51,9 @@ export async function taskChoices(
   // task of this operation, so the member sees it is the right one before sending.
   const typed = query.trim();
   if (typed === '' || own.some((c) => c.value === typed)) return own;
+  // Another member's job is theirs (as the song_id autocomplete keeps it): not offered.
+  const job = await ctx.records.getByTaskId(typed).catch(() => undefined);
+  if (job && !mayActOnJob(i, job)) return own;
   const outside = await ctx.taskLookup.lookup(i.user.id, op, typed).catch(() => undefined);
   // Read as this operation: only a result of that kind (a song's songs, a video's video) is one.
   if (outside?.state !== 'finished' || outside.outputs?.kind !== op) return own;
