@@ -33,7 +33,7 @@ import { AutoModWithholding } from './services/moderation/automod.js';
 import { ResultTakeDown } from './services/moderation/take-down.js';
 import { mediaOperations, renderOperations } from './services/operations/index.js';
 import { createStores } from './services/store/index.js';
-import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
+import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
 import { compileAllowList } from './services/net/address-policy.js';
@@ -96,7 +96,7 @@ export interface App {
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
   /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
-  kv: LockingKeyValueStore;
+  kv: LockingKeyValueStore & AtomicKeyValueStore;
   /** The bot-token REST (tests post messages with it). */
   rest: REST;
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
@@ -229,7 +229,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const jobKeys = new JobKeys();
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
-  const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  const ledger = new FairUseLedger({
+    kv: stores.kv,
+    slotTtlMs: config.jobs.maxDurationMs + 3_600_000,
+    operatorDailyCredits: config.operator.dailyCredits,
+    now,
+  });
+  metrics.operatorDailyCredits.set(config.operator.dailyCredits);
   // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
   const outboundAllow = compileAllowList(config.outbound.allow);
   const downloader = createSafeDownloader();
@@ -253,8 +259,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     settings: guildSettings,
     ledger,
     costs: config.community.costs,
+    operator: config.operator,
+    jobMaxDurationMs: config.jobs.maxDurationMs,
     logger: logger.child({ component: 'community' }),
     gallery,
+    metrics,
   });
 
   // ---- Jobs: lifecycle, keeper checks, message updates, after-final work.
@@ -432,7 +441,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       sessions: training,
       consents: trainingServices.consent.records,
       gallery,
-      ledger,
+      community,
       retention,
       logger: logger.child({ component: 'privacy' }),
       now,

@@ -188,6 +188,23 @@ const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number>
   return out;
 });
 
+/** ALLOWED_GUILD_IDS: a comma list of server ids (snowflakes), at least one. */
+const guildIdList = z.string().transform((v, ctx): string[] => {
+  const ids = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  const bad = ids.filter((id) => !/^\d{1,20}$/.test(id));
+  if (ids.length === 0 || bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma list of server ids, digits only${bad.length > 0 ? ` (not ${bad.join(', ')})` : ''}`,
+    });
+    return z.NEVER;
+  }
+  return [...new Set(ids)];
+});
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
@@ -287,6 +304,11 @@ const schema = z.object({
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
   DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
   CREDIT_COSTS: withDefault(creditCosts, ''),
+  ALLOWED_GUILD_IDS: optional(guildIdList),
+  OPERATOR_DAILY_CREDITS: withDefault(
+    int(0, 1_000_000_000, 'credits all servers and members may spend per UTC day, 0 = no ceiling'),
+    '0',
+  ),
   INSTANCE_ID: optional(
     z.string().regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable characters, no spaces'),
   ),
@@ -355,6 +377,13 @@ export interface Config {
   community: {
     defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
     costs: Record<CostedCommand, number>;
+  };
+  /** The operator's bounds above every server's settings (design: "Operator limits"). */
+  operator: {
+    /** ALLOWED_GUILD_IDS: job commands run only in these servers (undefined: any server). */
+    allowedGuildIds?: readonly string[];
+    /** OPERATOR_DAILY_CREDITS: what everyone together may spend per UTC day (0: no ceiling). */
+    dailyCredits: number;
   };
   logLevel: (typeof LOG_LEVELS)[number];
   logFormat: (typeof LOG_FORMATS)[number];
@@ -454,6 +483,7 @@ function toConfig(e: Env): Config {
       },
       costs: e.CREDIT_COSTS,
     },
+    operator: { ...opt('allowedGuildIds', e.ALLOWED_GUILD_IDS), dailyCredits: e.OPERATOR_DAILY_CREDITS },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     instanceId: e.INSTANCE_ID ?? `${hostname()}:${process.pid}`,

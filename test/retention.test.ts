@@ -17,8 +17,14 @@ import { createStores, type Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { TrainingSessions } from '../src/services/training/sessions.js';
 import { FairUseLedger } from '../src/services/community/fair-use.js';
+import { CommunityService } from '../src/services/community/community.js';
+import { GuildSettingsStore } from '../src/services/community/settings.js';
+import { DEFAULT_CREDIT_COSTS } from '../src/config.js';
+
 import { REDIS_URL } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
+
+const DEFAULT_SETTINGS = { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 };
 
 const logger = pino({ level: 'silent' });
 const DAY = 86_400_000;
@@ -168,7 +174,14 @@ for (const backend of ['sqlite', 'redis'] as const)
         jobs: stores.jobs,
         sessions,
         consents,
-        ledger: new FairUseLedger({ kv: stores.kv, slotTtlMs: DAY }),
+        community: new CommunityService({
+          settings: new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULT_SETTINGS }),
+          ledger: new FairUseLedger({ kv: stores.kv, slotTtlMs: DAY }),
+          costs: DEFAULT_CREDIT_COSTS,
+          operator: {},
+          jobMaxDurationMs: DAY,
+          logger,
+        }),
         retention: { jobDays: 30, consentDays: 365, sessionHours: 24 },
         logger,
         now,

@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from 'discord.js';
 import { ButtonStyle, ComponentType } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import {
@@ -10,6 +10,7 @@ import {
 } from '../services/discord/interactions/custom-ids.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 /**
  * `/privacy`: what the bot keeps about the member, from a server or a DM, always
@@ -20,7 +21,6 @@ import { UserError, type BotContext, type Command, type ComponentHandler } from 
 const data = new SlashCommandBuilder()
   .setName('privacy')
   .setDescription('What the bot keeps about you: see it, export it or delete it')
-  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
   .addSubcommand((s) => s.setName('show').setDescription('What the bot keeps about you, and for how long'))
   .addSubcommand((s) =>
     s.setName('export').setDescription('Everything the bot keeps about you, as a JSON file'),
@@ -105,7 +105,7 @@ async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): 
 }
 
 export const privacy: Command = {
-  data,
+  data: { ...data, ...where.serverAndDm },
   ephemeral: true,
   async execute(interaction, ctx) {
     const tr = translatorFor(interaction);

@@ -1,6 +1,5 @@
 import {
   ApplicationCommandType,
-  InteractionContextType,
   PermissionFlagsBits,
   type RESTPostAPIContextMenuApplicationCommandsJSONBody,
 } from 'discord-api-types/v10';
@@ -10,6 +9,7 @@ import type { MessageOutcome, TakeDownReport } from '../services/moderation/take
 import type { Operation } from '../services/media/types.js';
 import { requireGuild } from './preconditions.js';
 import { UserError, type BotContext, type Command } from './types.js';
+import { where } from './where.js';
 
 /**
  * `Remove result` (message command, Manage Messages, servers only): used on a job's
@@ -21,7 +21,7 @@ const data: RESTPostAPIContextMenuApplicationCommandsJSONBody = {
   type: ApplicationCommandType.Message,
   name: 'Remove result',
   default_member_permissions: String(PermissionFlagsBits.ManageMessages),
-  contexts: [InteractionContextType.Guild],
+  ...where.serverOnly,
 };
 
 const TITLE_KEY = {

@@ -64,7 +64,7 @@ export interface BotContext {
   community: CommunityService;
   /** Per-server settings (/settings). */
   settings: GuildSettingsStore;
-  ledger: Pick<FairUseLedger, 'creditsUsed'>;
+  ledger: Pick<FairUseLedger, 'creditsUsed' | 'operatorCreditsUsed' | 'operatorDailyCredits'>;
   /** Credits each command costs (CREDIT_COSTS), shown by /settings show. */
   costs: Config['community']['costs'];
   /** Starting a job's thread and posting its live message there (bot token). */
@@ -86,6 +86,8 @@ export interface BotContext {
 
 export interface Command {
   data: RESTPostAPIApplicationCommandsJSONBody;
+  /** Starts paid work: refused where the operator allows no jobs (ALLOWED_GUILD_IDS), before anything runs. */
+  job?: true;
   /** Answers are private: a late command is deferred ephemerally on its behalf. */
   ephemeral?: boolean;
   execute(interaction: BotInteraction, ctx: BotContext): Promise<void>;
@@ -95,6 +97,8 @@ export interface Command {
 /** A component or modal handler, matched by custom_id prefix. */
 export interface ComponentHandler {
   prefix: string;
+  /** Starts paid work (next steps, job forms): see Command.job. */
+  job?: true;
   button?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   select?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   modal?(interaction: BotInteraction, ctx: BotContext): Promise<void>;

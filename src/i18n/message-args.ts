@@ -17,7 +17,6 @@ export interface MessageArgs {
   'buttons.retry': undefined;
   'buttons.submit': undefined;
   'buttons.upscale_again': undefined;
-  'buttons.video': undefined;
   'commands.extend-song.description': undefined;
   'commands.extend-song.options.continue_at.description': undefined;
   'commands.extend-song.options.song_id.description': undefined;
@@ -267,6 +266,8 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
+  'refusal.operator_credits': { resetAt: string | number };
+  'refusal.server_not_allowed': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
@@ -278,10 +279,11 @@ export interface MessageArgs {
   'result.song.audio': undefined;
   'result.song.cover': undefined;
   'result.song.lyrics': undefined;
+  'result.song.result_video': undefined;
   'result.song.song_id': undefined;
   'result.song.title': { n: string | number };
   'result.song.video': undefined;
-  'result.training.expires': { full: string | number; raw: string | number; relative: string | number };
+  'result.training.expires': { full: string | number; relative: string | number };
   'result.training.expires_at': { raw: string | number };
   'result.upscale.more_images': { links: string | number };
   'result.upscale.no_image': undefined;
@@ -315,6 +317,14 @@ export interface MessageArgs {
   'settings.show.gallery_none': { source: string };
   'settings.show.gallery_ok': undefined;
   'settings.show.max_active_jobs': { max: string | number; source: string };
+  'settings.show.not_allowed': undefined;
+  'settings.show.operator_ceiling': {
+    ceiling: string | number;
+    left: string | number;
+    resetAt: string | number;
+    used: string | number;
+  };
+  'settings.show.operator_no_ceiling': { used: string | number };
   'settings.show.threads': { source: string; state: string };
   'settings.show.title': undefined;
   'settings.unknown_setting': { setting: string | number };
@@ -360,9 +370,11 @@ export interface MessageArgs {
   'training.consent.confirmed': { count: number };
   'training.consent.declined': undefined;
   'training.consent.expired': undefined;
+  'training.consent.failed': undefined;
   'training.consent.heading': { count: number };
   'training.consent.not_owner': { user: string | number };
   'training.consent.record': { days: number };
+  'training.consent.sent': { count: number };
   'training.consent.subject': { subject: string | number };
   'training.consent.used': undefined;
   'training.consent.v1.adult': undefined;

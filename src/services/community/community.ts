@@ -6,6 +6,8 @@ import { discordTimestamp } from '../shared/format.js';
 import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
+import { isTerminalState } from '../store/merge.js';
+import type { Metrics } from '../../metrics.js';
 import type { FairUseLedger, Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
@@ -27,64 +29,122 @@ export function refusalMessage(r: Refusal): MemberText {
     case 'credits':
       return (tr) =>
         tr.t('refusal.credits', { left: r.left, budget: r.budget, cost: r.cost, resetAt: ts(r.resetAt) });
+    case 'operator':
+      return (tr) => tr.t('refusal.operator_credits', { resetAt: ts(r.resetAt) });
+    case 'not_allowed':
+      return (tr) => tr.t('refusal.server_not_allowed');
   }
 }
 
+/** The scope a job's reservation counts against (see FairUseLedger): its server. */
+export const scopeOf = (job: Pick<JobRecord, 'message'>): string | undefined => job.message.guildId;
+
 /**
- * The server side of every submission: fair use and credits before the job
- * exists, and what follows a job's end (slot freed, credits back for a job that
- * never started). Jobs outside a guild (DMs) have no server limits.
+ * The server side of every submission: the operator's limits, fair use and credits
+ * before the job exists, and what follows a job's end (slot freed, credits back for a
+ * job that never started). Every way a job starts (slash commands, buttons, Retry,
+ * modals) comes through `admit` (src/commands/run-job.ts).
  */
 export class CommunityService {
+  private readonly allowed: ReadonlySet<string> | undefined;
+
   constructor(
     private readonly deps: {
       settings: GuildSettingsStore;
       ledger: FairUseLedger;
       costs: Config['community']['costs'];
+      /** ALLOWED_GUILD_IDS (OPERATOR_DAILY_CREDITS is the ledger's). */
+      operator: Pick<Config['operator'], 'allowedGuildIds'>;
+      /** The job's maximum duration: a deleted running job's slot is held until then. */
+      jobMaxDurationMs: number;
       logger: Logger;
       gallery?: GalleryPoster;
+      metrics?: Pick<Metrics, 'operatorCreditsSpent' | 'operatorCreditsRefunded'>;
     },
-  ) {}
+  ) {
+    const ids = deps.operator.allowedGuildIds;
+    this.allowed = ids === undefined ? undefined : new Set(ids);
+  }
+
+  /**
+   * May jobs start here? ALLOWED_GUILD_IDS set: only in its servers (a DM is in no server;
+   * whether jobs run there is the job path's own rule). Checked before any store or service call.
+   */
+  allowsJobsIn(guildId: string | null): boolean {
+    return guildId === null || this.allowed === undefined || this.allowed.has(guildId);
+  }
 
   costOf(operation: Operation): number {
     return this.deps.costs[operations[operation].command];
   }
 
-  /** Checks and reserves before any service call. Throws StoreUnavailableError when the store is down. */
-  async admit(input: { guildId?: string; userId: string; operation: Operation }): Promise<Admission> {
+  /**
+   * Checks and reserves before any service call: the operator's allow-list, then (atomically)
+   * the member's slots and cooldown, the server's credits and the operator's daily ceiling.
+   * Throws StoreUnavailableError when the store is down.
+   */
+  async admit(input: { guildId: string; userId: string; operation: Operation }): Promise<Admission> {
     const jobId = randomUUID();
     const cost = this.costOf(input.operation);
-    if (input.guildId === undefined) return { ok: true, jobId, cost };
-    const settings = await this.deps.settings.get(input.guildId);
+    if (!this.allowsJobsIn(input.guildId)) return refused({ kind: 'not_allowed' });
+    const limits = await this.deps.settings.get(input.guildId);
     const r = await this.deps.ledger.reserve({
-      guildId: input.guildId,
+      scope: input.guildId,
       userId: input.userId,
       jobId,
       cost,
-      settings,
+      limits,
     });
-    if (!r.ok) return { ok: false, refusal: r.refusal, message: refusalMessage(r.refusal) };
+    if (!r.ok) return refused(r.refusal);
+    this.deps.metrics?.operatorCreditsSpent.inc(r.operatorCredits);
     return { ok: true, jobId, cost };
   }
 
   /** The reserved job never came to be (store down, Discord refused the reply): slot and credits back. */
   async cancel(input: { guildId?: string; userId: string; jobId: string }): Promise<void> {
     if (input.guildId === undefined) return;
-    await this.deps.ledger.release({
-      guildId: input.guildId,
-      userId: input.userId,
-      jobId: input.jobId,
-      refund: true,
-    });
+    await this.release(input.guildId, input.userId, input.jobId, true);
   }
 
   /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
   async jobEnded(job: JobRecord): Promise<void> {
-    const guildId = job.message.guildId;
-    if (guildId === undefined) return;
-    const refund =
-      job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
-    await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund });
+    const scope = scopeOf(job);
+    if (scope === undefined) return;
+    await this.release(scope, job.userId, job.id, startedNothing(job));
     if (job.state === 'finished' && this.deps.gallery) await this.deps.gallery.post(job);
   }
+
+  /**
+   * The job's record is deleted at its member's request (/privacy delete). A deletion never
+   * frees a running job's slot or credits: an ended job's are settled as its end would; a
+   * running one keeps them until it would have ended (its maximum duration).
+   */
+  async jobDeleted(job: JobRecord): Promise<void> {
+    const scope = scopeOf(job);
+    if (scope === undefined || job.settledAt !== undefined) return;
+    if (isTerminalState(job.state)) {
+      await this.release(scope, job.userId, job.id, startedNothing(job));
+      return;
+    }
+    await this.deps.ledger.holdUntil({
+      scope,
+      userId: job.userId,
+      jobId: job.id,
+      until: job.createdAt + this.deps.jobMaxDurationMs,
+    });
+  }
+
+  private async release(scope: string, userId: string, jobId: string, refund: boolean): Promise<void> {
+    const back = await this.deps.ledger.release({ scope, userId, jobId, refund });
+    if (back > 0) this.deps.metrics?.operatorCreditsRefunded.inc(back);
+  }
+}
+
+function refused(refusal: Refusal): Admission {
+  return { ok: false, refusal, message: refusalMessage(refusal) };
+}
+
+/** The job failed before the service took it: its credits come back. */
+function startedNothing(job: JobRecord): boolean {
+  return job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
 }

@@ -5,7 +5,7 @@ import type { JobRecord, JobStore } from '../store/types.js';
 import type { TrainingSession, TrainingSessions } from '../training/sessions.js';
 import type { ConsentRecord, ConsentStore } from './consent-store.js';
 import type { TakeDown } from '../community/gallery.js';
-import type { FairUseLedger } from '../community/fair-use.js';
+import type { CommunityService } from '../community/community.js';
 
 /**
  * What the bot keeps about one member, in every server: their job records, open
@@ -19,8 +19,8 @@ export interface MemberDataDeps {
   consents: Pick<ConsentStore, 'listByMember' | 'minimizeForMember'>;
   /** Takes a job's gallery post down (absent: no gallery in this deployment). */
   gallery?: { takeDown(job: Pick<JobRecord, 'id' | 'galleryPost'>): Promise<TakeDown> };
-  /** A running job's fair-use slot is freed when its record goes (its credits are spent: no refund). */
-  ledger: Pick<FairUseLedger, 'release'>;
+  /** A deleted job's fair-use slot and credits: never freed early (held until the job would have ended). */
+  community: Pick<CommunityService, 'jobDeleted'>;
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   logger: Logger;
   now: () => number;
@@ -122,10 +122,7 @@ export class MemberData {
       if (down.kind === 'deleted') report.posts++;
       else if (down.kind === 'failed') report.postsLeft++;
     }
-    const guildId = job.message.guildId;
-    if (job.settledAt === undefined && guildId !== undefined) {
-      await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund: false });
-    }
+    await this.deps.community.jobDeleted(job);
     if (!isTerminalState(job.state)) report.running++;
     await this.deps.jobs.delete(job.id);
     report.jobs++;
