@@ -677,6 +677,11 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
   });
 
   it("the client's own words in the member's language, Japanese drawn with the served font", async () => {
+    // Every language has every word (a string, so that the test runner leaves the page's import alone).
+    const missing = (await page.evaluate(`import('/i18n.js').then(({ CLIENT_STRINGS: all }) =>
+      Object.entries(all).flatMap(([locale, words]) =>
+        Object.keys(all['en-US']).filter((k) => !words[k]).map((k) => locale + ':' + k)))`)) as string[];
+    expect(missing).toEqual([]);
     for (const [locale, note, today] of [
       ['de', 'Nur du kannst das sehen · Nachricht verwerfen', 'Heute um'],
       ['ja', 'これはあなただけに表示されています · メッセージを削除', '今日'],

@@ -455,7 +455,7 @@ export function createComposer(hooks) {
       );
       items = optionChoices(S.focus);
       if (opt.autocomplete) empty = S.acLoading === opt.name ? t('loadingOptions') : t('noOptions');
-      if (opt.type === OPT.ATTACHMENT) empty = 'Drop a file on the channel, or press Enter to choose one';
+      if (opt.type === OPT.ATTACHMENT) empty = t('dropFile');
     } else {
       const present = new Set(S.chips.map((c) => c.opt.name));
       const typed = text.value.trim().toLowerCase();
@@ -478,7 +478,7 @@ export function createComposer(hooks) {
       );
       if (!items.length && !typed) {
         items = [];
-        empty = 'Press Enter to send';
+        empty = t('pressEnter');
       }
     }
     if (S.hidden) return hidePicker();
@@ -609,11 +609,11 @@ export function createComposer(hooks) {
       const o = chip.opt;
       if (o.type === OPT.ATTACHMENT) {
         if (chip.file) files[o.name] = chip.file;
-        else if (o.required) errors.push([chip, `${o.name} needs a file`]);
+        else if (o.required) errors.push([chip, t('needsFile', { name: o.name })]);
         continue;
       }
       if (chip.input.value.trim() === '') {
-        if (o.required) errors.push([chip, `${o.name} is required`]);
+        if (o.required) errors.push([chip, t('isRequired', { name: o.name })]);
         continue;
       }
       const v = convert(chip);

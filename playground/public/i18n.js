@@ -36,6 +36,10 @@ const STRINGS = {
     noOptions: 'No options match your search',
     loadingOptions: 'Loading options…',
     unknownChannel: 'unknown',
+    pressEnter: 'Press Enter to send',
+    isRequired: '{name} is required',
+    needsFile: '{name} needs a file',
+    dropFile: 'Drop a file on the channel, or press Enter to choose one',
   },
   de: {
     onlyYou: 'Nur du kannst das sehen',
@@ -68,6 +72,10 @@ const STRINGS = {
     noOptions: 'Keine Optionen passen zu deiner Suche',
     loadingOptions: 'Optionen werden geladen …',
     unknownChannel: 'unbekannt',
+    pressEnter: 'Drücke Enter zum Senden',
+    isRequired: '{name} ist erforderlich',
+    needsFile: '{name} braucht eine Datei',
+    dropFile: 'Ziehe eine Datei in den Kanal oder drücke Enter, um eine auszuwählen',
   },
   fr: {
     onlyYou: 'Vous seul·e pouvez voir ceci',
@@ -100,6 +108,10 @@ const STRINGS = {
     noOptions: 'Aucune option ne correspond à ta recherche',
     loadingOptions: 'Chargement des options…',
     unknownChannel: 'inconnu',
+    pressEnter: 'Appuie sur Entrée pour envoyer',
+    isRequired: '{name} est obligatoire',
+    needsFile: '{name} a besoin d’un fichier',
+    dropFile: 'Dépose un fichier sur le salon, ou appuie sur Entrée pour en choisir un',
   },
   'es-ES': {
     onlyYou: 'Solo tú puedes ver esto',
@@ -132,6 +144,10 @@ const STRINGS = {
     noOptions: 'Ninguna opción coincide con tu búsqueda',
     loadingOptions: 'Cargando opciones…',
     unknownChannel: 'desconocido',
+    pressEnter: 'Pulsa Intro para enviar',
+    isRequired: '{name} es obligatorio',
+    needsFile: '{name} necesita un archivo',
+    dropFile: 'Suelta un archivo en el canal o pulsa Intro para elegir uno',
   },
   'pt-BR': {
     onlyYou: 'Somente você pode ver isso',
@@ -164,6 +180,10 @@ const STRINGS = {
     noOptions: 'Nenhuma opção corresponde à sua pesquisa',
     loadingOptions: 'Carregando opções…',
     unknownChannel: 'desconhecido',
+    pressEnter: 'Pressione Enter para enviar',
+    isRequired: '{name} é obrigatório',
+    needsFile: '{name} precisa de um arquivo',
+    dropFile: 'Solte um arquivo no canal ou pressione Enter para escolher um',
   },
   ja: {
     onlyYou: 'これはあなただけに表示されています',
@@ -196,10 +216,17 @@ const STRINGS = {
     noOptions: '検索に一致するオプションはありません',
     loadingOptions: 'オプションを読み込み中…',
     unknownChannel: '不明',
+    pressEnter: 'Enterで送信',
+    isRequired: '{name}は必須です',
+    needsFile: '{name}にはファイルが必要です',
+    dropFile: 'チャンネルにファイルをドロップするか、Enterで選択してください',
   },
 };
 
 export const UI_LOCALES = Object.keys(STRINGS);
+
+/** The client's words by language (the browser test checks each language has every one). */
+export const CLIENT_STRINGS = STRINGS;
 
 let current = 'en-US';
 
