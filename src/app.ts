@@ -48,7 +48,7 @@ import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
 import { createSafePhotoDownloader } from './services/training/download.js';
 import { RetentionSweeper } from './services/privacy/retention.js';
-import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
+import { buildMetricsServer, buildServer, openMetricsWarning, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import { shutdownSteps } from './shutdown-steps.js';
 import { CommunityService } from './services/community/community.js';
@@ -70,6 +70,11 @@ const GATEWAY_ACK_AFTER_MS = 1500;
 const SUBMIT_WAIT_BOUND_MS = 5 * 60_000;
 /** HTTP: the acknowledgement travels in the HTTP response itself, so it can wait a little longer. */
 const HTTP_ACK_AFTER_MS = 2500;
+/**
+ * The service account's balance is read at start and then this often, by every instance
+ * (one GET each: each serves `/settings show` and its own `/metrics` from its reading).
+ */
+const ACCOUNT_READ_EVERY_MS = 5 * 60_000;
 
 export interface AppOptions {
   logger: Logger;
@@ -80,6 +85,8 @@ export interface AppOptions {
   storeNamespace?: string;
   /** A command not answering by then is acknowledged on its behalf (default 1500 gateway, 2500 http; 0: at once). */
   interactionAckDeadlineMs?: number;
+  /** Between two readings of the service account's balance (default ACCOUNT_READ_EVERY_MS). */
+  accountReadEveryMs?: number;
 }
 
 /** The Discord edits of job messages, whichever way they are delivered (tests, benches). */
@@ -162,6 +169,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     logger: mediaLog,
     lowCredits: config.media.lowCredits,
+    intervalMs: opts.accountReadEveryMs ?? ACCOUNT_READ_EVERY_MS,
   });
 
   // ---- Discord REST: the bot token's, the interaction webhooks' (no global limiter), the edits'.
@@ -644,6 +652,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         { url, store: stores.backend, mode: config.publicUrl ? 'webhooks' : 'polling' },
         'HTTP server listening',
       );
+      const openMetrics = openMetricsWarning(config);
+      if (openMetrics) logger.warn({ host: config.http.host }, openMetrics);
+      // The balance is known (metric, low-credit warning, /settings show) from the start, not after a 402.
+      account.start();
       if (metricsServer && config.metrics.port !== undefined) {
         const metricsPort = config.metrics.port;
         const metricsUrl = await inPhase('metrics-http', () =>
@@ -713,6 +725,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await step('http', () => server.close());
         await step('interactions endpoint', () => endpoint?.close());
         await step('metrics', () => metricsServer?.close());
+        account.stop();
         lifecycle.stop();
         trainingServices.stop();
         await step('retention sweep', () => retentionSweeper.stop());
@@ -732,7 +745,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         );
         sessionEdits.close();
         await step('queues', () => bull?.close());
-        account.stop();
         taskReader.close();
         await step('media client', () => media.close());
         await step('downloader', () => downloader.close());
