@@ -232,15 +232,16 @@ for (const kind of kinds) {
       let w = world;
       if (opts.ownStores) {
         const own = await kind.otherStores(world.stores);
-        let target: Instance | undefined;
+        const to: { target?: Instance } = {};
         const core = inProcessJobs({
           store: own.stores.jobs,
           logger,
-          onChanged: (job) => target?.jobChanged(job),
+          onChanged: (job) => to.target?.jobChanged(job),
         });
         extra.push({ core, dispose: own.dispose });
         w = { stores: own.stores, core, transport: world.transport };
-        target = await kind.start(w, opts.budget ? { budget: opts.budget } : {});
+        const target = await kind.start(w, opts.budget ? { budget: opts.budget } : {});
+        to.target = target;
         running.push(target);
         return target;
       }
