@@ -66,6 +66,8 @@ const EDIT_ATTEMPTS = 2000;
 const PROGRESS_COALESCE_MS = 250;
 const FINAL_PRIORITY = 1;
 const PROGRESS_PRIORITY = 10;
+/** A final queued by this instance is not queued again within this (the keeper re-shows later ones). */
+const FINAL_REQUEUE_MS = 5000;
 /** How long the answer times of a message's interaction edits are kept (its window). */
 const MARK_TTL_MS = 10_000;
 
@@ -101,6 +103,8 @@ export class BullJobEdits implements MessageUpdates {
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly opts: EditPolicyOptions;
+  /** Finals this instance queued in the last FINAL_REQUEUE_MS (chronological): job id → when, which version. */
+  private readonly finalsQueued = new Map<string, { at: number; version: number }>();
   /** Personal jobs whose notice this instance queued already (a delayed job, deduplicated anyway). */
   private readonly noticed = new Set<string>();
   /** Progress edits of a message are spaced anyway: a webhook storm need not queue each change. */
@@ -131,7 +135,20 @@ export class BullJobEdits implements MessageUpdates {
     if (!isFinal(job)) return this.progress.changed(job.id);
     this.progress.flush(job.id);
     this.noticed.delete(job.id);
-    void this.add({ jobId: job.id, target: 'message' }, true);
+    // The same final handed over again at once (the webhook, then the keeper's check) is
+    // queued already, durably: a second add would only fold into it, two round trips for nothing.
+    const t = this.now();
+    for (const [id, { at }] of this.finalsQueued) {
+      if (t - at < FINAL_REQUEUE_MS) break;
+      this.finalsQueued.delete(id);
+    }
+    // Only the same version: a later change of the final (its text withheld) must be shown.
+    if (this.finalsQueued.get(job.id)?.version === job.version) return;
+    void this.add({ jobId: job.id, target: 'message' }, true).then((queued) => {
+      if (!queued) return;
+      this.finalsQueued.delete(job.id);
+      this.finalsQueued.set(job.id, { at: t, version: job.version });
+    });
     if (job.reply) void this.add({ jobId: job.id, target: 'reply' }, true);
   }
 
@@ -156,7 +173,8 @@ export class BullJobEdits implements MessageUpdates {
       });
   }
 
-  private async add(data: EditData, final: boolean): Promise<void> {
+  /** Resolves whether the edit is queued (false: Redis unreachable, the keeper asks again). */
+  private async add(data: EditData, final: boolean): Promise<boolean> {
     const ourId = `${dedupKey(data)}.${randomBytes(6).toString('hex')}`;
     try {
       const added = await this.handle.queue.add('edit', data, {
@@ -175,9 +193,11 @@ export class BullJobEdits implements MessageUpdates {
           added.promote().catch(() => undefined),
         ]);
       }
+      return true;
     } catch (err) {
       // Redis unreachable: the job's keeper shows the final again at its next check.
       this.log.warn({ err, jobId: data.jobId, final }, 'could not queue a message edit');
+      return false;
     }
   }
 
