@@ -510,6 +510,12 @@ for (const kind of kinds) {
       const userId = fake.addUser({ username: `member${randomBytes(2).toString('hex')}` });
       const { record } = await job({ personal: true, userId, tokenAgeMs: 20 * MIN });
       const from = fake.requests.length;
+      // Discord takes the first DM and its answer is lost (a 502): the retry must not send a second.
+      const lost = fake.injectFault({
+        method: 'POST',
+        route: `/channels/${fake.dmChannelId(userId)}/messages`,
+        ...DiscordErrors.answerLost,
+      });
       await change(a, record.id, { percentage: 50 });
       await finish(a, record.id);
       await eventually(
@@ -525,6 +531,7 @@ for (const kind of kinds) {
       expect(text(posted[0]?.data)).toContain('one.png');
       expect(text(posted[0]?.data)).toContain('two.png');
       expect(sent.some((r) => r.method === 'POST' && r.path === '/users/@me/channels')).toBe(true);
+      expect(lost.hits).toBe(1);
     }, 30_000);
 
     it('personal job whose token Discord refused: one touch of it, then the final by DM', async () => {

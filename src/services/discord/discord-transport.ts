@@ -1,6 +1,7 @@
 import { DiscordAPIError, REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import { z } from 'zod';
+import { oncePerJob } from './message-nonce.js';
 import { editBody, type MessagePayload } from './render/limits.js';
 
 export type { MessagePayload };
@@ -46,9 +47,14 @@ export interface DiscordTransport {
   /**
    * A new message to a member (a personal job's final): `POST /users/@me/channels`
    * `{recipient_id}`, then `POST /channels/{dm}/messages` — bot token. 50007 when the
-   * member's DMs are closed to the bot.
+   * member's DMs are closed to the bot. Once per job (an enforced nonce from `jobId`): a
+   * retry after a lost answer, or the keeper showing the final again, sends no second DM.
    */
-  sendDirectMessage(userId: string, body: MessagePayload): Promise<{ channelId: string; messageId: string }>;
+  sendDirectMessage(
+    userId: string,
+    body: MessagePayload,
+    jobId: string,
+  ): Promise<{ channelId: string; messageId: string }>;
 }
 
 /** What the bot reads of a created channel or message. */
@@ -79,11 +85,15 @@ export function createRestTransport(deps: { botRest: REST; interactionRest: REST
     async editChannelMessage(channelId, messageId, body) {
       await deps.botRest.patch(Routes.channelMessage(channelId, messageId), { body: editBody(body) });
     },
-    async sendDirectMessage(userId, body) {
+    async sendDirectMessage(userId, body, jobId) {
       const dm = withId.parse(
         await deps.botRest.post(Routes.userChannels(), { body: { recipient_id: userId } }),
       );
-      const msg = withId.parse(await deps.botRest.post(Routes.channelMessages(dm.id), { body }));
+      const msg = withId.parse(
+        await deps.botRest.post(Routes.channelMessages(dm.id), {
+          body: { ...body, ...oncePerJob('dm', jobId) },
+        }),
+      );
       return { channelId: dm.id, messageId: msg.id };
     },
   };

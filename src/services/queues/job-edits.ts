@@ -404,7 +404,7 @@ export class BullJobEdits implements MessageUpdates {
           ...(route.messageId ? [route.messageId] : []),
         );
       } else if (route.route === 'dm') {
-        await this.deps.transport.sendDirectMessage(record.userId, payload);
+        await this.deps.transport.sendDirectMessage(record.userId, payload, record.id);
       } else {
         await this.deps.transport.editChannelMessage(route.channelId, route.messageId, payload);
         this.deps.budget.settled(route.channelId, this.now());

@@ -522,7 +522,7 @@ export class EditQueue {
         );
       } else if (target.route === 'dm') {
         if (!slot.personal) throw new Error('a DM route without a member');
-        await this.deps.transport.sendDirectMessage(slot.personal.userId, payload);
+        await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
       } else {
         await this.deps.transport.editChannelMessage(target.channelId, target.messageId, payload);
       }
