@@ -106,7 +106,7 @@ export class BullJobEdits implements MessageUpdates {
   /** Finals this instance queued in the last FINAL_REQUEUE_MS (chronological): job id → when, which version. */
   private readonly finalsQueued = new Map<string, { at: number; version: number }>();
   /** Personal jobs whose notice this instance queued already (a delayed job, deduplicated anyway). */
-  private readonly noticed = new Set<string>();
+  private readonly noticed = new Map<string, number>();
   /** Progress edits of a message are spaced anyway: a webhook storm need not queue each change. */
   private readonly progress = new ProgressCoalescer(
     PROGRESS_COALESCE_MS,
@@ -155,7 +155,13 @@ export class BullJobEdits implements MessageUpdates {
   private scheduleNotice(job: JobRecord): void {
     const due = dmNoticeDue(job, this.opts);
     if (due === undefined || this.noticed.has(job.id) || !this.deps.onDmNoticeDue) return;
-    this.noticed.add(job.id);
+    // Forget those past their token's life (chronological): the set stays as big as the running jobs.
+    const t = this.now();
+    for (const [id, at] of this.noticed) {
+      if (t - at < this.opts.interactionFreshMs + 60_000) break;
+      this.noticed.delete(id);
+    }
+    this.noticed.set(job.id, t);
     void this.handle.queue
       .add(
         'edit',
