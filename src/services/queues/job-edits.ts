@@ -236,7 +236,9 @@ export class BullJobEdits implements MessageUpdates {
   private async process(job: Job<EditData>, token: string | undefined): Promise<void> {
     const { jobId, target } = job.data;
     // The record and the lock together (one round trip each, sent at once): a worker paused
-    // past its lock must not repeat what the job's new worker sends.
+    // past its lock must not repeat what the job's new worker sends. A lock just extended
+    // holds for lockMs: within a quarter of it no second check is needed before sending.
+    let fencedAt = Date.now();
     const [record, ours] = await Promise.all([
       this.deps.store.get(jobId),
       stillOurs(job, token, this.ctx.lockMs),
@@ -261,7 +263,6 @@ export class BullJobEdits implements MessageUpdates {
     let payload = renderAs(record);
     let text: 'member' | 'withheld' | 'bare' = record.textWithheld === true ? 'withheld' : 'member';
     const markKey = `${this.ctx.prefix}:edit-at:${dedupKey(job.data)}`;
-    let fenced = true;
     for (;;) {
       const route = routeFor(facts, this.now(), final, this.opts);
       if (route.route === 'none' || route.route === 'skip') {
@@ -269,8 +270,8 @@ export class BullJobEdits implements MessageUpdates {
         else this.log.debug({ jobId, reason: route.reason }, 'progress edit dropped');
         return;
       }
-      const dm = route.route === 'dm' && target === 'message';
-      if (route.route === 'dm' && !dm) return;
+      // Only the job's own message becomes a DM (a personal job has no channel line).
+      if (route.route === 'dm' && target !== 'message') return;
       let done: number[] = [];
       if (route.route === 'interaction' && !final) {
         done = parseMarks(await this.deps.marks.get(markKey));
@@ -281,14 +282,16 @@ export class BullJobEdits implements MessageUpdates {
       if (route.route === 'channel') {
         const wait = await this.deps.budget.acquire(route.channelId, budgetKind(final), this.now());
         if (wait > 0) throw await this.delay(job, token, wait);
-        fenced = false;
       }
-      if (!fenced && !(await stillOurs(job, token, this.ctx.lockMs))) {
-        if (route.route === 'channel') this.deps.budget.released(route.channelId, this.now());
-        this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
-        return;
+      if (Date.now() - fencedAt >= this.ctx.lockMs / 4) {
+        const checkedAt = Date.now();
+        if (!(await stillOurs(job, token, this.ctx.lockMs))) {
+          if (route.route === 'channel') this.deps.budget.released(route.channelId, this.now());
+          this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
+          return;
+        }
+        fencedAt = checkedAt;
       }
-      fenced = false;
       const outcome = await this.send(route, record, payload);
       this.deps.metrics?.editsSent.inc({ route: route.route, outcome: editOutcome(outcome) });
       const decision = decide(
