@@ -355,6 +355,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   let checks: CheckScheduler;
   let afterFinal: AfterFinalQueue;
   let bullEdits: BullJobEdits | undefined;
+  let queuedMessages: QueuedJobMessages | undefined;
   if (bull && channelBudget && queues) {
     const [, { BullJobEdits }, { BullChecks, BullAfterFinal }] = queues;
     bullEdits = new BullJobEdits(bull, {
@@ -368,6 +369,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       metrics,
       now,
       onAutoMod: (id) => autoMod.refused(id, 'message'),
+      onDmNoticeDue: (id) => lifecycle.noticeDm(id),
     });
     messages = bullEdits;
     checks = new BullChecks(bull, check, {
@@ -376,12 +378,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     });
     afterFinal = new BullAfterFinal(bull, (id) => afterFinalWork.runFor(id));
   } else {
-    messages = new QueuedJobMessages({
+    queuedMessages = new QueuedJobMessages({
       edits: sessionEdits,
       renderers,
       now,
       onAutoMod: (id) => void autoMod.refused(id, 'message'),
+      // What an edit learned is stored with the job: after a restart the queue still knows it.
+      learned: {
+        tokenRefused: (id) => void lifecycle.mark(id, { tokenRefused: true }).catch(() => undefined),
+        dmRefused: (id) => void lifecycle.mark(id, { dmRefused: true }).catch(() => undefined),
+        dmNoticeDue: (id) => void lifecycle.noticeDm(id).catch(() => undefined),
+      },
     });
+    messages = queuedMessages;
     const timers = new TimerChecks({
       logger: logger.child({ component: 'jobs' }),
       retryMs: config.jobs.pollInitialMs,
@@ -732,6 +741,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await step('checks', () => checks.close());
         await step('after-final work', () => afterFinal.close());
         await step('edit queue', () => bullEdits?.close());
+        queuedMessages?.close();
         await step(
           'message edits',
           async () => {
