@@ -4,10 +4,11 @@ import { Routes, type APIInteraction, type APIUser } from 'discord-api-types/v10
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { commandData, commands, components } from './commands/index.js';
+import { commands, components, registrationPlan } from './commands/index.js';
+import { ImageTargets } from './services/jobs/image-targets.js';
 import { createInteractionRouter } from './commands/router.js';
 import type { BotContext } from './commands/types.js';
-import { syncCommands, type SyncResult } from './services/discord/registration/command-sync.js';
+import { syncCommandScopes, type SyncResult } from './services/discord/registration/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edits/edit-queue.js';
 import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
@@ -102,7 +103,7 @@ export interface App {
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
   discordReady(): boolean;
   /** Listens, connects to Discord, syncs commands, resumes open jobs. */
-  start(): Promise<{ url: string; commands: SyncResult | undefined }>;
+  start(): Promise<{ url: string; commands: SyncResult[] | undefined }>;
   /** Stops taking webhooks and interactions, lets in-flight edits finish (bounded), closes everything. */
   stop(drainMs?: number): Promise<void>;
 }
@@ -253,6 +254,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     settings: guildSettings,
     ledger,
     costs: config.community.costs,
+    personal: config.userInstall,
     logger: logger.child({ component: 'community' }),
     gallery,
   });
@@ -438,6 +440,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       now,
     }),
     retention,
+    imageTargets: new ImageTargets({ kv: stores.kv, now }),
+    userInstall: config.userInstall.enabled,
     autoMod,
     moderation: new ResultTakeDown({
       store: stores.jobs,
@@ -640,13 +644,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       } else if (gateway) {
         await inPhase('discord', () => gateway.connect());
       }
-      let sync: SyncResult | undefined;
+      let sync: SyncResult[] | undefined;
       try {
-        sync = await syncCommands({
+        sync = await syncCommandScopes({
           rest: botRest,
           applicationId: config.discord.applicationId,
-          guildId: config.discord.guildId,
-          commands: commandData(),
+          scopes: registrationPlan({
+            userInstall: config.userInstall.enabled,
+            guildId: config.discord.guildId,
+          }),
           logger,
         });
       } catch (err) {

@@ -150,6 +150,7 @@ describe('parseConfig', () => {
         defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
       },
+      userInstall: { enabled: false, maxActiveJobs: 3, dailyCredits: 20 },
       logLevel: 'info',
       logFormat: 'auto',
       instanceId: `${hostname()}:${process.pid}`,

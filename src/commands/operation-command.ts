@@ -11,6 +11,7 @@ export function operationCommand(op: Exclude<Operation, 'upload'>): Command {
   return {
     // Paid work runs in servers only: fair use and credits are a server's (design: "Where commands work").
     data: { ...input.data, contexts: [InteractionContextType.Guild] },
+    userInstall: 'job',
     async execute(i, ctx) {
       const params = input.fromOptions(i.options, { maxImageBytes: ctx.limits.maxImageBytes });
       await startOperation(i, ctx, op, params);

@@ -106,6 +106,7 @@ async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): 
 
 export const privacy: Command = {
   data,
+  userInstall: 'member',
   ephemeral: true,
   async execute(interaction, ctx) {
     const tr = translatorFor(interaction);

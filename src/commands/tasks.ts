@@ -231,6 +231,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
 
 export const tasks = {
   data,
+  userInstall: 'member',
   ephemeral: true,
   async execute(i, ctx) {
     const tr = translatorFor(i);

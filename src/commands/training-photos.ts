@@ -641,6 +641,7 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
 
 export const trainingPhotos = {
   data,
+  userInstall: 'job',
   async execute(i: BotInteraction, ctx: BotContext) {
     const sub = i.options.getSubcommand(true);
     switch (sub) {

@@ -67,6 +67,7 @@ export interface MessageArgs {
   'commands.training-photos.start.options.photoN.description': { n: string | number };
   'commands.training-photos.status.description': undefined;
   'commands.training-photos.submit.description': undefined;
+  'commands.upscale-image.name': undefined;
   'commands.upscale.description': undefined;
   'commands.upscale.options.detail.description': undefined;
   'commands.upscale.options.image.description': undefined;
@@ -198,6 +199,8 @@ export interface MessageArgs {
   'jobs.still_running': undefined;
   'modals.extend_video.prompt_label': undefined;
   'modals.extend_video.title': undefined;
+  'modals.upscale_image.prompt_label': undefined;
+  'modals.upscale_image.title': undefined;
   'moderation.automod.message': undefined;
   'moderation.automod.thread_name': undefined;
   'moderation.remove.already_removed': undefined;
@@ -267,6 +270,13 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
+  'refusal.personal_active_jobs': { count: number; max: string | number };
+  'refusal.personal_credits': {
+    budget: string | number;
+    cost: string | number;
+    left: string | number;
+    resetAt: string | number;
+  };
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
@@ -433,4 +443,6 @@ export interface MessageArgs {
   'units.duration.hours': { h: string | number; m: string | number; s: string | number };
   'units.duration.minutes': { m: string | number; s: string | number };
   'units.duration.seconds': { s: string | number };
+  'upscale_image.expired': undefined;
+  'upscale_image.no_image': undefined;
 }

@@ -18,16 +18,34 @@ export type Admission =
 const ts = (ms: number) => discordTimestamp(ms, 'R', true);
 
 /** What the member reads when a submission is refused (ephemeral), in their language. */
-export function refusalMessage(r: Refusal): MemberText {
+export function refusalMessage(r: Refusal, personal = false): MemberText {
   switch (r.kind) {
     case 'active':
-      return (tr) => tr.t('refusal.active_jobs', { count: r.count, max: r.max });
+      return (tr) =>
+        tr.t(personal ? 'refusal.personal_active_jobs' : 'refusal.active_jobs', { count: r.count, max: r.max });
     case 'cooldown':
       return (tr) => tr.t('refusal.cooldown', { retryAt: ts(r.retryAt) });
     case 'credits':
       return (tr) =>
-        tr.t('refusal.credits', { left: r.left, budget: r.budget, cost: r.cost, resetAt: ts(r.resetAt) });
+        tr.t(personal ? 'refusal.personal_credits' : 'refusal.credits', {
+          left: r.left,
+          budget: r.budget,
+          cost: r.cost,
+          resetAt: ts(r.resetAt),
+        });
   }
+}
+
+/**
+ * The fair-use and credits scope of a personal job (a user install where the server never
+ * installed the bot, a DM): the member's own, shared by all their personal jobs wherever
+ * they run, in place of a server's.
+ */
+export const personalScope = (userId: string): string => `personal:${userId}`;
+
+/** Where a member's reservation lives: their personal scope, or the job's server. */
+function scopeOf(input: { guildId?: string | undefined; personal?: boolean | undefined; userId: string }) {
+  return input.personal ? personalScope(input.userId) : input.guildId;
 }
 
 /**
@@ -41,6 +59,8 @@ export class CommunityService {
       settings: GuildSettingsStore;
       ledger: FairUseLedger;
       costs: Config['community']['costs'];
+      /** A member's own limits for personal jobs (USER_MAX_ACTIVE_JOBS, USER_DAILY_CREDITS). */
+      personal: Pick<Config['userInstall'], 'maxActiveJobs' | 'dailyCredits'>;
       logger: Logger;
       gallery?: GalleryPoster;
     },
@@ -51,27 +71,38 @@ export class CommunityService {
   }
 
   /** Checks and reserves before any service call. Throws StoreUnavailableError when the store is down. */
-  async admit(input: { guildId?: string; userId: string; operation: Operation }): Promise<Admission> {
+  async admit(input: {
+    guildId?: string;
+    /** A personal job: the member's own limits, not the server's settings. */
+    personal?: boolean;
+    userId: string;
+    operation: Operation;
+  }): Promise<Admission> {
     const jobId = randomUUID();
     const cost = this.costOf(input.operation);
-    if (input.guildId === undefined) return { ok: true, jobId, cost };
-    const settings = await this.deps.settings.get(input.guildId);
+    const scope = scopeOf(input);
+    if (scope === undefined) return { ok: true, jobId, cost };
+    const settings = input.personal
+      ? { ...this.deps.personal, cooldownSeconds: 0 }
+      : await this.deps.settings.get(scope);
     const r = await this.deps.ledger.reserve({
-      guildId: input.guildId,
+      guildId: scope,
       userId: input.userId,
       jobId,
       cost,
       settings,
     });
-    if (!r.ok) return { ok: false, refusal: r.refusal, message: refusalMessage(r.refusal) };
+    if (!r.ok)
+      return { ok: false, refusal: r.refusal, message: refusalMessage(r.refusal, input.personal === true) };
     return { ok: true, jobId, cost };
   }
 
   /** The reserved job never came to be (store down, Discord refused the reply): slot and credits back. */
-  async cancel(input: { guildId?: string; userId: string; jobId: string }): Promise<void> {
-    if (input.guildId === undefined) return;
+  async cancel(input: { guildId?: string; personal?: boolean; userId: string; jobId: string }): Promise<void> {
+    const scope = scopeOf(input);
+    if (scope === undefined) return;
     await this.deps.ledger.release({
-      guildId: input.guildId,
+      guildId: scope,
       userId: input.userId,
       jobId: input.jobId,
       refund: true,
@@ -80,11 +111,12 @@ export class CommunityService {
 
   /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
   async jobEnded(job: JobRecord): Promise<void> {
-    const guildId = job.message.guildId;
-    if (guildId === undefined) return;
+    const scope = scopeOf({ guildId: job.message.guildId, personal: job.personal, userId: job.userId });
+    if (scope === undefined) return;
     const refund =
       job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
-    await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund });
-    if (job.state === 'finished' && this.deps.gallery) await this.deps.gallery.post(job);
+    await this.deps.ledger.release({ guildId: scope, userId: job.userId, jobId: job.id, refund });
+    // A personal job has no gallery: the server's settings do not apply to it.
+    if (job.state === 'finished' && !job.personal && this.deps.gallery) await this.deps.gallery.post(job);
   }
 }

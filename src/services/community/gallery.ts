@@ -398,6 +398,7 @@ export class GalleryPoster {
     if (
       job.state !== 'finished' ||
       guildId === undefined ||
+      job.personal === true ||
       job.removed !== undefined ||
       !operations[job.operation].inGallery
     )

@@ -96,6 +96,7 @@ export const jobRecordSchema = z.object({
   galleryPost: galleryPostSchema.exactOptional(),
   removed: z.object({ at: epochMs, by: z.string() }).exactOptional(),
   textWithheld: z.boolean().exactOptional(),
+  personal: z.boolean().exactOptional(),
   version: z.number().int().min(0),
 });
 

@@ -86,6 +86,12 @@ export interface JobRecord {
   removed?: { at: number; by: string };
   /** Discord's AutoMod refused text made from the member's input: public renders leave it out. */
   textWithheld?: boolean;
+  /**
+   * A personal job: started through a user install where the server never installed the bot,
+   * or in a DM or group DM. The bot is not in its channel: it answers and edits through the
+   * interaction only; no server settings (threads, gallery, fair use, credits) apply to it.
+   */
+  personal?: boolean;
   /** Bumped on every change. */
   version: number;
 }
