@@ -19,7 +19,7 @@ import type { FakeMessage } from './messages.js';
 import { OpenApiSpec } from './openapi.js';
 import type { RateLimitConfig, RateLimiter } from './ratelimit.js';
 import { threads, type ThreadInfo } from './thread-state.js';
-import { channelMessages, postUserMessage } from './routes/messages.js';
+import { channelMessages, postUserMessage, type UserMessageInput } from './routes/messages.js';
 import { USUAL_BOT_ROUTES, createFakeServer } from './server.js';
 import { FakeState, type ForumTag, type InteractionState } from './state.js';
 import type {
@@ -95,6 +95,11 @@ export class FakeDiscord {
   }>;
   /** Requests the fake has no handler for (answered 404 `{code: 0}`): a gap in the fake, or a wrong path. */
   readonly unhandledRequests: Array<{ method: string; path: string; inSpec: boolean }>;
+  /**
+   * Bot-token requests to a guild that never installed the app, or to its channels (answered
+   * 403 50001 Missing Access): a bot doing only what user installs allow has none.
+   */
+  readonly outsiderRequests: Array<{ method: string; path: string; guildId: string }>;
   /** Bodies that only passed thanks to a documented spec quirk (see SPEC_QUIRKS in openapi.ts). */
   readonly specQuirks: SpecQuirkRecord[];
   /** Fake's own responses that do not match the spec (only with `selfCheckResponses`). */
@@ -144,6 +149,7 @@ export class FakeDiscord {
     this.violations = s.violations;
     this.unspecifiedRequests = s.unspecifiedRequests;
     this.unhandledRequests = s.unhandledRequests;
+    this.outsiderRequests = s.outsiderRequests;
     this.specQuirks = s.specQuirks;
     this.responseViolations = s.responseViolations;
     this.interactionResponses = s.interactionResponses;
@@ -404,6 +410,11 @@ export class FakeDiscord {
     this.#state.addMember(guildId, userId, options);
   }
 
+  /** A group DM of these users (the bot is not in it; only user installs reach it). */
+  groupDmChannelId(userIds: string[]): string {
+    return this.#state.groupDmChannel(userIds).id;
+  }
+
   /** The DM channel between the bot and a user (created on first use). */
   dmChannelId(userId: string = this.defaultUserId): string {
     return this.#state.dmChannel(userId).id;
@@ -480,8 +491,11 @@ export class FakeDiscord {
     return addAttachment(this.#state, input, channelId);
   }
 
-  /** Simulates a user posting in a channel (MESSAGE_CREATE is dispatched if the bot has GUILD_MESSAGES). */
-  postUserMessage(input: { content: string; channelId?: string; userId?: string }): FakeMessage {
+  /**
+   * Simulates a user posting in a channel, with files (`attachments`) and embeds if given
+   * (MESSAGE_CREATE is dispatched if the bot has GUILD_MESSAGES and is in that server).
+   */
+  postUserMessage(input: UserMessageInput): FakeMessage {
     return postUserMessage(this.#state, input);
   }
 

@@ -2,6 +2,7 @@ import type { InteractionsAPI } from '@discordjs/core/http-only';
 import { DiscordAPIError, type RawFile } from '@discordjs/rest';
 import {
   ApplicationCommandType,
+  ApplicationIntegrationType,
   ChannelType,
   ComponentType,
   InteractionResponseType,
@@ -89,6 +90,18 @@ export class TooLateError extends Error {
   }
 }
 
+/** Discord's cap on follow-ups of an interaction brought by a user install only. */
+export const MAX_USER_INSTALL_FOLLOW_UPS = 5;
+
+/** The 6th follow-up of a user-installed app's interaction: Discord would answer 40094. */
+export class FollowUpLimitError extends Error {
+  readonly code = 40094;
+  constructor() {
+    super(`an interaction of a user-installed app takes at most ${MAX_USER_INSTALL_FOLLOW_UPS} follow-ups`);
+    this.name = 'FollowUpLimitError';
+  }
+}
+
 type State = 'new' | 'deferred' | 'replied';
 /** How the interaction was acknowledged without an answer. */
 type Deferral = { kind: 'message'; ephemeral: boolean } | { kind: 'update' };
@@ -128,6 +141,8 @@ export class BotInteraction {
   readonly #logger: Logger;
   readonly #transport: AckTransport;
   readonly #ephemeralByDefault: boolean;
+  /** Brought by the member's own install only: Discord caps its follow-ups (#followUp). */
+  readonly #userInstallOnly: boolean;
   #state: State = 'new';
   #deferral: Deferral | undefined;
   /** The handler's first callback has been reported to the transport. */
@@ -143,6 +158,8 @@ export class BotInteraction {
    */
   #wanted: { ephemeral: boolean } | undefined;
   #chain: Promise<unknown> = Promise.resolve();
+  /** Follow-ups sent (counted against Discord's cap for user-installed apps). */
+  #followUps = 0;
   /**
    * Acknowledged in the HTTP response: Discord may take a moment to turn it into the
    * deferred message, so the first webhook call after it retries "unknown" briefly.
@@ -165,6 +182,9 @@ export class BotInteraction {
     this.guildLocale = raw.guild_locale ?? undefined;
     this.memberPermissions = parsePermissions(member?.permissions);
     this.createdTimestamp = snowflakeTime(raw.id);
+    this.#userInstallOnly =
+      raw.authorizing_integration_owners !== undefined &&
+      raw.authorizing_integration_owners[ApplicationIntegrationType.GuildInstall] === undefined;
     this.#api = opts.api;
     this.#logger = opts.logger;
     this.#transport = opts.transport ?? {};
@@ -331,7 +351,7 @@ export class BotInteraction {
         return this.#fillDeferral(data, isEphemeral(flags));
       }
       // After an answer: a new message.
-      return this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+      return this.#webhook(() => this.#followUp(data));
     });
   }
 
@@ -412,7 +432,7 @@ export class BotInteraction {
   followUp(body: MessageBody, opts: ReplyOptions = {}): Promise<APIMessage> {
     const flags = withEphemeral(body.flags, opts.ephemeral);
     const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
-    return this.#run(() => this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data)));
+    return this.#run(() => this.#webhook(() => this.#followUp(data)));
   }
 
   deleteReply(messageId?: string): Promise<void> {
@@ -516,9 +536,22 @@ export class BotInteraction {
         () => undefined,
       );
     }
-    const msg = await this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+    const msg = await this.#webhook(() => this.#followUp(data));
     this.#original = msg.id;
     return msg;
+  }
+
+  /**
+   * One follow-up message. Discord allows an app only 5 per interaction when the member's own
+   * install brought it (no server install: `authorizing_integration_owners` has no "0"): the
+   * 6th is refused here (40094) instead of spending a request Discord would refuse.
+   */
+  #followUp(data: MessageBody): Promise<APIMessage> {
+    if (this.#userInstallOnly && this.#followUps >= MAX_USER_INSTALL_FOLLOW_UPS) {
+      return Promise.reject(new FollowUpLimitError());
+    }
+    this.#followUps++;
+    return this.#api.followUp(this.applicationId, this.token, data);
   }
 
   #acknowledged(): void {
