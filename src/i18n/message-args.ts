@@ -331,6 +331,7 @@ export interface MessageArgs {
   'tasks.detail.continued_by': { links: string | number };
   'tasks.detail.extended_from': { link: string | number };
   'tasks.detail.message': { link: string | number };
+  'tasks.detail.personal': undefined;
   'tasks.detail.timeline': { items: string | number };
   'tasks.empty': undefined;
   'tasks.header': { page: string | number; pages: string | number };

@@ -22,7 +22,10 @@ export function refusalMessage(r: Refusal, personal = false): MemberText {
   switch (r.kind) {
     case 'active':
       return (tr) =>
-        tr.t(personal ? 'refusal.personal_active_jobs' : 'refusal.active_jobs', { count: r.count, max: r.max });
+        tr.t(personal ? 'refusal.personal_active_jobs' : 'refusal.active_jobs', {
+          count: r.count,
+          max: r.max,
+        });
     case 'cooldown':
       return (tr) => tr.t('refusal.cooldown', { retryAt: ts(r.retryAt) });
     case 'credits':
@@ -42,6 +45,10 @@ export function refusalMessage(r: Refusal, personal = false): MemberText {
  * they run, in place of a server's.
  */
 export const personalScope = (userId: string): string => `personal:${userId}`;
+
+/** Where a job's fair-use slot and credits live: its member's personal scope, or its server. */
+export const fairUseScope = (job: Pick<JobRecord, 'personal' | 'userId' | 'message'>): string | undefined =>
+  scopeOf({ guildId: job.message.guildId, personal: job.personal, userId: job.userId });
 
 /** Where a member's reservation lives: their personal scope, or the job's server. */
 function scopeOf(input: { guildId?: string | undefined; personal?: boolean | undefined; userId: string }) {
@@ -98,7 +105,12 @@ export class CommunityService {
   }
 
   /** The reserved job never came to be (store down, Discord refused the reply): slot and credits back. */
-  async cancel(input: { guildId?: string; personal?: boolean; userId: string; jobId: string }): Promise<void> {
+  async cancel(input: {
+    guildId?: string;
+    personal?: boolean;
+    userId: string;
+    jobId: string;
+  }): Promise<void> {
     const scope = scopeOf(input);
     if (scope === undefined) return;
     await this.deps.ledger.release({
@@ -111,7 +123,7 @@ export class CommunityService {
 
   /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
   async jobEnded(job: JobRecord): Promise<void> {
-    const scope = scopeOf({ guildId: job.message.guildId, personal: job.personal, userId: job.userId });
+    const scope = fairUseScope(job);
     if (scope === undefined) return;
     const refund =
       job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');

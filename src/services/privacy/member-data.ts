@@ -6,6 +6,7 @@ import type { TrainingSession, TrainingSessions } from '../training/sessions.js'
 import type { ConsentRecord, ConsentStore } from './consent-store.js';
 import type { TakeDown } from '../community/gallery.js';
 import type { FairUseLedger } from '../community/fair-use.js';
+import { fairUseScope } from '../community/community.js';
 
 /**
  * What the bot keeps about one member, in every server: their job records, open
@@ -122,9 +123,10 @@ export class MemberData {
       if (down.kind === 'deleted') report.posts++;
       else if (down.kind === 'failed') report.postsLeft++;
     }
-    const guildId = job.message.guildId;
-    if (job.settledAt === undefined && guildId !== undefined) {
-      await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund: false });
+    // A personal job's slot is the member's own (fairUseScope), not a server's.
+    const scope = fairUseScope(job);
+    if (job.settledAt === undefined && scope !== undefined) {
+      await this.deps.ledger.release({ guildId: scope, userId: job.userId, jobId: job.id, refund: false });
     }
     if (!isTerminalState(job.state)) report.running++;
     await this.deps.jobs.delete(job.id);
@@ -150,6 +152,8 @@ export interface ExportedJob {
   finishedAt?: string;
   galleryPost?: JobRecord['galleryPost'];
   removedByModerator?: string;
+  /** Run through the member's own install (a DM, or a server without the bot): no server's job. */
+  personal?: boolean;
 }
 
 export interface MemberExport {
@@ -169,6 +173,7 @@ function exportJob(job: JobRecord): ExportedJob {
     id: job.id,
     command: operations[job.operation].command,
     ...(job.message.guildId !== undefined ? { server: job.message.guildId } : {}),
+    ...(job.personal ? { personal: true } : {}),
     channel: (job.reply ?? job.message).channelId,
     ...(job.message.messageId !== undefined ? { message: job.message.messageId } : {}),
     parameters: job.params,
