@@ -542,7 +542,11 @@ export function parseDiscordConfig(env: Record<string, string | undefined> = pro
 }
 
 /** `npm run invite`: the application id (and a guild to preselect), nothing secret. */
-const inviteSchema = schema.pick({ DISCORD_APPLICATION_ID: true, DISCORD_GUILD_ID: true, USER_INSTALL: true });
+const inviteSchema = schema.pick({
+  DISCORD_APPLICATION_ID: true,
+  DISCORD_GUILD_ID: true,
+  USER_INSTALL: true,
+});
 
 export function parseInviteConfig(env: Record<string, string | undefined> = process.env): {
   applicationId: string;

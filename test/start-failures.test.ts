@@ -327,7 +327,9 @@ describe('npm run invite / register', () => {
         expect(r.stdout).toContain(name);
       }
       // The user-install link too: commands only, installed to the member's account (integration_type 1).
-      const links = [...r.stdout.matchAll(/https:\/\/discord\.com\/oauth2\/authorize\S+/g)].map((m) => new URL(m[0]));
+      const links = [...r.stdout.matchAll(/https:\/\/discord\.com\/oauth2\/authorize\S+/g)].map(
+        (m) => new URL(m[0]),
+      );
       const user = links.find((u) => u.searchParams.get('integration_type') === '1');
       expect(user?.searchParams.get('client_id')).toBe('123456789012345678');
       expect(user?.searchParams.get('scope')).toBe('applications.commands');

@@ -77,7 +77,10 @@ export interface RegistrationScope {
  * with USER_INSTALL the user-installable ones are global (and not also in DISCORD_GUILD_ID's
  * server, which would list them twice) while the others stay where DISCORD_GUILD_ID puts them.
  */
-export function registrationPlan(opts: { userInstall: boolean; guildId?: string | undefined }): RegistrationScope[] {
+export function registrationPlan(opts: {
+  userInstall: boolean;
+  guildId?: string | undefined;
+}): RegistrationScope[] {
   const all = commandData(opts.userInstall);
   if (opts.guildId === undefined) return [{ commands: all }];
   // Without USER_INSTALL nothing is global: an earlier run's global commands are removed.

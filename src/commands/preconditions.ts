@@ -60,7 +60,8 @@ export function requireManageServer(i: BotInteraction, guildOnly?: MemberText): 
 export function isPersonalPlace(i: Pick<BotInteraction, 'raw' | 'guildId'>): boolean {
   if (i.guildId === null) return true;
   const context = i.raw.context;
-  if (context === InteractionContextType.BotDM || context === InteractionContextType.PrivateChannel) return true;
+  if (context === InteractionContextType.BotDM || context === InteractionContextType.PrivateChannel)
+    return true;
   const owners = i.raw.authorizing_integration_owners;
   // A payload without the map (older API versions) can only come from the server's own install.
   if (owners === undefined) return false;

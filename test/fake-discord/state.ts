@@ -378,8 +378,7 @@ export class FakeState {
 
   /** A group DM of these users (type 3, no bot member: reachable through user installs only). */
   groupDmChannel(userIds: string[]): ChannelState {
-    for (const c of this.channels.values())
-      if (c.type === 3 && c.recipientId === userIds.join(',')) return c;
+    for (const c of this.channels.values()) if (c.type === 3 && c.recipientId === userIds.join(',')) return c;
     for (const u of userIds) this.user(u);
     const channel: ChannelState = {
       ...channelDefaults(this),

@@ -98,8 +98,7 @@ function locate(s: FakeState, input: InteractionCommonInput, channelId?: string)
   const channel = s.channels.get(id);
   if (!channel) throw new Error(`fake-discord: unknown channel ${id}`);
   if (channel.guildId === null) {
-    if (channel.type === 3)
-      return locate(s, { ...input, groupDm: true, channelId: channel.id }, channel.id);
+    if (channel.type === 3) return locate(s, { ...input, groupDm: true, channelId: channel.id }, channel.id);
     return { guildId: null, channel, context: InteractionContext.BotDm, userId, installs: user ? [1] : [0] };
   }
   if (input.guildId !== undefined && input.guildId !== channel.guildId)

@@ -18,7 +18,16 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
       return u ? [u.user] : [];
     });
     const owner = ids[0] ?? null;
-    return { id: c.id, type: 3, name: null, icon: null, owner_id: owner, last_message_id: null, flags: 0, recipients };
+    return {
+      id: c.id,
+      type: 3,
+      name: null,
+      icon: null,
+      owner_id: owner,
+      last_message_id: null,
+      flags: 0,
+      recipients,
+    };
   }
   const out: JsonObject = {
     id: c.id,
