@@ -21,7 +21,12 @@ try {
   const results = await syncCommandScopes({
     rest,
     applicationId: config.discord.applicationId,
-    scopes: registrationPlan({ userInstall: config.userInstall, guildId: config.discord.guildId }),
+    // On demand, every scope: also what an earlier run with USER_INSTALL left globally.
+    scopes: registrationPlan({
+      userInstall: config.userInstall,
+      guildId: config.discord.guildId,
+      everyScope: true,
+    }),
     logger,
   });
   for (const result of results)

@@ -475,13 +475,13 @@ describe('registration scopes (USER_INSTALL)', () => {
     }
   });
 
-  it('each scope compared on its own: one PUT per scope that differs, none on a restart, and off again empties the global one', async () => {
+  it('each scope compared on its own: one PUT per scope that differs, none on a restart, and off again (npm run register) empties the global one', async () => {
     const { rest, calls, held } = scopedRest();
     const sync = (userInstall: boolean) =>
       syncCommandScopes({
         rest,
         applicationId: APP_ID,
-        scopes: registrationPlan({ userInstall, guildId: GUILD_ID }),
+        scopes: registrationPlan({ userInstall, guildId: GUILD_ID, everyScope: true }),
         logger: silent,
       });
     const globalRoute = Routes.applicationCommands(APP_ID);
@@ -494,9 +494,18 @@ describe('registration scopes (USER_INSTALL)', () => {
     expect((await sync(true)).map((r) => r.action)).toEqual(['unchanged', 'unchanged']);
     expect(calls.map((c) => c.method)).toEqual(['get', 'get']);
     calls.length = 0;
+    // Off again: a start checks the server's scope only (one GET); `npm run register` checks both.
+    const start = await syncCommandScopes({
+      rest,
+      applicationId: APP_ID,
+      scopes: registrationPlan({ userInstall: false, guildId: GUILD_ID }),
+      logger: silent,
+    });
+    expect(start.map((r) => [r.scope, r.action, r.count])).toEqual([['guild', 'overwritten', 9]]);
+    expect(calls.filter((c) => c.method === 'get').map((c) => c.route)).toEqual([guildRoute]);
     expect((await sync(false)).map((r) => [r.scope, r.action, r.count])).toEqual([
       ['global', 'overwritten', 0],
-      ['guild', 'overwritten', 9],
+      ['guild', 'unchanged', 9],
     ]);
     expect(held.get(globalRoute)).toEqual([]);
     expect(held.get(guildRoute)?.map((c) => c['integration_types'])).toEqual(Array(9).fill([0]));

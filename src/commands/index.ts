@@ -80,10 +80,15 @@ export interface RegistrationScope {
 export function registrationPlan(opts: {
   userInstall: boolean;
   guildId?: string | undefined;
+  /**
+   * Without USER_INSTALL, also check the global scope (and empty it): what an earlier run with
+   * USER_INSTALL left there (`npm run register`). A start checks only the server's: one GET.
+   */
+  everyScope?: boolean;
 }): RegistrationScope[] {
   const all = commandData(opts.userInstall);
   if (opts.guildId === undefined) return [{ commands: all }];
-  // Without USER_INSTALL nothing is global: an earlier run's global commands are removed.
+  if (!opts.userInstall && !opts.everyScope) return [{ guildId: opts.guildId, commands: all }];
   const anywhere = new Set(
     opts.userInstall ? commands.filter((c) => c.userInstall !== undefined).map((c) => c.data.name) : [],
   );

@@ -123,10 +123,8 @@ export async function syncCommands(opts: {
 }
 
 /**
- * Every scope the commands live in (global, and DISCORD_GUILD_ID's server when set), each
- * compared on its own and overwritten in one bulk PUT only when it differs. With a server
- * set, the global scope is checked too: it holds the user-installable commands with
- * USER_INSTALL, and nothing without it (so turning USER_INSTALL off never lists them twice).
+ * Every scope the plan names (`registrationPlan`: global, and DISCORD_GUILD_ID's server when
+ * set), each compared on its own and overwritten in one bulk PUT only when it differs.
  */
 export async function syncCommandScopes(opts: {
   rest: Pick<REST, 'get' | 'put'>;
