@@ -24,6 +24,7 @@ import { createInteractionRouter } from '../src/commands/router.js';
 import type { BotContext, ComponentHandler } from '../src/commands/types.js';
 import {
   BotInteraction,
+  FollowUpLimitError,
   TooLateError,
   type AckTransport,
   type MessageBody,
@@ -331,6 +332,37 @@ describe.each<Mode>(['gateway', 'http'])('answers in time (%s)', (mode) => {
       type: 4,
       data: { content: 'only you', flags: EPHEMERAL, allowed_mentions: mentions },
     });
+  });
+
+  it('a user install the server lacks: at most 5 follow-ups, the 6th refused here without a request', async () => {
+    // Discord caps follow-ups at 5 when only the member's own install brought the interaction.
+    const raw = base(
+      2,
+      { id: nextId(), name: 'tasks', type: 1, options: [] },
+      {
+        authorizing_integration_owners: { '1': USER },
+      },
+    );
+    const s = bench.start(raw, async (i) => {
+      await i.reply({ content: 'first' });
+      for (let n = 0; n < 5; n++) await i.followUp({ content: `more ${n}` }, { ephemeral: true });
+      return i.followUp({ content: 'one too many' }).then(
+        () => 'sent',
+        (e: unknown) => (e instanceof FollowUpLimitError ? e.code : 'other'),
+      );
+    });
+    expect(await result(s)).toBe(40094);
+    expect(discord.lines().filter((l) => l === `POST ${hook(raw)}`)).toHaveLength(5);
+  });
+
+  it('the server’s own install: follow-ups are not capped by the bot', async () => {
+    const raw = command('tasks');
+    const s = bench.start(raw, async (i) => {
+      await i.reply({ content: 'first' });
+      for (let n = 0; n < 6; n++) await i.followUp({ content: `more ${n}` }, { ephemeral: true });
+    });
+    await result(s);
+    expect(discord.lines().filter((l) => l === `POST ${hook(raw)}`)).toHaveLength(6);
   });
 
   it('a reply with a file goes as multipart (payload_json + files[0])', async () => {
