@@ -350,12 +350,15 @@ async function interact(messageId, customId, label, values) {
 
 // ------------------------------------------------------------------ channels, member
 
-const TOP_LEVEL = new Set([0, 5, 15, 16]);
+const TOP_LEVEL = new Set([0, 1, 5, 15, 16]);
 const THREADS = new Set([10, 11, 12]);
-const CHANNEL_ICON = { 0: 'hash', 5: 'megaphone', 15: 'forum', 16: 'forum' };
+const CHANNEL_ICON = { 0: 'hash', 1: 'chat', 5: 'megaphone', 15: 'forum', 16: 'forum' };
 
 function renderChannels() {
-  const top = state.channels.filter((c) => TOP_LEVEL.has(c.type));
+  // A DM is the open member's own (each member has theirs with the bot).
+  const top = state.channels.filter(
+    (c) => TOP_LEVEL.has(c.type) && (c.type !== 1 || c.dmOf === state.userId),
+  );
   const row = (c) =>
     el(
       'button',
@@ -382,11 +385,17 @@ function renderChannels() {
       el('span', { class: 'spine', 'aria-hidden': 'true' }),
       el('span', { text: t.name }),
     );
+  // Grouped by place: the server, the server without the bot (user install), the DMs.
+  const categories = [...new Set(top.map((c) => c.category ?? 'Text channels'))];
   $('#channel-list').replaceChildren(
-    el('div', { class: 'category', text: 'Text channels' }),
-    ...top.flatMap((c) => [
-      row(c),
-      ...state.channels.filter((t) => t.parentId === c.id && THREADS.has(t.type)).map(threadRow),
+    ...categories.flatMap((category) => [
+      el('div', { class: 'category', text: category }),
+      ...top
+        .filter((c) => (c.category ?? 'Text channels') === category)
+        .flatMap((c) => [
+          row(c),
+          ...state.channels.filter((t) => t.parentId === c.id && THREADS.has(t.type)).map(threadRow),
+        ]),
     ]),
   );
   const c = channel(state.channelId);

@@ -246,12 +246,20 @@ export class FakeDiscord {
   }
 
   /** Channels and threads, for a client listing them (the playground). */
-  channelList(): { id: string; name: string; type: number; parentId: string | null }[] {
+  channelList(): {
+    id: string;
+    name: string;
+    type: number;
+    parentId: string | null;
+    /** The guild it is in; null for a DM or a group DM. */
+    guildId: string | null;
+  }[] {
     return [...this.#state.channels.values()].map((c) => ({
       id: c.id,
       name: c.name,
       type: c.type,
       parentId: c.parentId,
+      guildId: c.guildId,
     }));
   }
 
