@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InteractionHandle } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
-import { messageText } from './helpers/message-text.js';
+import { customIds, messageText } from './helpers/message-text.js';
 import { uniquePng } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
 
@@ -173,7 +173,7 @@ for (const redis of [false, true])
           ...(redis ? { redis: true } : {}),
           env: {
             USER_INSTALL: 'true',
-            USER_DAILY_CREDITS: '3',
+            USER_DAILY_CREDITS: '5',
             USER_MAX_ACTIVE_JOBS: '3',
             // What a server's settings would impose, were they applied: a thread per job and 1 credit a day.
             DEFAULT_THREADS: 'true',
@@ -273,21 +273,49 @@ for (const redis of [false, true])
         expect(botTokenTo(h.fake.defaultChannelOf(closed))).toEqual([]);
       });
 
-      it('the member’s own daily credits count across every place (3 used); that server’s 1 never applied', async () => {
-        // Three personal upscales ran above (cost 1 each): the member's USER_DAILY_CREDITS of 3 is used up,
+      it('in a DM with the bot, through the install; the result’s button works there (a user, no member)', async () => {
+        const dm = h.fake.dmChannelId(alice);
+        const msg = await done(upscale({ dm: true }, 'a dm cat'));
+        expect(msg.channelId).toBe(dm);
+        const button = customIds(msg).find((id) => id.startsWith('next:upscale-again:'));
+        expect(button).toBeDefined();
+        const press = h.fake.sendButton({
+          customId: button ?? '',
+          messageId: msg.id,
+          userId: alice,
+          dm: true,
+          userInstall: true,
+        });
+        expect(press.payload['member']).toBeUndefined();
+        const again = await eventually(
+          async () => {
+            const jobs = await h.app.store.listByUser(alice, 50);
+            const next = jobs.find((j) => j.params['extended_from'] !== undefined && j.state === 'finished');
+            return next;
+          },
+          20_000,
+          'the next step finished',
+        );
+        expect(again.personal).toBe(true);
+        expect(again.message.channelId).toBe(dm);
+        expect(h.fake.outsiderRequests).toEqual([]);
+      });
+
+      it('the member’s own daily credits count across every place (5 used); that server’s 1 never applied', async () => {
+        // Five personal upscales ran above (cost 1 each): the member's USER_DAILY_CREDITS of 5 is used up,
         // in a DM as in a group DM.
         const before = upscaleTasks(h).length;
         const refused = await upscale({ dm: true }, 'one too many').message(10_000);
         expect(refused.ephemeral).toBe(true);
         expect(refused.content).toMatch(/personal jobs/);
-        expect(refused.content).toContain('0 of 3');
+        expect(refused.content).toContain('0 of 5');
         expect(upscaleTasks(h)).toHaveLength(before);
         const group = await upscale({ groupDm: true }, 'still too many').message(10_000);
         expect(group.content).toMatch(/personal jobs/);
         expect(upscaleTasks(h)).toHaveLength(before);
         // The server's own budget is untouched by them.
         expect(await h.app.context.ledger.creditsUsed(outside)).toBe(0);
-        expect(await h.app.context.ledger.creditsUsed(`personal:${alice}`)).toBe(3);
+        expect(await h.app.context.ledger.creditsUsed(`personal:${alice}`)).toBe(5);
       });
 
       it('/tasks and /privacy (in a DM, through the install) include the personal jobs', async () => {
@@ -296,7 +324,7 @@ for (const redis of [false, true])
           .message(10_000);
         expect(list.ephemeral).toBe(true);
         const jobs = await h.app.store.listByUser(alice, 50);
-        expect(jobs.filter((j) => j.personal)).toHaveLength(3);
+        expect(jobs.filter((j) => j.personal)).toHaveLength(5);
         for (const j of jobs) expect(messageText(list)).toContain(j.taskId ?? j.id);
         const personal = jobs.find((j) => j.personal && j.taskId !== undefined);
         const detail = await h.fake
@@ -312,7 +340,7 @@ for (const redis of [false, true])
         const show = await h.fake
           .sendCommand({ name: 'privacy', subcommand: 'show', userId: alice, dm: true, userInstall: true })
           .message(10_000);
-        expect(messageText(show)).toMatch(/3 job records/);
+        expect(messageText(show)).toMatch(/5 job records/);
       });
 
       it('a 6th follow-up of an interaction a user install brought is refused (40094), as Discord does', async () => {
