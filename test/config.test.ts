@@ -188,6 +188,22 @@ describe('parseConfig', () => {
     expect(lineFor(problems, 'CONSENT_RETENTION_DAYS')).toMatch(/whole number/);
   });
 
+  it('USER_INSTALL and the members’ own limits: off, 3 and 20 by default; bad values one line each', () => {
+    expect(
+      parseConfig({ ...REQUIRED, USER_INSTALL: 'true', USER_MAX_ACTIVE_JOBS: '5', USER_DAILY_CREDITS: '0' })
+        .userInstall,
+    ).toEqual({ enabled: true, maxActiveJobs: 5, dailyCredits: 0 });
+    const problems = problemsOf({
+      ...REQUIRED,
+      USER_INSTALL: 'maybe',
+      USER_MAX_ACTIVE_JOBS: '0',
+      USER_DAILY_CREDITS: '-1',
+    });
+    expect(lineFor(problems, 'USER_INSTALL')).toMatch(/true|false/);
+    expect(lineFor(problems, 'USER_MAX_ACTIVE_JOBS')).toMatch(/at least 1/);
+    expect(lineFor(problems, 'USER_DAILY_CREDITS')).toMatch(/USER_DAILY_CREDITS/);
+  });
+
   it('MEDIA_PHOTO_FORMAT=url without PUBLIC_URL is one clear line (the service would fetch the originals)', () => {
     const problems = problemsOf({ ...REQUIRED, MEDIA_PHOTO_FORMAT: 'url' });
     expect(problems).toHaveLength(1);
