@@ -1,17 +1,43 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Suites that run the bot (or Redis, nginx, Chromium) as processes of their own: each one keeps
+ * a core busy for a while, so they have a lane of their own (`--project processes`) that CI runs
+ * beside the in-process lane (`--project fast`) with its own worker count (.ci/run).
+ */
+export const PROCESS_SUITES = [
+  'test/cluster-faults.test.ts',
+  'test/deploy-lb.test.ts',
+  'test/e2e-http-process.test.ts',
+  'test/e2e-process.test.ts',
+  'test/e2e-redis-outage.test.ts',
+  'test/playground.browser.test.ts',
+  'test/replicas.test.ts',
+  'test/start-failures.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Integration suites start servers on ephemeral ports; files run in parallel forks.
     pool: 'forks',
     // Detects Redis, redis-server, Chromium and nginx once; suites skip through needs() (test/helpers/requirements.ts).
     globalSetup: ['test/global-setup.ts'],
-    // Compile-time tests (*.test-d.ts): tsc checks them as part of `npm test`; a type error fails the run.
-    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
     // A command-line --reporter replaces these: .ci/run names the skip reporter again.
     reporters: ['default', './test/helpers/skip-reporter.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: PROCESS_SUITES,
+          // Compile-time tests (*.test-d.ts): tsc checks them as part of `npm test`; a type error fails the run.
+          typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
+        },
+      },
+      { extends: true, test: { name: 'processes', include: PROCESS_SUITES } },
+    ],
   },
 });

@@ -28,6 +28,7 @@ import {
   type InteractionState,
   type JsonObject,
 } from '../test/fake-discord/index.js';
+import { invitePermissions } from '../src/services/discord/registration/invite.js';
 import { freePort } from '../test/helpers/harness.js';
 import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
@@ -42,9 +43,14 @@ const TWEMOJI = join(
   dirname(createRequire(import.meta.url).resolve('@discordapp/twemoji/package.json')),
   'dist',
 );
+// Japanese drawn on a machine with no CJK font (else boxes): Noto Sans JP from @fontsource, served
+// here (split by unicode-range, so the page loads only the slices its text uses; OFL-1.1).
+const NOTO_SANS_JP = dirname(createRequire(import.meta.url).resolve('@fontsource/noto-sans-jp/package.json'));
 const HOST = '127.0.0.1';
 const MANAGE_GUILD = 1n << 5n;
+/** What the server's @everyone gives every member: View Channel, Send Messages, Embed Links, Attach Files, Read Message History. */
 const MEMBER = (1n << 10n) | (1n << 11n) | (1n << 14n) | (1n << 15n) | (1n << 16n);
+const MANAGE_MESSAGES = 1n << 13n;
 /** Discord's (and the fake's default) deadline for the first answer to an interaction. */
 const ACK_DEADLINE_MS = 3000;
 const PENDING_SHOWN_MS = 15 * 60_000;
@@ -128,6 +134,28 @@ function randomScenario(stepMs: [number, number], failureRate: number) {
   };
 }
 
+/**
+ * The threads a member follows, which Discord lists in their sidebar: those they created or posted
+ * in (a message, or a command run there). The fake Discord keeps no thread members, so this reads
+ * what it has. A thread open on the page is listed too, as the client lists the one you view.
+ */
+function followedThreads(fake: FakeDiscord, userId: string): string[] {
+  const threads = fake.channelList().filter((c) => c.type === 10 || c.type === 11 || c.type === 12);
+  const ranIn = new Set(
+    [...fake.interactions.values()].filter((i) => i.userId === userId).map((i) => i.channelId),
+  );
+  return threads
+    .filter(
+      (t) =>
+        fake.thread(t.id)?.ownerId === userId ||
+        ranIn.has(t.id) ||
+        fake
+          .channelMessages(t.id)
+          .some((m) => (m.data['author'] as JsonObject | undefined)?.['id'] === userId),
+    )
+    .map((t) => t.id);
+}
+
 /** "training-photos start": the command with its subcommand group and subcommand, as Discord shows it. */
 function commandLine(interaction: InteractionState | undefined): string | undefined {
   const data = interaction?.payload['data'] as JsonObject | undefined;
@@ -143,18 +171,39 @@ function commandLine(interaction: InteractionState | undefined): string | undefi
   return parts.join(' ');
 }
 
+/** A command interaction's kind: 1 slash command, 2 user command, 3 message command (Apps menu). */
+function commandType(interaction: InteractionState | undefined): number | undefined {
+  const data = interaction?.payload['data'] as JsonObject | undefined;
+  return typeof data?.['type'] === 'number' ? data['type'] : undefined;
+}
+
+/** Whether a process has ended: gone, or a zombie its parent (init, for a daemon) has not reaped yet. */
+async function ended(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // The state follows the command name in parentheses: "1234 (redis-server) Z …".
+  return /\)\s+Z/.test(stat);
+}
+
 /** Waits until a process id is gone (a daemonized redis-server is not our child: no exit event). */
 async function processGone(pid: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (await ended(pid)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  process.kill(pid, 'SIGKILL');
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  // SIGKILL is not instant either: its directory is removed once it is really gone.
+  const killedBy = Date.now() + 2000;
+  while (Date.now() < killedBy && !(await ended(pid))) await new Promise((r) => setTimeout(r, 20));
 }
 
 export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Playground> {
@@ -195,6 +244,9 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     });
     const galleryTags = gallery.tags.map((t) => ({ id: t.id, name: t.name }));
     fake.setRateLimits(true);
+    // Added with `npm run invite`'s URL: @everyone's permissions plus the bot role the invite creates,
+    // exactly the invite's (Manage Threads among them: /privacy delete and Remove result delete posts).
+    fake.setBotPermissions(String(MEMBER | invitePermissions()));
     const members = [
       {
         key: 'admin',
@@ -204,6 +256,13 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       },
       { key: 'alice', username: 'alice', globalName: 'Alice', permissions: String(MEMBER) },
       { key: 'bob', username: 'bob', globalName: 'Bob', permissions: String(MEMBER) },
+      // A moderator (Manage Messages): the message commands that ask for it, such as Remove result.
+      {
+        key: 'mod',
+        username: 'mo',
+        globalName: 'Mo (moderator)',
+        permissions: String(MEMBER | MANAGE_MESSAGES),
+      },
     ].map((m) => ({ ...m, id: fake.addUser(m) }));
     /** Each member's Discord client language (the `locale` of their interactions). */
     const locales = new Map<string, string>(members.map((m) => [m.id, 'en-US']));
@@ -258,10 +317,18 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       const redis = await makePrivateRedis();
       privateRedis = redis;
       undo.push(async () => {
-        // SHUTDOWN is asynchronous and the server is a daemon: wait for its pid before removing its folder.
+        // Stopped by its pid (SIGTERM: redis-server shuts down; it saves nothing here), not through
+        // redis-cli, which a second Ctrl-C to the terminal's process group would kill on the way. It is
+        // a daemon, not our child: wait for its pid to end before removing its folder.
         const pid = Number(await readFile(join(redis.dir, 'redis.pid'), 'utf8').catch(() => ''));
-        await redis.kill();
-        if (pid > 0) await processGone(pid, 5000);
+        if (pid > 0) {
+          try {
+            process.kill(pid, 'SIGTERM');
+          } catch {
+            // already gone (the store switch stopped it)
+          }
+          await processGone(pid, 5000);
+        } else await redis.kill();
         await rm(redis.dir, { recursive: true, force: true });
       });
       await redis.start();
@@ -376,6 +443,11 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     });
     await app.register(fastifyStatic, { root: PUBLIC });
     await app.register(fastifyStatic, { root: TWEMOJI, prefix: '/vendor/twemoji/', decorateReply: false });
+    await app.register(fastifyStatic, {
+      root: NOTO_SANS_JP,
+      prefix: '/vendor/noto-sans-jp/',
+      decorateReply: false,
+    });
 
     const ref = z.object({ userId: z.string(), channelId: z.string() });
     const fileSchema = z.object({ filename: z.string().min(1), contentType: z.string(), base64: z.string() });
@@ -399,6 +471,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         permissions: m.permissions,
         admin: m.key === 'admin',
         locale: localeOf(m.id),
+        followed: followedThreads(fake, m.id),
       })),
       locales: LOCALES,
       guildLocale: fake.guildLocale,
@@ -435,9 +508,16 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         .filter((m) => !m.ephemeral || fake.interactionUser(m.interactionId) === userId)
         .map((m) => {
           const meta = m.data['interaction_metadata'] as JsonObject | undefined;
-          const command =
-            meta && meta['type'] === 2 ? commandLine(fake.interactions.get(String(meta['id']))) : undefined;
-          return { id: m.id, ephemeral: m.ephemeral, data: m.data, edits: m.edits.length, command };
+          const interaction =
+            meta && meta['type'] === 2 ? fake.interactions.get(String(meta['id'])) : undefined;
+          return {
+            id: m.id,
+            ephemeral: m.ephemeral,
+            data: m.data,
+            edits: m.edits.length,
+            command: commandLine(interaction),
+            commandType: commandType(interaction),
+          };
         });
       // The client forgets a failed command when reloaded; the page keeps it for an interaction
       // token's lifetime (15 min), then lets it go.
@@ -457,6 +537,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
           .map((i) => ({
             id: i.id,
             command: commandLine(i) ?? '',
+            commandType: commandType(i),
             createdAt: i.createdAt,
             failed: now - i.createdAt > ACK_DEADLINE_MS,
           })),
@@ -513,6 +594,29 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         attachments,
         ...(b.subcommand ? { subcommand: b.subcommand } : {}),
       });
+      const cb = await h.response(5000).catch(() => undefined);
+      return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
+    });
+
+    // A message command from a message's Apps menu (right-click, or More): Discord sends the command
+    // (type 2, data.type 3) with the message as target_id and in resolved.messages. The fake Discord
+    // refuses one the member is not offered (default_member_permissions), as the client would not list it.
+    app.post('/api/message-command', async (req, reply) => {
+      const b = ref.extend({ name: z.string(), messageId: z.string() }).parse(req.body);
+      let h;
+      try {
+        h = fake.sendMessageCommand({
+          name: b.name,
+          targetMessageId: b.messageId,
+          userId: b.userId,
+          locale: localeOf(b.userId),
+          ...viaOwnInstall(b.channelId),
+        });
+      } catch (err) {
+        const message = (err as Error).message;
+        if (/does not offer/.test(message)) return reply.code(403).send({ error: message });
+        throw err;
+      }
       const cb = await h.response(5000).catch(() => undefined);
       return { interactionId: h.id, callbackType: cb?.type ?? null, modal: h.modal ?? null };
     });
@@ -763,21 +867,37 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     fail(`PLAYGROUND_PORT=${raw} is not a port number (0-65535)`);
+  // The handlers are in place before anything starts and stay for the whole shutdown: Ctrl-C reaches
+  // every process of the terminal's group, a second one (an impatient member, or a wrapper relaying
+  // the first) must not end this process with Node's default action halfway through its cleanup,
+  // which is what left the temp folders behind. A signal during startup stops once startup is done.
+  let stopping: Promise<void> | undefined;
+  const started: { pg?: Playground } = {};
+  const stop = (pg: Playground) => (stopping ??= pg.close().then(() => process.exit(0)));
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      process.stdout.write(`(${signal}: still stopping; the temp folders are being removed)\n`);
+      return;
+    }
+    signalled = true;
+    process.stdout.write('\nstopping the playground…\n');
+    if (started.pg) void stop(started.pg);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
   const pg = await startPlayground({
     port,
     ...(process.env['REDIS_URL'] ? { redisUrl: process.env['REDIS_URL'] } : {}),
     ...(process.env['PLAYGROUND_INTERACTIONS'] === 'http' ? { interactions: 'http' as const } : {}),
   }).catch((err: unknown) =>
-    err instanceof PortInUseError
-      ? fail(
-          `PLAYGROUND_PORT=${port}: port ${port} on ${HOST} is in use; set PLAYGROUND_PORT to a free port (PLAYGROUND_PORT=${port + 1} npm run playground)`,
-        )
-      : fail(`the playground did not start: ${(err as Error).message}`),
+    signalled
+      ? process.exit(0) // stopped while starting: startPlayground undid what it had started
+      : err instanceof PortInUseError
+        ? fail(
+            `PLAYGROUND_PORT=${port}: port ${port} on ${HOST} is in use; set PLAYGROUND_PORT to a free port (PLAYGROUND_PORT=${port + 1} npm run playground)`,
+          )
+        : fail(`the playground did not start: ${(err as Error).message}`),
   );
-  const stop = () => {
-    process.stdout.write('\nstopping the playground…\n');
-    void pg.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  started.pg = pg;
+  if (signalled) void stop(pg);
 }

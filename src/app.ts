@@ -15,7 +15,12 @@ import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/j
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
 import { Gateway } from './services/discord/gateway/gateway.js';
-import { createJobRenderer, renderRemoved, renderThreadLine } from './services/discord/render/job-render.js';
+import {
+  createJobRenderer,
+  renderRemoved,
+  renderRemovedAtRequest,
+  renderThreadLine,
+} from './services/discord/render/job-render.js';
 import { AfterFinalWork, InProcessAfterFinal } from './services/jobs/after-final.js';
 import { JobLifecycle } from './services/jobs/lifecycle.js';
 import { JobWatch, type TaskReading } from './services/jobs/job-watch.js';
@@ -34,9 +39,12 @@ import { AutoModWithholding } from './services/moderation/automod.js';
 import { ResultTakeDown } from './services/moderation/take-down.js';
 import { mediaOperations, renderOperations } from './services/operations/index.js';
 import { createStores } from './services/store/index.js';
-import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
+import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
+import { PublicPosts } from './services/privacy/public-posts.js';
+import { PublicCleanup } from './services/privacy/public-cleanup.js';
+import { MemoryChannelBudget, type ChannelBudget } from './services/discord/edits/channel-budget.js';
 import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
 import { createSafePhotoDownloader } from './services/training/download.js';
@@ -97,7 +105,7 @@ export interface App {
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
   /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
-  kv: LockingKeyValueStore;
+  kv: LockingKeyValueStore & AtomicKeyValueStore;
   /** The bot-token REST (tests post messages with it). */
   rest: REST;
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
@@ -216,6 +224,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
       })
     : undefined;
+  // The channels' edit budget the edit queue and /privacy delete's edits share (one process: in memory).
+  const editBudget: ChannelBudget =
+    channelBudget ??
+    new MemoryChannelBudget({
+      limit: DEFAULT_EDIT_QUEUE_OPTIONS.channelLimit,
+      windowMs: DEFAULT_EDIT_QUEUE_OPTIONS.channelWindowMs,
+      finalReserve: DEFAULT_EDIT_QUEUE_OPTIONS.finalReserve,
+    });
   const gatewayLease =
     stores.redis && config.discord.interactions.mode === 'gateway'
       ? new GatewayLease({
@@ -230,15 +246,24 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const jobKeys = new JobKeys();
   const guildSettings = new GuildSettingsStore({ kv: stores.kv, defaults: config.community.defaults });
   // A slot is held at most as long as a job can run (then it times out and frees it anyway).
-  const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: config.jobs.maxDurationMs + 3_600_000, now });
+  const ledger = new FairUseLedger({
+    kv: stores.kv,
+    slotTtlMs: config.jobs.maxDurationMs + 3_600_000,
+    operatorDailyCredits: config.operator.dailyCredits,
+    now,
+  });
+  metrics.operatorDailyCredits.set(config.operator.dailyCredits);
   // Every outbound download (photos, result files) goes through one SSRF-safe downloader.
   const outboundAllow = compileAllowList(config.outbound.allow);
   const downloader = createSafeDownloader();
+  // Where each job was posted in public, kept past the job records' retention.
+  const publicPosts = new PublicPosts({ kv: stores.kv, indexes: stores.indexes });
   const gallery = new GalleryPoster({
     rest: botRest,
     settings: guildSettings,
     recordPost: async (jobId, galleryPost) => {
-      await stores.jobs.apply(jobId, { galleryPost, at: now() });
+      const r = await stores.jobs.apply(jobId, { galleryPost, at: now() });
+      if (r) await publicPosts.recordJob(r.job);
     },
     kv: stores.kv,
     logger: logger.child({ component: 'gallery' }),
@@ -255,8 +280,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     ledger,
     costs: config.community.costs,
     personal: config.userInstall,
+    operator: config.operator,
+    jobMaxDurationMs: config.jobs.maxDurationMs,
     logger: logger.child({ component: 'community' }),
     gallery,
+    metrics,
   });
 
   // ---- Jobs: lifecycle, keeper checks, message updates, after-final work.
@@ -300,7 +328,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     transport,
     logger: logger.child({ component: 'edits' }),
     now,
-    ...(channelBudget ? { channelBudget } : {}),
+    channelBudget: editBudget,
     onMessageGone: (key, reason) => {
       if (key.endsWith(':reply') || key.startsWith('training-message:')) return;
       logger.info({ jobId: key, reason }, 'job message is gone; edits stopped');
@@ -433,8 +461,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       jobs: stores.jobs,
       sessions: training,
       consents: trainingServices.consent.records,
-      gallery,
-      ledger,
+      posts: publicPosts,
+      cleanup: new PublicCleanup({
+        rest: botRest,
+        budget: editBudget,
+        gallery,
+        renderRemoved: renderRemovedAtRequest,
+        threadName: (t) =>
+          jobRender.threadName({ id: t.jobId, operation: t.operation, params: {}, textWithheld: true }),
+        logger: logger.child({ component: 'privacy' }),
+        now,
+      }),
+      kv: stores.kv,
+      community,
       retention,
       logger: logger.child({ component: 'privacy' }),
       now,
@@ -442,11 +481,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     retention,
     imageTargets: new ImageTargets({ kv: stores.kv, now }),
     userInstall: config.userInstall.enabled,
+    publicPosts,
     autoMod,
     moderation: new ResultTakeDown({
       store: stores.jobs,
       rest: botRest,
       gallery,
+      posts: publicPosts,
       renderRemoved,
       threadName: jobRender.threadName,
       logger: logger.child({ component: 'moderation' }),

@@ -188,6 +188,23 @@ const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number>
   return out;
 });
 
+/** ALLOWED_GUILD_IDS: a comma list of server ids (snowflakes), at least one. */
+const guildIdList = z.string().transform((v, ctx): string[] => {
+  const ids = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  const bad = ids.filter((id) => !/^\d{1,20}$/.test(id));
+  if (ids.length === 0 || bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma list of server ids, digits only${bad.length > 0 ? ` (not ${bad.join(', ')})` : ''}`,
+    });
+    return z.NEVER;
+  }
+  return [...new Set(ids)];
+});
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
@@ -293,6 +310,11 @@ const schema = z.object({
     int(0, 1_000_000, 'credits per member per UTC day for personal jobs, 0 = no budget'),
     '20',
   ),
+  ALLOWED_GUILD_IDS: optional(guildIdList),
+  OPERATOR_DAILY_CREDITS: withDefault(
+    int(0, 1_000_000_000, 'credits all servers and members may spend per UTC day, 0 = no ceiling'),
+    '0',
+  ),
   INSTANCE_ID: optional(
     z.string().regex(/^[\x21-\x7e]{1,100}$/, 'must be 1 to 100 printable characters, no spaces'),
   ),
@@ -368,6 +390,13 @@ export interface Config {
    * against the member's own limits, across every place they use it.
    */
   userInstall: { enabled: boolean; maxActiveJobs: number; dailyCredits: number };
+  /** The operator's bounds above every server's settings (design: "Operator limits"). */
+  operator: {
+    /** ALLOWED_GUILD_IDS: job commands run only in these servers (undefined: any server). */
+    allowedGuildIds?: readonly string[];
+    /** OPERATOR_DAILY_CREDITS: what everyone together may spend per UTC day (0: no ceiling). */
+    dailyCredits: number;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
   logFormat: (typeof LOG_FORMATS)[number];
   /** Names this instance in logs, metrics and Redis leases (default hostname:pid). */
@@ -471,6 +500,7 @@ function toConfig(e: Env): Config {
       maxActiveJobs: e.USER_MAX_ACTIVE_JOBS,
       dailyCredits: e.USER_DAILY_CREDITS,
     },
+    operator: { ...opt('allowedGuildIds', e.ALLOWED_GUILD_IDS), dailyCredits: e.OPERATOR_DAILY_CREDITS },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     instanceId: e.INSTANCE_ID ?? `${hostname()}:${process.pid}`,

@@ -82,6 +82,22 @@ export function createMetrics(instance?: string) {
       help: '1 after the media service answered 402 (out of credits), until a submission succeeds',
       registers: [registry],
     }),
+    // Counted by the instance that reserved (or refunded): sum over instances. Net spend = spent − refunded.
+    operatorCreditsSpent: new Counter({
+      name: 'mediabot_operator_credits_spent_total',
+      help: "Credits reserved against the operator's day by admitted submissions (every server and member together)",
+      registers: [registry],
+    }),
+    operatorCreditsRefunded: new Counter({
+      name: 'mediabot_operator_credits_refunded_total',
+      help: 'Credits given back to the operator’s day by submissions that failed before the service took them',
+      registers: [registry],
+    }),
+    operatorDailyCredits: new Gauge({
+      name: 'mediabot_operator_daily_credits',
+      help: 'OPERATOR_DAILY_CREDITS: the credits everyone together may spend per UTC day (0 = no ceiling)',
+      registers: [registry],
+    }),
   };
   return m;
 }

@@ -44,12 +44,13 @@ for (const redis of [false, true])
     let dataDir: string;
     let clock = Date.UTC(2026, 10, 23, 12, 0, 0);
     const now = () => clock;
+    const storeNamespace = `c${randomBytes(4).toString('hex')}`;
     beforeAll(async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'mediabot-community-'));
       stores = await createStores({
         ...(redis ? { redisUrl: REDIS_URL } : {}),
         dataDir,
-        namespace: `c${randomBytes(4).toString('hex')}`,
+        namespace: storeNamespace,
         logger,
       });
     });
@@ -209,126 +210,150 @@ for (const redis of [false, true])
       const settings = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
       const ids = ['a', 'b', 'c', 'd'];
       const results = await Promise.all(
-        ids.map((jobId) => ledger.reserve({ guildId: 'g1', userId: 'u1', jobId, cost: 1, settings })),
+        ids.map((jobId) => ledger.reserve({ scope: 'g1', userId: 'u1', jobId, cost: 1, limits: settings })),
       );
       expect(results.filter((r) => r.ok)).toHaveLength(2);
       const refused = results.find((r) => !r.ok);
       expect(refused && !refused.ok && refused.refusal).toEqual({ kind: 'active', count: 2, max: 2 });
       // Another member and another guild are not affected.
-      expect((await ledger.reserve({ guildId: 'g1', userId: 'u2', jobId: 'e', cost: 1, settings })).ok).toBe(
-        true,
-      );
-      expect((await ledger.reserve({ guildId: 'g2', userId: 'u1', jobId: 'f', cost: 1, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g1', userId: 'u2', jobId: 'e', cost: 1, limits: settings })).ok,
+      ).toBe(true);
+      expect(
+        (await ledger.reserve({ scope: 'g2', userId: 'u1', jobId: 'f', cost: 1, limits: settings })).ok,
+      ).toBe(true);
       const accepted = ids.filter((_, i) => results[i]?.ok);
-      await ledger.release({ guildId: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false });
-      await ledger.release({ guildId: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false }); // idempotent
-      expect((await ledger.reserve({ guildId: 'g1', userId: 'u1', jobId: 'g', cost: 1, settings })).ok).toBe(
-        true,
-      );
-      expect((await ledger.reserve({ guildId: 'g1', userId: 'u1', jobId: 'h', cost: 1, settings })).ok).toBe(
-        false,
-      );
+      await ledger.release({ scope: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false });
+      await ledger.release({ scope: 'g1', userId: 'u1', jobId: accepted[0] ?? '', refund: false }); // idempotent
+      expect(
+        (await ledger.reserve({ scope: 'g1', userId: 'u1', jobId: 'g', cost: 1, limits: settings })).ok,
+      ).toBe(true);
+      expect(
+        (await ledger.reserve({ scope: 'g1', userId: 'u1', jobId: 'h', cost: 1, limits: settings })).ok,
+      ).toBe(false);
     });
 
-    it('members of one server do not wait for each other; a server with a credit budget shares one credits lock', async () => {
+    it('members of one server do not wait for each other’s records', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
-      const free = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
-      /** Holds the store lock `name` until released. */
-      const hold = (name: string) => {
-        let release = () => undefined as void;
-        const held = stores.kv.withLock(name, () => new Promise<void>((r) => (release = () => r())));
-        return { release: async () => (release(), await held) };
-      };
-      /** A reservation that must still be waiting 100 ms later (wrapped: awaiting it must not wait for it). */
-      const waiting = async (userId: string, settings: typeof free) => {
-        let done = false;
-        const r = ledger
-          .reserve({ guildId: 'g7', userId, jobId: `${userId}-1`, cost: 1, settings })
-          .finally(() => (done = true));
-        await new Promise((t) => setTimeout(t, 100));
-        expect(done, `${userId} waits`).toBe(false);
-        return { reservation: r };
-      };
-      const member = hold('fair-use:g7:busy');
-      // Another member of the server is admitted while the first member's lock is held.
+      const free = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 5 };
+      // A slow store update of one member's record (a storm of their finals, a slow disk).
+      let release = () => undefined as void;
+      const held = stores.kv.update(
+        ['fair-use:g7:busy'],
+        () => new Promise<{ result: undefined }>((r) => (release = () => r({ result: undefined }))),
+      );
+      // Another member of the server is admitted meanwhile, credits and all.
       expect(
-        (await ledger.reserve({ guildId: 'g7', userId: 'other', jobId: 'o1', cost: 1, settings: free })).ok,
+        (await ledger.reserve({ scope: 'g7', userId: 'other', jobId: 'o1', cost: 1, limits: free })).ok,
       ).toBe(true);
-      // The held member waits for their own lock, then is admitted.
-      const busy = await waiting('busy', free);
-      await member.release();
-      expect((await busy.reservation).ok).toBe(true);
-      // With a budget, every member of the server goes through the server's credits lock.
-      const credits = hold('credits:g7');
-      const paid = await waiting('third', { ...free, dailyCredits: 5 });
-      await credits.release();
-      expect((await paid.reservation).ok).toBe(true);
-      expect(await ledger.creditsUsed('g7')).toBe(1);
+      // The busy member waits for their own record, then is admitted.
+      let done = false;
+      const busy = ledger
+        .reserve({ scope: 'g7', userId: 'busy', jobId: 'b1', cost: 1, limits: free })
+        .finally(() => (done = true));
+      await new Promise((t) => setTimeout(t, 100));
+      expect(done, 'busy waits').toBe(false);
+      release();
+      await held;
+      expect((await busy).ok).toBe(true);
+      expect(await ledger.creditsUsed('g7')).toBe(2);
+    });
+
+    it('credits are counted without a budget too; a refund gives them back; a budget set later sees them', async () => {
+      const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+      const free = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 0 };
+      const many = await Promise.all(
+        ['f1', 'f2', 'f3', 'f4'].map((jobId) =>
+          ledger.reserve({ scope: 'g8', userId: `u-${jobId}`, jobId, cost: 2, limits: free }),
+        ),
+      );
+      expect(many.every((r) => r.ok)).toBe(true);
+      expect(await ledger.creditsUsed('g8')).toBe(8);
+      // A job that failed at submission gives its credits back; a job that ran keeps them spent.
+      await ledger.release({ scope: 'g8', userId: 'u-f1', jobId: 'f1', refund: true });
+      await ledger.release({ scope: 'g8', userId: 'u-f2', jobId: 'f2', refund: false });
+      expect(await ledger.creditsUsed('g8')).toBe(6);
+      // Refunded at once after the reservation: nothing is left over.
+      expect(
+        (await ledger.reserve({ scope: 'g8', userId: 'u-f5', jobId: 'f5', cost: 3, limits: free })).ok,
+      ).toBe(true);
+      await ledger.release({ scope: 'g8', userId: 'u-f5', jobId: 'f5', refund: true });
+      expect(await ledger.creditsUsed('g8')).toBe(6);
+      // A budget chosen later in the day counts what was spent before it.
+      const r = await ledger.reserve({
+        scope: 'g8',
+        userId: 'u-f6',
+        jobId: 'f6',
+        cost: 3,
+        limits: { ...free, dailyCredits: 8 },
+      });
+      expect(r).toEqual({
+        ok: false,
+        refusal: { kind: 'credits', left: 2, cost: 3, budget: 8, resetAt: nextUtcMidnight(clock) },
+      });
     });
 
     it('a slot whose job never ended expires with the job’s maximum duration', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 60_000, now });
       const settings = { maxActiveJobs: 1, cooldownSeconds: 0, dailyCredits: 0 };
-      expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'x', cost: 1, settings })).ok).toBe(
-        true,
-      );
-      expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'y', cost: 1, settings })).ok).toBe(
-        false,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g3', userId: 'u', jobId: 'x', cost: 1, limits: settings })).ok,
+      ).toBe(true);
+      expect(
+        (await ledger.reserve({ scope: 'g3', userId: 'u', jobId: 'y', cost: 1, limits: settings })).ok,
+      ).toBe(false);
       clock += 61_000;
-      expect((await ledger.reserve({ guildId: 'g3', userId: 'u', jobId: 'y', cost: 1, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g3', userId: 'u', jobId: 'y', cost: 1, limits: settings })).ok,
+      ).toBe(true);
     });
 
     it('cooldown: refused until cooldown_seconds after the last submission, with the time to retry', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
       const settings = { maxActiveJobs: 10, cooldownSeconds: 30, dailyCredits: 0 };
       const start = clock;
-      expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '1', cost: 1, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g4', userId: 'u', jobId: '1', cost: 1, limits: settings })).ok,
+      ).toBe(true);
       clock += 10_000;
-      const r = await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings });
+      const r = await ledger.reserve({ scope: 'g4', userId: 'u', jobId: '2', cost: 1, limits: settings });
       expect(r).toEqual({ ok: false, refusal: { kind: 'cooldown', retryAt: start + 30_000 } });
       const text = refusalMessage(r.ok ? { kind: 'active', count: 0, max: 0 } : r.refusal);
       expect(text(translator('en-US'))).toContain(`<t:${Math.ceil((start + 30_000) / 1000)}:R>`);
       // A German member reads it in German, the time unchanged.
       expect(text(translator('de'))).toMatch(/^Bitte warte .*<t:\d+:R>/);
       clock += 20_000;
-      expect((await ledger.reserve({ guildId: 'g4', userId: 'u', jobId: '2', cost: 1, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g4', userId: 'u', jobId: '2', cost: 1, limits: settings })).ok,
+      ).toBe(true);
     });
 
     it('credits: a submission over the budget is refused with what is left; a refund gives them back', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
       const settings = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 10 };
-      expect((await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 'v1', cost: 6, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g5', userId: 'u', jobId: 'v1', cost: 6, limits: settings })).ok,
+      ).toBe(true);
       expect(await ledger.creditsUsed('g5')).toBe(6);
-      const r = await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 'v2', cost: 6, settings });
+      const r = await ledger.reserve({ scope: 'g5', userId: 'u', jobId: 'v2', cost: 6, limits: settings });
       expect(r).toEqual({
         ok: false,
         refusal: { kind: 'credits', left: 4, cost: 6, budget: 10, resetAt: nextUtcMidnight(clock) },
       });
       // Exactly what is left still fits.
-      expect((await ledger.reserve({ guildId: 'g5', userId: 'u', jobId: 's1', cost: 4, settings })).ok).toBe(
-        true,
-      );
+      expect(
+        (await ledger.reserve({ scope: 'g5', userId: 'u', jobId: 's1', cost: 4, limits: settings })).ok,
+      ).toBe(true);
       expect(await ledger.creditsUsed('g5')).toBe(10);
-      await ledger.release({ guildId: 'g5', userId: 'u', jobId: 'v1', refund: true });
-      await ledger.release({ guildId: 'g5', userId: 'u', jobId: 'v1', refund: true }); // once only
+      await ledger.release({ scope: 'g5', userId: 'u', jobId: 'v1', refund: true });
+      await ledger.release({ scope: 'g5', userId: 'u', jobId: 'v1', refund: true }); // once only
       expect(await ledger.creditsUsed('g5')).toBe(4);
-      await ledger.release({ guildId: 'g5', userId: 'u', jobId: 's1', refund: false });
+      await ledger.release({ scope: 'g5', userId: 'u', jobId: 's1', refund: false });
       expect(await ledger.creditsUsed('g5')).toBe(4);
       // Concurrent: 5 × cost 3 against 6 left → exactly 2 accepted.
       const many = await Promise.all(
         ['c1', 'c2', 'c3', 'c4', 'c5'].map((jobId) =>
-          ledger.reserve({ guildId: 'g5', userId: `u-${jobId}`, jobId, cost: 3, settings }),
+          ledger.reserve({ scope: 'g5', userId: `u-${jobId}`, jobId, cost: 3, limits: settings }),
         ),
       );
       expect(many.filter((x) => x.ok)).toHaveLength(2);
@@ -336,6 +361,102 @@ for (const redis of [false, true])
       // A new UTC day starts from zero.
       clock = nextUtcMidnight(clock) + 1000;
       expect(await ledger.creditsUsed('g5')).toBe(0);
+    });
+
+    it('the operator’s ceiling counts every server and member together; a refund gives it back', async () => {
+      // A day of its own: the other tests' spending counts towards the operator's day too.
+      clock = nextUtcMidnight(clock) + 1000;
+      const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, operatorDailyCredits: 5, now });
+      const open = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 0 };
+      const reserve = (scope: string, userId: string, jobId: string, cost: number) =>
+        ledger.reserve({ scope, userId, jobId, cost, limits: open });
+      expect(await ledger.operatorCreditsUsed()).toBe(0);
+      expect(await reserve('op-a', 'u1', 'o1', 2)).toEqual({ ok: true, operatorCredits: 2 });
+      expect((await reserve('op-b', 'u2', 'o2', 2)).ok).toBe(true);
+      expect((await reserve(`personal:u3`, 'u3', 'o3', 1)).ok).toBe(true);
+      // The day's last credit is gone: refused anywhere, saying when the day resets.
+      expect(await reserve('op-c', 'u4', 'o4', 1)).toEqual({
+        ok: false,
+        refusal: { kind: 'operator', resetAt: nextUtcMidnight(clock) },
+      });
+      expect(await ledger.operatorCreditsUsed()).toBe(5);
+      // A refused submission took nothing: the member's slot is free.
+      expect(await ledger.release({ scope: 'op-c', userId: 'u4', jobId: 'o4', refund: true })).toBe(0);
+      // A job that failed at submission gives its operator credits back; one that ran does not.
+      expect(await ledger.release({ scope: 'op-a', userId: 'u1', jobId: 'o1', refund: true })).toBe(2);
+      expect(await ledger.release({ scope: 'op-b', userId: 'u2', jobId: 'o2', refund: false })).toBe(0);
+      expect(await ledger.operatorCreditsUsed()).toBe(3);
+      expect((await reserve('op-c', 'u4', 'o5', 2)).ok).toBe(true);
+      // Without a ceiling the spending is still counted.
+      const uncapped = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
+      expect(
+        (await uncapped.reserve({ scope: 'op-d', userId: 'u5', jobId: 'o6', cost: 50, limits: open })).ok,
+      ).toBe(true);
+      expect(await uncapped.operatorCreditsUsed()).toBe(55);
+      clock = nextUtcMidnight(clock) + 1000;
+    });
+
+    it('a deleted running job keeps its slot until it would have ended', async () => {
+      const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 10 * 3_600_000, now });
+      const one = { maxActiveJobs: 1, cooldownSeconds: 0, dailyCredits: 0 };
+      expect((await ledger.reserve({ scope: 'g8', userId: 'u', jobId: 'r1', cost: 1, limits: one })).ok).toBe(
+        true,
+      );
+      await ledger.holdUntil({ scope: 'g8', userId: 'u', jobId: 'r1', until: clock + 60_000 });
+      expect((await ledger.reserve({ scope: 'g8', userId: 'u', jobId: 'r2', cost: 1, limits: one })).ok).toBe(
+        false,
+      );
+      clock += 61_000;
+      expect((await ledger.reserve({ scope: 'g8', userId: 'u', jobId: 'r2', cost: 1, limits: one })).ok).toBe(
+        true,
+      );
+    });
+
+    // Regression: the reservation was a read and a write under a Redis lock with a ~6 s lease
+    // and no fencing: an instance paused past the lease (GC, a stopped VM) wrote its stale
+    // decision over another instance's reservation, and both took the last slot.
+    it('an instance paused between its read and its write past any lease cannot overwrite another’s reservation', async () => {
+      // Redis: a second instance (its own store and connection); SQLite: one process owns the file.
+      const other = redis
+        ? await createStores({ redisUrl: REDIS_URL, dataDir, namespace: storeNamespace, logger })
+        : stores;
+      try {
+        let resume = () => undefined as void;
+        const gate = new Promise<void>((r) => (resume = r));
+        let paused = 0;
+        // Instance A decides on what it read, then stalls before writing.
+        const stalled: typeof stores.kv = Object.assign(Object.create(stores.kv) as typeof stores.kv, {
+          update: <T>(keys: readonly string[], decide: Parameters<typeof stores.kv.update<T>>[1]) =>
+            stores.kv.update<T>(keys, async (values) => {
+              const d = await decide(values);
+              paused++;
+              await gate;
+              return d;
+            }),
+        });
+        const limits = { maxActiveJobs: 1, cooldownSeconds: 0, dailyCredits: 3 };
+        const a = new FairUseLedger({ kv: stalled, slotTtlMs: 3_600_000, operatorDailyCredits: 1_000, now });
+        const b = new FairUseLedger({ kv: other.kv, slotTtlMs: 3_600_000, operatorDailyCredits: 1_000, now });
+        const first = a.reserve({ scope: 'g9', userId: 'u', jobId: 'a1', cost: 2, limits });
+        await eventually(() => paused === 1, 5_000, 'A paused after deciding');
+        // Far past the old lock's lease (3 × the op timeout).
+        clock += 7_000;
+        const second = b.reserve({ scope: 'g9', userId: 'u', jobId: 'b1', cost: 2, limits });
+        if (redis) {
+          // Nothing for B to wait for: it takes the slot while A is paused.
+          expect((await second).ok).toBe(true);
+          resume();
+          expect(await first).toEqual({ ok: false, refusal: { kind: 'active', count: 1, max: 1 } });
+        } else {
+          resume();
+          expect((await first).ok).toBe(true);
+          expect(await second).toEqual({ ok: false, refusal: { kind: 'active', count: 1, max: 1 } });
+        }
+        // One reservation stands, its credits counted once.
+        expect(await a.creditsUsed('g9')).toBe(2);
+      } finally {
+        if (other !== stores) await other.close();
+      }
     });
   });
 
@@ -345,6 +466,13 @@ describe('community e2e', () => {
   let member: string;
   const replyText = async (cmd: { message(t?: number): Promise<{ data: Record<string, unknown> }> }) =>
     JSON.stringify((await cmd.message(10_000)).data);
+  /** Today's credits as `/settings show` says them. */
+  const usedNow = async () =>
+    Number(
+      /Credits today: \*\*(\d+)\*\*/.exec(
+        await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
+      )?.[1],
+    );
   /** `/settings set` by the admin, answered. */
   const configure = (options: Record<string, string | number | boolean>) =>
     h.fake.sendCommand({ name: 'settings', subcommand: 'set', userId: admin, options }).message(10_000);
@@ -441,8 +569,26 @@ describe('community e2e', () => {
     h.fake.assertNoViolations();
   });
 
+  it('/settings show counts today’s use without a budget', async () => {
+    await configure({ daily_credits: 0 });
+    const before = await usedNow();
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: member,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    expect((await cmd.message(10_000)).ephemeral).toBe(false);
+    await eventually(async () => (await usedNow()) === before + 2, 10_000, 'the song counted');
+    const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
+    expect(show).toContain(t('en-US', 'settings.show.credits_no_budget', { used: before + 2 }));
+    h.fake.assertNoViolations();
+  });
+
   it('credits: the queued message shows the cost; over the budget is refused with what is left and the reset', async () => {
-    await configure({ daily_credits: 3, max_active_jobs: 10 });
+    // Today's earlier jobs count against a budget chosen now: 3 more credits.
+    const spent = await usedNow();
+    const budget = spent + 3;
+    await configure({ daily_credits: budget, max_active_jobs: 10 });
     h.emulator.nextScenario({ hold: true });
     const first = h.fake.sendCommand({
       name: 'extend-song',
@@ -460,7 +606,7 @@ describe('community e2e', () => {
     const refused = await second.message(10_000);
     expect(refused.ephemeral).toBe(true);
     const text = JSON.stringify(refused.data);
-    expect(text).toContain('1 of 3 left today');
+    expect(text).toContain(`1 of ${budget} left today`);
     expect(text).toMatch(/reset <t:\d+:R>/);
     // The same refusal to a German member: in German, with the same numbers and time.
     const german = await h.fake
@@ -472,11 +618,11 @@ describe('community e2e', () => {
       })
       .message(10_000);
     expect(german.ephemeral).toBe(true);
-    const [before] = t('de', 'refusal.credits', { left: 1, budget: 3, cost: 2, resetAt: '@' }).split('@');
+    const [before] = t('de', 'refusal.credits', { left: 1, budget, cost: 2, resetAt: '@' }).split('@');
     expect(String(german.data['content'])).toContain(before);
     expect(String(german.data['content'])).toMatch(/<t:\d+:R>/);
     const show = await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin }));
-    expect(show).toContain('Credits today: **2** of 3 used, 1 left');
+    expect(show).toContain(`Credits today: **${spent + 2}** of ${budget} used, 1 left`);
     const showDe = await replyText(
       h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin, locale: 'de' }),
     );
@@ -485,12 +631,6 @@ describe('community e2e', () => {
   });
 
   it('credits come back when the service refuses the submission', async () => {
-    const usedNow = async () =>
-      Number(
-        /Credits today: \*\*(\d+)\*\*/.exec(
-          await replyText(h.fake.sendCommand({ name: 'settings', subcommand: 'show', userId: admin })),
-        )?.[1],
-      );
     await configure({ daily_credits: 100 });
     const before = await usedNow();
     // An unknown parent task: the service answers 400 {errors:[{msg}]}.
@@ -504,12 +644,15 @@ describe('community e2e', () => {
     h.fake.assertNoViolations();
   });
 
-  // Discord allows 3 s for the first answer. Admission takes the member's fair-use lock, which
-  // their other commands and finals also take: a storm of finals (or a lock left by a dead
-  // instance, up to one lease) once kept the command silent past Discord's limit.
-  describe('a job command kept waiting by its member’s fair-use lock', () => {
+  // Discord allows 3 s for the first answer. Admission updates the member's fair-use record, which
+  // their other commands and finals also update: a storm of finals (or a slow store) once kept
+  // the command silent past Discord's limit.
+  describe('a job command kept waiting by its member’s fair-use record (a slow store)', () => {
     const hold = (userId: string, ms: number) =>
-      h.app.kv.withLock(`fair-use:${h.fake.guildId}:${userId}`, () => new Promise((r) => setTimeout(r, ms)));
+      h.app.kv.update(
+        [`fair-use:${h.fake.guildId}:${userId}`],
+        () => new Promise<{ result: undefined }>((r) => setTimeout(() => r({ result: undefined }), ms)),
+      );
     const song = (userId: string) =>
       h.fake.sendCommand({
         name: 'extend-song',

@@ -151,6 +151,7 @@ describe('parseConfig', () => {
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
       },
       userInstall: { enabled: false, maxActiveJobs: 3, dailyCredits: 20 },
+      operator: { dailyCredits: 0 },
       logLevel: 'info',
       logFormat: 'auto',
       instanceId: `${hostname()}:${process.pid}`,
@@ -160,6 +161,7 @@ describe('parseConfig', () => {
     expect('guildId' in c.discord).toBe(false);
     expect('publicUrl' in c).toBe(false);
     expect('redisUrl' in c.store).toBe(false);
+    expect('allowedGuildIds' in c.operator).toBe(false);
   });
 
   it('CREDIT_COSTS: a command left out costs its built-in price; a pair not understood is one line', () => {
@@ -171,6 +173,30 @@ describe('parseConfig', () => {
     });
     expect(() => parseConfig({ ...REQUIRED, CREDIT_COSTS: 'remix=3' })).toThrow(
       /CREDIT_COSTS: .*not understood: "remix=3"/,
+    );
+  });
+
+  it('ALLOWED_GUILD_IDS and OPERATOR_DAILY_CREDITS: server ids and a daily ceiling, one line per bad value', () => {
+    expect(
+      parseConfig({
+        ...REQUIRED,
+        ALLOWED_GUILD_IDS: ' 111111111111111111, 222222222222222222,',
+        OPERATOR_DAILY_CREDITS: '500',
+      }).operator,
+    ).toEqual({ allowedGuildIds: ['111111111111111111', '222222222222222222'], dailyCredits: 500 });
+    const problems = problemsOf({
+      ...REQUIRED,
+      ALLOWED_GUILD_IDS: '111,my-server',
+      OPERATOR_DAILY_CREDITS: '-5',
+    });
+    expect(lineFor(problems, 'ALLOWED_GUILD_IDS')).toBe(
+      'ALLOWED_GUILD_IDS: must be a comma list of server ids, digits only (not my-server)',
+    );
+    expect(lineFor(problems, 'OPERATOR_DAILY_CREDITS')).toMatch(
+      /^OPERATOR_DAILY_CREDITS: must be a whole number/,
+    );
+    expect(lineFor(problemsOf({ ...REQUIRED, ALLOWED_GUILD_IDS: ',' }), 'ALLOWED_GUILD_IDS')).toMatch(
+      /comma list of server ids/,
     );
   });
 

@@ -2,7 +2,7 @@
  * The first answer to a job command through the real bot, over the gateway and over
  * HTTP (`DISCORD_INTERACTIONS=http`), against the fake Discord and the emulator: an
  * answer Discord took but whose reply was lost (issue 26), and a command kept past
- * Discord's 3 s by its member's fair-use lock (acknowledged on its behalf in time).
+ * Discord's 3 s by its member's fair-use record (acknowledged on its behalf in time).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
@@ -67,10 +67,13 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
     h.fake.assertNoViolations();
   });
 
-  describe('kept waiting by its member’s fair-use lock (2.8 s)', () => {
+  describe('kept waiting by its member’s fair-use record (a slow store, 2.8 s)', () => {
     // Past both acknowledgement deadlines (1.5 s gateway, 2.5 s http), short of Discord's 3 s.
     const hold = (userId: string, ms: number) =>
-      h.app.kv.withLock(`fair-use:${h.fake.guildId}:${userId}`, () => new Promise((r) => setTimeout(r, ms)));
+      h.app.kv.update(
+        [`fair-use:${h.fake.guildId}:${userId}`],
+        () => new Promise<{ result: undefined }>((r) => setTimeout(() => r({ result: undefined }), ms)),
+      );
     /** The interaction's first answer: its callback, or (http) the HTTP response's body. */
     const firstAnswer = async (id: string): Promise<unknown> => {
       if (mode === 'gateway') return (await h.fake.interaction(id).response(3000)).type;

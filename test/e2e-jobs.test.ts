@@ -195,6 +195,29 @@ describe('invalid input and service errors', () => {
     expect(msg.content).toMatch(/Your jobs\*\* · page 1 of \d+/);
   });
 
+  it("task_id: a member with no jobs who types a task the service has finished is offered it, not another member's job", async () => {
+    const userId = h.fake.addUser({ username: 'newcomer' });
+    const ask = async (name: string, typed: string) => {
+      const ac = h.fake.sendAutocomplete({ name, userId, options: { task_id: typed }, focused: 'task_id' });
+      await ac.response();
+      return (ac.choices ?? []).map((c) => (c as { value: string }).value);
+    };
+    expect(await ask('extend-song', '')).toEqual([]);
+    expect(await ask('extend-song', FIXTURE_SONG_TASK_ID)).toEqual([FIXTURE_SONG_TASK_ID]);
+    // Not a task the service knows, nor another member's job.
+    expect(await ask('extend-song', 'song-parent-9999')).toEqual([]);
+    const before = new Set(h.emulator.tasks.keys());
+    h.emulator.nextScenario({ steps: [50], stepMs: 100 });
+    await h.fake
+      .sendCommand({
+        name: 'extend-song',
+        options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+      })
+      .waitForMessage((m) => finalText(m).includes('Extend song 2'), 15_000);
+    const theirs = [...h.emulator.tasks.keys()].find((id) => !before.has(id)) ?? '';
+    expect(await ask('extend-song', theirs)).toEqual([]);
+  });
+
   it('autocompletes song ids of a task the service knows', async () => {
     const ac = h.fake.sendAutocomplete({
       name: 'extend-song',

@@ -3,7 +3,8 @@
  * account and its credits (402), rate limiting (429 + Retry-After), luma-ext and the extra
  * states, expiring result files, lost answers, and `npm run dev:emulator` flags.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -430,6 +431,19 @@ describe('failNext with the statuses of the real provider and its proxies', () =
 });
 
 describe('npm run dev:emulator', () => {
+  it('--help lists the flags and the control routes (429s, failures, lost answers) and exits 0', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'test/emulator/main.ts', '--help'],
+      { timeout: 30_000 },
+    );
+    for (const flag of ['--credits', '--no-fetch-many', '--steps']) expect(stdout).toContain(flag);
+    expect(stdout).toContain('http://127.0.0.1:4010/_emulator/rate-limit-next');
+    expect(stdout).toContain('(429, nothing created)');
+    expect(stdout).toContain('/_emulator/fail-next');
+    expect(stdout).toContain('/_emulator/lose-next');
+  }, 40_000);
+
   it('takes its switches as flags and prints them in its usage text', async () => {
     const child = spawn(
       process.execPath,

@@ -370,7 +370,8 @@ describe('gallery in forum and media channels', () => {
     const before = h.fake.forumPosts(forum.id).length;
     await extendSong(h, admin).waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
     const post = await eventually(() => h.fake.forumPosts(forum.id)[before], 15_000, 'song post');
-    expect(post.name).toBe(`extend-song · ${FIXTURE_SONG_TASK_ID}`);
+    // Titled by the song's first lyric line (the emulator's), not by a task id.
+    expect(post.name).toBe('extend-song · Emulated lyrics, take 1');
     expect(post.appliedTags).toEqual([forum.tagIds['SONG']]);
     expect(post.message?.attachments.map((a) => String(a['filename'])).sort()).toEqual(
       names(latestSongFiles(h)),

@@ -163,6 +163,17 @@ describe('catalogs', () => {
     }
   });
 
+  it('no bare URL (Discord would unfurl it into a link preview): each is code, <…> or a masked link', () => {
+    for (const { locale, key } of ALL) {
+      // What Discord leaves linkable: code spans, <url> (no preview) and [text](url) taken out.
+      const linkable = CATALOGS[locale][key]
+        .replace(/`[^`]*`/g, '')
+        .replace(/<https?:\/\/[^>\s]+>/g, '')
+        .replace(/\]\(https?:\/\/[^)\s]+\)/g, ']');
+      expect(linkable, `${locale} ${key}`).not.toMatch(/https?:\/\//);
+    }
+  });
+
   it('bold markers come in pairs', () => {
     for (const { locale, key } of ALL) {
       expect((CATALOGS[locale][key].split('**').length - 1) % 2, `${locale} ${key}`).toBe(0);

@@ -1,8 +1,8 @@
 /**
  * `/privacy` through the real bot, the fake Discord and the emulator: what a member
  * sees, exports and deletes, from a server and from a DM; only their own data, in
- * every server; their gallery posts go, their running jobs stop being tracked and free
- * their slots; another member's data is untouched.
+ * every server; their gallery posts go, their running jobs stop being tracked but keep
+ * their fair-use slots; another member's data is untouched.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gunzipSync } from 'node:zlib';
@@ -103,10 +103,9 @@ describe('/privacy', () => {
     const m = await privacy(alice, 'export', { dm: true }).message(10_000);
     expect(m.ephemeral).toBe(true);
     const [file] = m.attachments;
-    expect(String(file?.['filename'])).toMatch(/^media-bot-data-\d{4}-\d{2}-\d{2}\.json(\.gz)?$/);
+    expect(String(file?.['filename'])).toMatch(/^media-bot-data-\d{4}-\d{2}-\d{2}\.json\.gz$/);
     const res = await fetch(String(file?.['url']));
-    const raw = Buffer.from(await res.arrayBuffer());
-    const body = String(file?.['filename']).endsWith('.gz') ? gunzipSync(raw).toString() : raw.toString();
+    const body = gunzipSync(Buffer.from(await res.arrayBuffer())).toString();
     const data = JSON.parse(body) as {
       member: string;
       jobs: { id: string; server?: string; command: string }[];
@@ -120,6 +119,31 @@ describe('/privacy', () => {
       if (job.message.interaction) expect(body).not.toContain(job.message.interaction.token);
     }
     expect(body).not.toContain(bob);
+    // The input images' Discord links are kept, without their signature (ex, is, hm).
+    const jobs = await h.app.store.listByUser(alice);
+    const signed = jobs.map((j) => String(j.params['image_url'] ?? '')).filter((u) => u.includes('hm='));
+    expect(signed).toHaveLength(3);
+    for (const url of signed) {
+      expect(body).not.toContain(url);
+      const bare = new URL(url);
+      for (const p of ['ex', 'is', 'hm']) bare.searchParams.delete(p);
+      expect(body).toContain(bare.toString());
+    }
+    expect(body).not.toMatch(/[?&](ex|is|hm)=/);
+  });
+
+  it('export: once per member per 10 minutes; the refusal says when to try again', async () => {
+    const before = Date.now();
+    const m = await privacy(alice, 'export').message(10_000);
+    expect(m.ephemeral).toBe(true);
+    expect(m.attachments).toEqual([]);
+    expect(m.content).toContain('once every 10 minutes');
+    const at = Number(/<t:(\d+):R>/.exec(m.content)?.[1]) * 1000;
+    expect(at).toBeGreaterThan(before + 8 * 60_000);
+    expect(at).toBeLessThanOrEqual(before + 10 * 60_000 + 1000);
+    // Another member is not held back by Alice's export.
+    const other = await privacy(bob, 'export').message(10_000);
+    expect(other.attachments).toHaveLength(1);
   });
 
   it('delete: only the member can confirm; Cancel deletes nothing', async () => {
@@ -138,7 +162,7 @@ describe('/privacy', () => {
     expect(await h.app.store.listByUser(alice)).toHaveLength(3);
   });
 
-  it('delete: jobs, gallery posts and running jobs in every server go; slots are freed; Bob keeps his', async () => {
+  it('delete: jobs, gallery posts and running jobs in every server go; running jobs keep their slots; Bob keeps his', async () => {
     // A running job of Alice's (held by the service), holding one of her two slots.
     h.emulator.setScenario({ hold: true });
     const running = h.fake.sendCommand({
@@ -171,12 +195,38 @@ describe('/privacy', () => {
     expect(left.map((m) => m.id)).toEqual(bobPosts.map((m) => m.id));
     expect((await h.app.store.listByUser(bob)).length).toBe(1);
 
-    // The service finishes it later: its webhook finds no job, and its message is left alone.
+    // Regression: the deletion freed the running job's slot, so delete-then-start gave any number
+    // of paid jobs at once past max_active_jobs. The deleted job still counts (2 allowed): one more
+    // job starts beside it, the next is refused before any service call.
+    const beside = h.fake.sendCommand({
+      name: 'extend-song',
+      userId: alice,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+    });
+    expect((await beside.message(10_000)).ephemeral).toBe(false);
+    const besideJob = await eventually(
+      async () => (await h.app.store.listByUser(alice)).find((j) => j.state === 'processing'),
+      10_000,
+      'the second song job processing',
+    );
+    const tasksBefore = h.emulator.tasks.size;
+    const past = await upscale(alice).message(10_000);
+    expect(past.ephemeral).toBe(true);
+    expect(past.content).toContain('2 unfinished jobs');
+    expect(h.emulator.tasks.size).toBe(tasksBefore);
+
+    // The service finishes both later: the deleted one's webhook finds no job (its message is left
+    // alone, its slot held until it would have ended); the other's final frees its slot.
     h.emulator.setScenario({ hold: false });
     h.emulator.finish(runningJob!.taskId!);
-    // Her slots are free: two jobs may start at once again (the running one no longer counts).
-    const again = [upscale(alice), upscale(alice)];
-    for (const cmd of again) await cmd.waitForMessage((m) => text(m).includes('Upscale again'), 20_000);
+    h.emulator.finish(besideJob!.taskId!);
+    await beside.waitForMessage((m) => text(m).includes('Extend song 1'), 20_000);
+    await eventually(
+      async () => (await h.app.store.get(besideJob!.id))?.settledAt !== undefined,
+      10_000,
+      'its slot freed',
+    );
+    await upscale(alice).waitForMessage((m) => text(m).includes('Upscale again'), 20_000);
 
     const show = await privacy(alice, 'show').message(10_000);
     expect(show.content).toContain('2 job records');

@@ -34,7 +34,7 @@ import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { JobRecord, JobState } from '../src/services/store/types.js';
 import { renderOperations } from '../src/services/operations/index.js';
 
-const { renderJob, renderGalleryPost } = createJobRenderer(renderOperations);
+const { renderJob, renderGalleryPost, threadName } = createJobRenderer(renderOperations);
 
 // ---------------------------------------------------------------- fixtures
 
@@ -601,7 +601,10 @@ describe('renderJob: finished (a Components V2 card)', () => {
     const out = RESULTS.song as Extract<TaskOutputs, { kind: 'song' }>;
     expect(galleryUrls(p)).toEqual(out.songs.map((s) => s.imageUrl));
     const text = cardText(p);
-    expect(text).toContain('[Video](https://cdn.example.com/song/mix.mp4)');
+    // The task's own video is labelled, like each song's line, not a bare "Video" at the end.
+    expect(text.split('\n')).toContain(
+      '**Result video** · 🎬 [Open video](https://cdn.example.com/song/mix.mp4)',
+    );
     expect(text).toContain(
       '**Song 1** · 🎧 [Audio](https://cdn.example.com/song/1.mp3) · 🎬 [Video](https://cdn.example.com/song/1.mp4) · Song ID `song-1-id`',
     );
@@ -648,22 +651,21 @@ describe('renderJob: finished (a Components V2 card)', () => {
     for (const url of resultUrls(out)) expect(all).toContain(url);
   });
 
-  it('video: the video as a link, extend again', () => {
+  it('video: the video plays in the card’s gallery, and as a link; extend again', () => {
     const p = checkCard(renderJob(finished('video'), T0));
     expect(cardText(p)).toContain('🎬 [Open video](https://cdn.example.com/video/out.mp4)');
-    expect(galleryUrls(p)).toEqual([]);
+    expect(galleryUrls(p)).toEqual(['https://cdn.example.com/video/out.mp4']);
     expect(customIds(p)).toEqual(['next:extend-video:job_abc123']);
     expect(actionLabels(p)).toEqual(['Extend again']);
   });
 
-  it('upload: message and expiry as relative, absolute and ISO time; no next step', () => {
+  it('upload: message and expiry as relative and absolute time (no raw ISO time beside them); no next step', () => {
     const p = checkCard(renderJob(finished('upload'), T0));
     const unix = Date.parse('2025-01-09T03:04:05.000Z') / 1000;
     const d = cardText(p);
     expect(d).toContain('Images prepared');
-    expect(d).toContain(`<t:${unix}:R>`);
-    expect(d).toContain(`<t:${unix}:F>`);
-    expect(d).toContain('2025-01-09T03:04:05.000Z');
+    expect(d).toContain(`The prepared images expire <t:${unix}:R> (<t:${unix}:F>).`);
+    expect(d).not.toContain('2025-01-09');
     expect(buttons(p)).toEqual([]);
   });
 
@@ -849,6 +851,38 @@ describe('renderGalleryPost: the result card with the files attached', () => {
     expect(text).toContain(`• ${img(2)} (download failed (HTTP 500))`);
     expect(text).toContain('ジョブへ移動');
     expect(galleryUrls(p)).toEqual(['attachment://image_1.png']);
+  });
+});
+
+describe('threadName: thread and gallery post titles', () => {
+  const named = (operation: Operation, params: JobRecord['params'], extra: Partial<JobRecord> = {}) =>
+    threadName(makeJob(operation, 'queued', { params, ...extra }));
+  const uuid = '43929e12-5b7c-4d2e-9f00-0123456789ab';
+
+  it('the command and the prompt’s first words, within 100 characters', () => {
+    expect(named('video', { task_id: uuid, prompt: 'a fox  runs\nthrough snow' })).toBe(
+      'extend-video · a fox runs through snow',
+    );
+    const long = named('upscale', { prompt: 'word '.repeat(40) });
+    expect(long.length).toBeLessThanOrEqual(100);
+    expect(long).toMatch(/^upscale · word word .*…$/);
+  });
+
+  it('a song extension: its task’s short id, never the whole UUID; once sung, its first lyric line', () => {
+    expect(named('song', { task_id: uuid, song_id: 'song-a' })).toBe('extend-song · 43929e12');
+    expect(named('song', { task_id: 'song-parent-0001', song_id: 'song-a' })).toBe(
+      'extend-song · song-parent-0001',
+    );
+    // A gallery post is made once the job finished: the song's own words name it.
+    expect(named('song', { task_id: uuid, song_id: 'song-a' }, { result: RESULTS.song })).toBe(
+      'extend-song · Hello *world*',
+    );
+  });
+
+  it('withheld text (AutoMod): the command and the job’s short id', () => {
+    expect(named('video', { task_id: uuid, prompt: 'forbidden' }, { textWithheld: true })).toBe(
+      'extend-video · job_abc1',
+    );
   });
 });
 

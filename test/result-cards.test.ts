@@ -20,6 +20,7 @@ import {
   isCardMessage,
   messageText,
   textDisplayLength,
+  walkComponents,
 } from './helpers/message-text.js';
 import { renderOperations } from '../src/services/operations/index.js';
 
@@ -78,6 +79,11 @@ describe('a card through both edit routes', () => {
     expect(after?.embeds).toEqual([]);
     expect(after?.components[0]?.['type']).toBe(ComponentType.Container);
     expect(messageText(after)).toContain('https://cdn.example.com/out/fox.mp4');
+    // A player, not only a link: the video is the card's gallery item, as Discord takes it.
+    const gallery = walkComponents(after?.components).find((c) => c['type'] === ComponentType.MediaGallery);
+    expect(gallery?.['items']).toMatchObject([
+      { media: { url: 'https://cdn.example.com/out/fox.mp4' }, description: 'Video extension' },
+    ]);
     expect(customIds(after)).toEqual(['next:extend-video:job-card-1']);
     expect(t.errors).toEqual([]);
     fake.assertNoViolations();

@@ -7,18 +7,26 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsentStore } from '../src/services/privacy/consent-store.js';
 import { MemberData } from '../src/services/privacy/member-data.js';
+import { PublicPosts } from '../src/services/privacy/public-posts.js';
 import { RetentionSweeper, SWEEP_INTERVAL_MS } from '../src/services/privacy/retention.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { TrainingSessions } from '../src/services/training/sessions.js';
 import { FairUseLedger } from '../src/services/community/fair-use.js';
+import { CommunityService } from '../src/services/community/community.js';
+import { GuildSettingsStore } from '../src/services/community/settings.js';
+import { DEFAULT_CREDIT_COSTS } from '../src/config.js';
+
 import { REDIS_URL } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
+
+const DEFAULT_SETTINGS = { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 };
 
 const logger = pino({ level: 'silent' });
 const DAY = 86_400_000;
@@ -164,20 +172,41 @@ for (const backend of ['sqlite', 'redis'] as const)
         wording: 'consent-v1',
         sha256: ['a'.repeat(64)],
       });
+      const posts = new PublicPosts({ kv: stores.kv, indexes: stores.indexes });
       const data = new MemberData({
         jobs: stores.jobs,
         sessions,
         consents,
-        ledger: new FairUseLedger({ kv: stores.kv, slotTtlMs: DAY }),
+        posts,
+        // Never reached: this member has no job and no public post.
+        cleanup: {
+          clean: () => Promise.reject(new Error('no public post to clean')),
+        },
+        kv: stores.kv,
+        community: new CommunityService({
+          settings: new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULT_SETTINGS }),
+          ledger: new FairUseLedger({ kv: stores.kv, slotTtlMs: DAY }),
+          costs: DEFAULT_CREDIT_COSTS,
+          operator: {},
+          jobMaxDurationMs: DAY,
+          personal: { maxActiveJobs: 3, dailyCredits: 20 },
+          logger,
+        }),
         retention: { jobDays: 30, consentDays: 365, sessionHours: 24 },
         logger,
         now,
       });
-      expect(await data.summary(member)).toEqual({ jobs: 0, sessions: 2, consents: 1 });
-      const exported = await data.export(member);
+      expect(await data.summary(member)).toEqual({ jobs: 0, sessions: 2, consents: 1, posts: 0 });
+      const file = await data.exportFile(member);
+      expect(file.name).toMatch(/\.json\.gz$/);
+      const text = gunzipSync(file.data).toString();
+      const exported = JSON.parse(text) as {
+        photoSessions: { channel: string }[];
+        consentRecords: object[];
+      };
       expect(exported.photoSessions.map((s) => s.channel).sort()).toEqual(['c1', 'c2']);
       expect(exported.consentRecords[0]).toMatchObject({ job: 'j1', channel: 'c1', photoCount: 1 });
-      expect(JSON.stringify(exported)).not.toMatch(/"url"|token/);
+      expect(text).not.toMatch(/"url"|token/);
 
       const report = await data.delete(member);
       expect(report).toMatchObject({ jobs: 0, sessions: 2, consentsKept: 1 });

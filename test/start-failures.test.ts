@@ -335,6 +335,10 @@ describe('npm run invite / register', () => {
       expect(user?.searchParams.get('scope')).toBe('applications.commands');
       expect(user?.searchParams.get('permissions')).toBeNull();
       expect(r.stdout).toContain('Installation Contexts');
+      // Results are Components V2 cards: Embed Links is for the waiting and running messages.
+      const embedLinks = r.stdout.split('\n').find((l) => l.includes('Embed Links')) ?? '';
+      expect(embedLinks).toContain('waiting and running job messages');
+      expect(embedLinks).not.toContain('result embeds');
     },
   );
 

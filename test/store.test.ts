@@ -607,6 +607,58 @@ for (const url of [undefined, redisUrl])
         expect((await stores.jobs.get('rt-1'))?.id).toBe('rt-1');
       });
 
+      it('kv update: reads several keys, writes them all at once; a write by another between read and write makes it decide again', async () => {
+        await stores.kv.set('tx:a', { n: 1 }, 10_000);
+        let calls = 0;
+        const result = await stores.kv.update(['tx:a', 'tx:b'], ([a, b]) => {
+          calls++;
+          expect(b).toBeUndefined();
+          const n = (a as { n: number }).n;
+          return {
+            result: n,
+            writes: [
+              { key: 'tx:a', value: { n: n + 1 }, ttlMs: 10_000 },
+              { key: 'tx:b', value: 'written', ttlMs: 200 },
+            ],
+          };
+        });
+        expect([result, calls]).toEqual([1, 1]);
+        // Plain reads see both, each with its own TTL.
+        expect(await stores.kv.get('tx:a')).toEqual({ n: 2 });
+        expect(await stores.kv.get('tx:b')).toBe('written');
+        await sleep(450);
+        expect(await stores.kv.get('tx:b')).toBeUndefined();
+        // Nothing to write: nothing changes.
+        expect(await stores.kv.update(['tx:a'], ([a]) => ({ result: a }))).toEqual({ n: 2 });
+        // A key not read cannot be written.
+        await expect(
+          stores.kv.update(['tx:a'], () => ({
+            result: 0,
+            writes: [{ key: 'tx:other', value: 1, ttlMs: 1_000 }],
+          })),
+        ).rejects.toThrow(/was not read/);
+
+        // Another instance's write lands between this caller's read and its write: on Redis the
+        // write is refused and the caller decides again from what is there. SQLite has no other
+        // instance (one process per file): updates are atomic against each other (the keys'
+        // mutexes), so keys kept by `update` are written through it only.
+        const seen: unknown[] = [];
+        const final = await stores.kv.update(['tx:a'], async ([a]) => {
+          seen.push(a);
+          if (seen.length === 1) await stores.kv.set('tx:a', { n: 10 }, 10_000);
+          const n = (a as { n: number }).n;
+          return { result: n, writes: [{ key: 'tx:a', value: { n: n + 1 }, ttlMs: 10_000 }] };
+        });
+        if (url === undefined) {
+          expect(seen).toEqual([{ n: 2 }]);
+          expect(await stores.kv.get('tx:a')).toEqual({ n: 3 });
+        } else {
+          expect(seen).toEqual([{ n: 2 }, { n: 10 }]);
+          expect(final).toBe(10);
+          expect(await stores.kv.get('tx:a')).toEqual({ n: 11 });
+        }
+      });
+
       it('a corrupt record is logged and treated as absent', async () => {
         await raw.writeRaw('job:bad-json', '{this is not json');
         await raw.set('job:bad-shape', { id: 'bad-shape', state: 'exploded', secret: 1 }, undefined);

@@ -6,7 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTasksId } from '../src/services/discord/interactions/custom-ids.js';
-import { translator } from '../src/i18n/index.js';
+import { LOCALES, translator } from '../src/i18n/index.js';
+import type { Operation } from '../src/services/media/types.js';
+import type { JobRecord, JobState } from '../src/services/store/types.js';
+import { walkComponents } from './helpers/message-text.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import type { FakeMessage } from './fake-discord/index.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -262,6 +265,121 @@ describe('/tasks job centre', () => {
     const kept = await old({ channelId: h.fake.defaultChannelId, messageId: '123456789012345678' });
     expect(kept.ephemeral).toBe(false);
     expect(text(kept)).toContain('Extend song 2');
+    h.fake.assertNoViolations();
+  });
+
+  /** A 19-digit snowflake, as Discord's ids are today (the longest links). */
+  const snowflake = (n: number) => String(1_300_000_000_000_000_000n + BigInt(n));
+  const DISCORD_LINK = /^https:\/\/discord\.com\/channels\/\d{19}\/\d{19}\/\d{19}$/;
+  /** A job with every part of its list line at its longest: a 64-character task id, an error code, 19-digit ids. */
+  const longJob = async (userId: string, k: number, extra: Partial<JobRecord> = {}): Promise<JobRecord> => {
+    const ops: Operation[] = ['video', 'song', 'upload', 'upscale'];
+    const states: JobState[] = ['failed', 'finished', 'processing', 'queued'];
+    const state = states[k % states.length] ?? 'failed';
+    const now = Date.now();
+    const job: JobRecord = {
+      id: randomUUID(),
+      secret: 'ab'.repeat(16),
+      operation: ops[k % ops.length] ?? 'video',
+      userId,
+      message: { guildId: snowflake(0), channelId: snowflake(1), messageId: snowflake(1000 + k) },
+      params: { prompt: `long job ${k}` },
+      taskId: `${k}`.padStart(4, '0') + 'f'.repeat(60),
+      state,
+      percentage: state === 'processing' ? 55 : state === 'finished' ? 100 : 0,
+      ...(state === 'failed' ? { error: { code: `E${k}_`.padEnd(40, 'X'), message: 'nope' } } : {}),
+      createdAt: now - 3_600_000 + k * 1000,
+      updatedAt: now,
+      ...(state === 'failed' || state === 'finished'
+        ? { finishedAt: now, finalShownAt: now, settledAt: now }
+        : {}),
+      version: 1,
+      ...extra,
+    };
+    await h.app.store.create(job);
+    return job;
+  };
+
+  it.each(LOCALES.map((l) => [l]))(
+    '%s: 10 long jobs page on whole lines within 2000 characters, every job once, menus numbered alike',
+    async (locale) => {
+      const tr = translator(locale);
+      const userId = h.fake.addUser({ username: `long-${locale}`, permissions: MEMBER });
+      const jobs: JobRecord[] = [];
+      for (let k = 0; k < 10; k++) jobs.push(await longJob(userId, k));
+      let msg = await h.fake.sendCommand({ name: 'tasks', userId, locale }).message(10_000);
+      const header = /^(.*)$/m.exec(String(msg.data['content']))?.[1] ?? '';
+      const pages = [1, 2, 3, 4, 5].find((n) => header === tr.t('tasks.header', { page: 1, pages: n }));
+      expect(pages, header).toBeDefined();
+      const seen: string[] = [];
+      for (let p = 1; p <= (pages ?? 0); p++) {
+        const content = String(msg.data['content']);
+        expect(content.length).toBeLessThanOrEqual(2000);
+        const [head, ...lines] = content.split('\n');
+        expect(head).toBe(tr.t('tasks.header', { page: p, pages: pages ?? 0 }));
+        expect(lines.length).toBeGreaterThan(0);
+        expect(lines.length).toBeLessThanOrEqual(10);
+        // Each line whole: it ends with its message link, closed, and shows the whole task id.
+        for (const line of lines) {
+          const link = /\]\(([^)]+)\)$/.exec(line)?.[1] ?? '';
+          expect(link, line).toMatch(DISCORD_LINK);
+          expect(line).toMatch(/`\d{4}f{60}`/);
+          seen.push(link);
+        }
+        // The menu offers the page's jobs, numbered on from the previous pages.
+        const menu = walkComponents(msg.data['components']).find((c) => c['type'] === 3);
+        const labels = (menu?.['options'] as { label: string }[] | undefined)?.map((o) => o.label) ?? [];
+        expect(labels.map((l) => Number(l.split('.')[0]))).toEqual(
+          lines.map((_, n) => seen.length - lines.length + n + 1),
+        );
+        const next = buttons(msg).find((b) => b.label === tr.t('buttons.next'));
+        if (p < (pages ?? 0)) {
+          expect(next?.disabled).toBe(false);
+          await h.fake
+            .sendButton({ customId: next?.custom_id ?? '', messageId: msg.id, userId, locale })
+            .response(10_000);
+          const id = msg.id;
+          await h.fake.waitFor(
+            () => !String(h.fake.messages.get(id)?.data['content']).startsWith(head ?? ''),
+            {
+              timeoutMs: 10_000,
+            },
+          );
+          msg = h.fake.messages.get(id) ?? msg;
+        } else if (next !== undefined) expect(next.disabled).toBe(true);
+      }
+      // Every job exactly once, newest first.
+      expect(seen).toEqual(
+        [...jobs]
+          .reverse()
+          .map(
+            (j) =>
+              `https://discord.com/channels/${j.message.guildId}/${j.message.channelId}/${j.message.messageId}`,
+          ),
+      );
+      h.fake.assertNoViolations();
+    },
+  );
+
+  it('a job’s detail with many follow-ups keeps whole lines and whole links within 2000 characters', async () => {
+    const de = translator('de');
+    const userId = h.fake.addUser({ username: 'parent-of-many', permissions: MEMBER });
+    const parent = await longJob(userId, 2); // processing: a classic message, not a card
+    const link = `https://discord.com/channels/${parent.message.guildId}/${parent.message.channelId}/${parent.message.messageId}`;
+    for (let k = 0; k < 20; k++)
+      await longJob(userId, 1, {
+        message: { guildId: snowflake(0), channelId: snowflake(1), messageId: snowflake(2000 + k) },
+        params: { extended_from: link },
+      });
+    const msg = await h.fake
+      .sendCommand({ name: 'tasks', userId, locale: 'de', options: { id: parent.id } })
+      .message(10_000);
+    const content = String(msg.data['content']);
+    expect(content.length).toBeLessThanOrEqual(2000);
+    for (const url of content.match(/https:\/\/discord\.com\/channels\/[^\s)]*/g) ?? [])
+      expect(url).toMatch(DISCORD_LINK);
+    expect(content).toContain(de.t('tasks.detail.message', { link }));
+    expect(content).toContain(de.t('result.more', { count: 12 }));
     h.fake.assertNoViolations();
   });
 

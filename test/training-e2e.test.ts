@@ -295,7 +295,9 @@ describe('/training-photos end to end', () => {
     const jobMsg = await confirmed.message();
     expect(jobMsg.ephemeral).toBe(false);
     const final = await confirmed.waitForMessage(isFinalUpload, 15_000);
-    expect(text(final)).toMatch(/\(<t:\d+:F>, `\d{4}-\d\d-\d\dT[\d:.]+Z`\)/);
+    // The expiry as Discord timestamps (shown in the reader's time zone), no raw ISO time beside them.
+    expect(text(final)).toMatch(/expire <t:\d+:R> \(<t:\d+:F>\)\./);
+    expect(text(final)).not.toMatch(/\d{4}-\d\d-\d\dT/);
 
     // The service received the 13 photos held, once, exactly as the consent record names them.
     expect(uploadRequests()).toHaveLength(1);
@@ -430,6 +432,60 @@ describe('/training-photos end to end', () => {
     fake.assertNoViolations();
   });
 
+  it('once the photos are sent the prompt closes; a late Cancel or a second confirm says they were sent', async () => {
+    const { user } = await sessionOf(10, 'closer');
+    const before = uploadRequests().length;
+    const submit = fake.sendCommand({ name: 'training-photos', subcommand: 'submit', userId: user });
+    const { prompt, confirm, decline } = await consentPrompt(submit, user);
+    const confirmed = fake.sendButton({ customId: confirm, messageId: prompt.id, userId: user });
+    const job = await confirmed.message();
+    expect(job.ephemeral).toBe(false);
+    // The prompt is edited: its buttons gone, saying the photos were sent.
+    const sent = 'Consent confirmed: 10 photos were sent for training preparation.';
+    const closed = await eventually(() => {
+      const m = fake.messages.get(prompt.id);
+      return m?.content.startsWith(sent) ? m : undefined;
+    }, 10_000);
+    expect(customIds(closed)).toEqual([]);
+    expect(closed.ephemeral).toBe(true);
+    // A late click (a client that still shows the buttons) answers the same, never "Nothing was sent".
+    for (const customId of [decline, confirm]) {
+      const late = fake.sendButton({ customId, messageId: prompt.id, userId: user });
+      expect((await late.response()).type).toBe(7);
+      const m = await late.message();
+      expect(m.content).toContain(sent);
+      expect(m.content).not.toMatch(/Nothing was sent|failed/);
+      expect(customIds(m)).toEqual([]);
+    }
+    // In the member's language too.
+    const de = translator('de');
+    const lateDe = fake.sendButton({ customId: decline, messageId: prompt.id, userId: user, locale: 'de' });
+    expect((await lateDe.message()).content).toBe(de.t('training.consent.sent', { count: 10 }));
+    await eventually(() => isFinalUpload(fake.messages.get(job.id)), 15_000, 'final');
+    expect(uploadRequests()).toHaveLength(before + 1);
+    expect(await consentRecords(user)).toHaveLength(1);
+    fake.assertNoViolations();
+  });
+
+  it('a failed upload closes its prompt saying so: a late Cancel does not claim nothing was sent', async () => {
+    const { user } = await sessionOf(10, 'closer-failed');
+    emulator.failNext(1, { status: 400, path: '/ai-photo-upload' });
+    const submit = fake.sendCommand({ name: 'training-photos', subcommand: 'submit', userId: user });
+    const { prompt, confirm, decline } = await consentPrompt(submit, user);
+    const confirmed = fake.sendButton({ customId: confirm, messageId: prompt.id, userId: user });
+    await confirmed.waitForMessage((m) => /failed/.test(text(m)), 10_000);
+    const closed = await eventually(() => {
+      const m = fake.messages.get(prompt.id);
+      return m?.content.startsWith('Consent confirmed, but the job failed.') ? m : undefined;
+    }, 10_000);
+    expect(customIds(closed)).toEqual([]);
+    const late = fake.sendButton({ customId: decline, messageId: prompt.id, userId: user });
+    const m = await late.message();
+    expect(m.content).toContain('Consent confirmed, but the job failed.');
+    expect(m.content).not.toContain('Nothing was sent');
+    fake.assertNoViolations();
+  });
+
   it('a failed upload keeps the session: Retry goes through consent again and sends the same photos', async () => {
     const { user } = await sessionOf(10, 'retrier', { ethnicity: 'pacific islander', gender: 'female' });
     emulator.failNext(1, { status: 400, path: '/ai-photo-upload' });
@@ -516,6 +572,21 @@ describe('/training-photos end to end', () => {
       const answer = await confirmed.message();
       expect(answer.ephemeral).toBe(true);
       expect(answer.content).toMatch(/credit/i);
+      // Nothing was sent, so the prompt still confirms (once the refusal settled): a second click is
+      // weighed again, never answered about a "failed job".
+      const again = await eventually(
+        async () => {
+          const m = await fake
+            .sendButton({ customId: confirm, messageId: prompt.id, userId: user })
+            .message();
+          return /already used/.test(m.content) ? undefined : m;
+        },
+        10_000,
+        'the prompt confirms again',
+      );
+      expect(again.ephemeral).toBe(true);
+      expect(again.content).toMatch(/credit/i);
+      expect(again.content).not.toMatch(/failed job/);
       await new Promise((r) => setTimeout(r, 300));
       expect([...fake.messages.values()].filter((m) => !m.ephemeral)).toHaveLength(publicBefore);
       expect(uploadRequests()).toHaveLength(before);

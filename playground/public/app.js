@@ -3,9 +3,11 @@
 // picked in the user panel sees them (kept at the bottom while new ones arrive, unless they
 // scrolled up), the message box with the `/` picker, modals, and the operator panel.
 
-import { createComposer, fileJson } from './composer.js';
+import { createComposer, fileJson, localized, memberSees } from './composer.js';
+import { closeMenu, openMenu, wireMenu } from './context-menu.js';
 import { $, el, icon } from './dom.js';
 import { renderForum, tagChip } from './forum.js';
+import { setUiLocale, t, uiLocale } from './i18n.js';
 import { refreshRelativeTimes } from './markdown.js';
 import { renderMessage, renderPending, avatar } from './message.js';
 import { createOps } from './ops.js';
@@ -63,6 +65,9 @@ const tagNames = (post) =>
   );
 const member = (id) => state.users.find((u) => u.id === id);
 const me = () => member(state.userId);
+const followed = () => new Set(me()?.followed ?? []);
+/** Which channels exist and their names: a change redraws the messages that mention them. */
+let channelsSig = '';
 /** The member as a Discord user object (what avatars and names read). */
 const asUser = (u) => (u ? { id: u.id, username: u.name, global_name: u.name } : undefined);
 
@@ -104,6 +109,7 @@ const ctx = {
     state.dismissed.add(id);
     render();
   },
+  onMenu: (item, at) => openMessageMenu(item, at),
 };
 
 const status = (text, bad = false) => {
@@ -136,7 +142,8 @@ function paintJumpBar() {
   const far = distanceFromBottom() > scroller().clientHeight / 2;
   const bar = $('#jump-present');
   bar.hidden = stick || !(far || unseen);
-  $('#jump-present-text').textContent = unseen ? 'New messages below' : "You're viewing older messages";
+  $('#jump-present-text').textContent = unseen ? t('newBelow') : t('older');
+  $('#jump-present-button').textContent = t('jumpPresent');
 }
 
 const SEVEN_MINUTES = 7 * 60_000;
@@ -163,14 +170,14 @@ function welcome() {
     'div',
     { class: 'channel-welcome', 'data-welcome': state.channelId },
     post ? null : el('div', { class: 'welcome-icon' }, icon(thread ? 'chat' : 'hash', 40)),
-    el('h2', { text: thread ? c.name : `Welcome to #${c?.name ?? ''}!` }),
+    el('h2', { text: thread ? c.name : t('welcome', { channel: c?.name ?? '' }) }),
     post ? el('div', { class: 'forum-tags' }, ...tagNames(c).map(tagChip)) : null,
     el('p', {
       text: post
-        ? `A post in #${channel(c.parentId)?.name ?? ''}.`
+        ? t('postIn', { channel: channel(c.parentId)?.name ?? '' })
         : thread
-          ? 'This is the start of the thread.'
-          : `This is the start of the #${c?.name ?? ''} channel.`,
+          ? t('threadStart')
+          : t('channelStart', { channel: c?.name ?? '' }),
     }),
     thread
       ? null
@@ -201,8 +208,10 @@ function render() {
   const box = list();
   const wanted = [];
   const first = box.firstElementChild;
-  if (first?.dataset.welcome !== state.channelId) {
+  const welcomeKey = `${state.channelId}:${uiLocale()}`;
+  if (first?.dataset.welcomeKey !== welcomeKey) {
     const w = welcome();
+    w.dataset.welcomeKey = welcomeKey;
     if (first?.dataset.welcome !== undefined) first.replaceWith(w);
     else box.prepend(w);
   }
@@ -217,6 +226,10 @@ function render() {
       grouped,
       it.kind === 'message' && state.failedComponents.has(it.id),
       state.users.length,
+      // Mentions of channels and threads resolve on render: a thread made after the message drew
+      // (or renamed) redraws it, instead of "#unknown" until the channel is switched.
+      channelsSig,
+      uiLocale(),
     ]);
     const old = nodes.get(key);
     let node = old?.node;
@@ -350,6 +363,52 @@ async function interact(messageId, customId, label, values) {
 
 // ------------------------------------------------------------------ channels, member
 
+// ------------------------------------------------------------------ a message's menu (Apps)
+
+/**
+ * The message commands (type 3) this member is offered here, named in their language: those whose
+ * `contexts` include where they are (a server, or a DM with the bot), and in a server only those
+ * their permissions allow (a DM has no member permissions).
+ */
+function messageCommands() {
+  const perms = me()?.permissions;
+  const dm = channel(state.channelId)?.type === 1;
+  const context = dm ? 1 : 0;
+  return state.commands
+    .filter((c) => c.type === 3 && (!Array.isArray(c.contexts) || c.contexts.includes(context)))
+    .filter((c) => dm || memberSees(c, perms))
+    .map((c) => ({ name: c.name, label: localized(c, 'name', me()?.locale ?? 'en-US') ?? c.name }))
+    .sort((a, b) => a.label.localeCompare(b.label));
+}
+
+function openMessageMenu(item, at) {
+  const link = `https://discord.com/channels/${state.guild.id}/${state.channelId}/${item.id}`;
+  openMenu(at, {
+    apps: messageCommands().map((c) => ({
+      ...c,
+      app: state.applicationName,
+      run: () => void runMessageCommand(c.name, item.id),
+    })),
+    copy: [
+      { label: t('copyLink'), run: () => void navigator.clipboard?.writeText(link).catch(() => undefined) },
+      { label: t('copyId'), run: () => void navigator.clipboard?.writeText(item.id).catch(() => undefined) },
+    ],
+  });
+}
+
+async function runMessageCommand(name, messageId) {
+  status('');
+  const r = await api('/api/message-command', {
+    userId: state.userId,
+    channelId: state.channelId,
+    name,
+    messageId,
+  }).catch((err) => status(err.message, true));
+  toBottom();
+  if (r?.modal) openModal(r.modal, undefined);
+  void loadMessages();
+}
+
 const TOP_LEVEL = new Set([0, 1, 5, 15, 16]);
 const THREADS = new Set([10, 11, 12]);
 const CHANNEL_ICON = { 0: 'hash', 1: 'chat', 5: 'megaphone', 15: 'forum', 16: 'forum' };
@@ -394,7 +453,15 @@ function renderChannels() {
         .filter((c) => (c.category ?? 'Text channels') === category)
         .flatMap((c) => [
           row(c),
-          ...state.channels.filter((t) => t.parentId === c.id && THREADS.has(t.type)).map(threadRow),
+          // Only the threads and posts the member follows (and the one open), as Discord's sidebar.
+          ...state.channels
+            .filter(
+              (th) =>
+                th.parentId === c.id &&
+                THREADS.has(th.type) &&
+                (followed().has(th.id) || th.id === state.channelId),
+            )
+            .map(threadRow),
         ]),
     ]),
   );
@@ -411,7 +478,12 @@ function renderChannels() {
 function renderUserPanel() {
   const u = me();
   $('#user-avatar').replaceChildren(avatar(asUser(u), 'medium'));
-  $('#user-perms').textContent = u?.admin ? 'Manage Server' : 'Member';
+  const perms = BigInt(u?.permissions ?? '0');
+  $('#user-perms').textContent = u?.admin
+    ? 'Manage Server'
+    : perms & MANAGE_MESSAGES
+      ? 'Manage Messages'
+      : 'Member';
   renderLocale();
 }
 
@@ -421,6 +493,17 @@ function renderLocale() {
   if (select.options.length !== state.locales.length)
     select.replaceChildren(...state.locales.map((l) => el('option', { value: l.code, text: l.name })));
   select.value = me()?.locale ?? 'en-US';
+}
+
+const MANAGE_MESSAGES = 1n << 13n;
+
+/** The member's language for the client's own words; a change redraws what is shown. */
+function applyUiLocale() {
+  const before = uiLocale();
+  setUiLocale(me()?.locale ?? 'en-US');
+  if (uiLocale() === before) return false;
+  paintJumpBar();
+  return true;
 }
 
 async function setLocale(body) {
@@ -478,12 +561,16 @@ async function loadState() {
   }
   $('#guild-locale').value = s.guildLocale;
   renderLocale();
-  const sig = JSON.stringify(s.commands);
-  if (sig !== commandsSig) {
-    commandsSig = sig;
+  const sig = JSON.stringify(s.channels.map((c) => [c.id, c.name, c.type]));
+  const redraw = applyUiLocale() || (sig !== channelsSig && channelsSig !== '');
+  channelsSig = sig;
+  const commands = JSON.stringify(s.commands);
+  if (commands !== commandsSig) {
+    commandsSig = commands;
     composer.refresh();
   }
   renderChannels();
+  if (redraw && !isForum(channel(state.channelId))) render();
 }
 
 // ------------------------------------------------------------------ modals
@@ -591,7 +678,10 @@ function wire() {
   $('#toggle-ops').prepend(icon('gear', 20));
   $('#user').addEventListener('change', () => {
     state.userId = $('#user').value;
+    closeMenu();
+    applyUiLocale();
     renderUserPanel();
+    renderChannels();
     composer.refresh();
     for (const { node } of nodes.values()) node.remove();
     nodes.clear();
@@ -625,6 +715,15 @@ function wire() {
   // A message kept while its media played is redrawn once it stops.
   $('#messages').addEventListener('pause', () => render(), true);
   $('#jump-present-button').addEventListener('click', () => toBottom());
+  // Right-click on a message: its menu (Apps: the message commands), as in Discord.
+  wireMenu();
+  list().addEventListener('contextmenu', (e) => {
+    const article = e.target.closest('article.msg[data-id]');
+    const item = article && state.byId.get(article.dataset.id);
+    if (!item || item.ephemeral) return;
+    e.preventDefault();
+    openMessageMenu(item, { x: e.clientX, y: e.clientY });
+  });
 
   // Files dropped anywhere on the channel go to the command's file options.
   const chat = $('#chat');

@@ -6,6 +6,7 @@
 // sends; a plain line (no `/`) is posted as the member's message.
 
 import { $, el, emojify, icon } from './dom.js';
+import { t } from './i18n.js';
 
 export const OPT = {
   SUB: 1,
@@ -177,7 +178,7 @@ export function createComposer(hooks) {
   // ---------------------------------------------------------------- the line
 
   function placeholder() {
-    text.placeholder = S.entry ? '' : `Message #${hooks.context().channelName ?? ''}`;
+    text.placeholder = S.entry ? '' : t('placeholder', { channel: hooks.context().channelName ?? '' });
   }
 
   function renderEntry() {
@@ -277,6 +278,7 @@ export function createComposer(hooks) {
     for (const o of entry.options) if (o.required) S.chips.push(makeChip(o));
     renderEntry();
     const first = S.chips[0];
+    S.active = first ? 0 : -1;
     if (first) first.input.focus();
     else text.focus();
     S.focus = first ?? 'rest';
@@ -303,6 +305,7 @@ export function createComposer(hooks) {
     (next?.input ?? text).focus();
     if (!next) {
       S.focus = 'rest';
+      S.active = -1;
       renderPicker();
     }
   }
@@ -437,7 +440,7 @@ export function createComposer(hooks) {
       head = el(
         'div',
         {},
-        el('span', { class: 'picker-title', text: 'Commands matching ' }),
+        el('span', { class: 'picker-title', text: t('commandsMatching') }),
         el('b', { text: text.value }),
       );
       empty = 'No commands match. Commands you lack the permissions for are hidden.';
@@ -448,12 +451,11 @@ export function createComposer(hooks) {
         {},
         el('b', { class: 'picker-option', text: opt.name }),
         el('span', { class: 'picker-title', text: ` ${describe(opt) ?? ''}` }),
-        opt.required ? null : el('span', { class: 'picker-optional', text: ' optional' }),
+        opt.required ? null : el('span', { class: 'picker-optional', text: ` ${t('optional')}` }),
       );
       items = optionChoices(S.focus);
-      if (opt.autocomplete)
-        empty = S.acLoading === opt.name ? 'Loading options…' : 'No options match your search';
-      if (opt.type === OPT.ATTACHMENT) empty = 'Drop a file on the channel, or press Enter to choose one';
+      if (opt.autocomplete) empty = S.acLoading === opt.name ? t('loadingOptions') : t('noOptions');
+      if (opt.type === OPT.ATTACHMENT) empty = t('dropFile');
     } else {
       const present = new Set(S.chips.map((c) => c.opt.name));
       const typed = text.value.trim().toLowerCase();
@@ -462,7 +464,7 @@ export function createComposer(hooks) {
         .map((o) => ({
           label: o.name,
           description: describe(o),
-          aside: o.required ? 'required' : 'optional',
+          aside: o.required ? t('required') : t('optional'),
           pick: () => {
             text.value = '';
             addChip(o);
@@ -476,11 +478,13 @@ export function createComposer(hooks) {
       );
       if (!items.length && !typed) {
         items = [];
-        empty = 'Press Enter to send';
+        empty = t('pressEnter');
       }
     }
     if (S.hidden) return hidePicker();
     S.items = items;
+    // -1: nothing highlighted (the options offered after the required ones, until an arrow key or
+    // the pointer picks one out: Enter then sends the command, as in Discord).
     S.active = Math.min(S.active, Math.max(0, items.length - 1));
     pickerHead.replaceChildren(head ?? '');
     pickerList.replaceChildren(
@@ -605,11 +609,11 @@ export function createComposer(hooks) {
       const o = chip.opt;
       if (o.type === OPT.ATTACHMENT) {
         if (chip.file) files[o.name] = chip.file;
-        else if (o.required) errors.push([chip, `${o.name} needs a file`]);
+        else if (o.required) errors.push([chip, t('needsFile', { name: o.name })]);
         continue;
       }
       if (chip.input.value.trim() === '') {
-        if (o.required) errors.push([chip, `${o.name} is required`]);
+        if (o.required) errors.push([chip, t('isRequired', { name: o.name })]);
         continue;
       }
       const v = convert(chip);
@@ -662,7 +666,13 @@ export function createComposer(hooks) {
     const open = !picker.hidden && S.items.length > 0;
     if ((e.key === 'ArrowDown' || e.key === 'ArrowUp') && open) {
       e.preventDefault();
-      S.active = (S.active + (e.key === 'ArrowDown' ? 1 : -1) + S.items.length) % S.items.length;
+      const n = S.items.length;
+      S.active =
+        S.active < 0
+          ? e.key === 'ArrowDown'
+            ? 0
+            : n - 1
+          : (S.active + (e.key === 'ArrowDown' ? 1 : -1) + n) % n;
       paintActive();
       return;
     }
@@ -674,10 +684,25 @@ export function createComposer(hooks) {
       } else if (S.entry) reset();
       return;
     }
-    const pickable = open && (!S.entry || chip || text.value.trim() !== '');
-    if ((e.key === 'Enter' || e.key === 'Tab') && pickable && !e.shiftKey) {
+    // Enter picks the highlighted suggestion (a command, a choice, an optional option); with none
+    // highlighted among the optional options it sends. Tab picks the highlighted one, else the first:
+    // it never leaves the message box while a command is being written.
+    const rest = S.entry && !chip;
+    if ((e.key === 'Enter' || e.key === 'Tab') && open && !e.shiftKey) {
+      const index = S.active >= 0 ? S.active : e.key === 'Tab' || !rest ? 0 : -1;
+      const item = S.items[index];
+      if (item) {
+        e.preventDefault();
+        item.pick();
+        return;
+      }
+    }
+    if (e.key === 'Tab' && S.entry) {
+      // Nothing to pick: on to the next option (Shift: the previous one), staying in the box.
       e.preventDefault();
-      S.items[S.active]?.pick();
+      const stops = [...S.chips.map((c) => c.input), text];
+      const at = stops.indexOf(target);
+      stops[(at + (e.shiftKey ? -1 : 1) + stops.length) % stops.length]?.focus();
       return;
     }
     if (e.key === 'Enter') {
@@ -725,12 +750,14 @@ export function createComposer(hooks) {
 
   text.addEventListener('input', () => {
     S.hidden = false;
-    S.active = 0;
+    S.active = S.entry && !text.value.trim() ? -1 : 0;
     status('');
     renderPicker();
   });
   text.addEventListener('focus', () => {
     S.focus = S.entry ? 'rest' : 'text';
+    // The optional options are offered with none highlighted (typing one's name highlights the first).
+    if (S.entry) S.active = text.value.trim() ? 0 : -1;
     renderPicker();
   });
   form.addEventListener('keydown', onKey);

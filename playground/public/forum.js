@@ -39,11 +39,21 @@ function picture(data) {
   return found;
 }
 
-/** One line of the first message, markdown drawn then read as text (no `**`, no backslashes). */
+/**
+ * The first message's opening lines, markdown drawn then read as text (no `**`, no backslashes),
+ * its line breaks kept as the client keeps them in a post's preview (which it cuts after a few lines).
+ */
 function previewText(data, md) {
-  const div = el('div');
-  div.append(markdown(texts(data).join('\n'), md));
-  return (div.textContent ?? '').replace(/\s+/g, ' ').trim();
+  return texts(data)
+    .join('\n')
+    .split('\n')
+    .map((line) => {
+      const div = el('div');
+      div.append(markdown(line, md));
+      return (div.textContent ?? '').replace(/\s+/g, ' ').trim();
+    })
+    .filter(Boolean)
+    .join('\n');
 }
 
 const tagChip = (name) => el('span', { class: 'forum-tag', 'data-tag': name, text: name });

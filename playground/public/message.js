@@ -7,6 +7,7 @@
 import { mediaGallery, renderActionRows, renderV2, IS_COMPONENTS_V2 } from './components.js';
 import { el, emojify, icon } from './dom.js';
 import { renderEmbeds } from './embeds.js';
+import { t, tNodes } from './i18n.js';
 import { markdown, parse } from './markdown.js';
 import { attachment, image, mediaKind, video } from './media.js';
 import { fullDate, messageTime, shortTime } from './time.js';
@@ -55,24 +56,51 @@ function unfurls(content) {
     .slice(0, 5);
 }
 
-function usedHeader(meta, command) {
+/** "Ada used /tasks" (a slash command), "Mo used Remove result" (a message command from Apps). */
+function usedHeader(meta, command, commandType) {
+  const name = command ?? meta.name ?? 'command';
   return el(
     'div',
     { class: 'msg-context used' },
     avatar(meta.user, 'tiny'),
-    el('span', { class: 'context-name', text: displayName(meta.user) }),
-    ' used ',
-    el('span', { class: 'used-command', text: `/${command ?? meta.name ?? 'command'}` }),
+    tNodes('used', {
+      user: el('span', { class: 'context-name', text: displayName(meta.user) }),
+      command: el('span', {
+        class: 'used-command',
+        text: (commandType ?? 1) === 1 ? `/${name}` : name,
+      }),
+    }),
   );
 }
 
+/** The first words of a message as a reply shows them: its text (a Components V2 one's too), on one line. */
+function snippetSource(data) {
+  if (data.content) return data.content;
+  const texts = [];
+  const walk = (cs) => {
+    for (const c of cs ?? []) {
+      if (c.type === 10 && c.content) texts.push(c.content);
+      walk(c.components);
+    }
+  };
+  walk(data.components);
+  return texts.join(' ') || data.embeds?.[0]?.title || '';
+}
+
+/**
+ * The replied-to message above a reply: its author and its text drawn as markdown (bold, mentions
+ * with names), on one line, as the client shows it; "Click to see attachment" when it has no text.
+ */
 function replyHeader(ref, ctx) {
   const target = ctx.lookup(ref.message_id);
   const author = target?.data.author;
-  const snippet =
-    target?.data.content?.split('\n')[0] ||
-    target?.data.embeds?.[0]?.title ||
-    (target ? 'Click to see attachment' : 'Original message was deleted');
+  const source = target ? snippetSource(target.data).replace(/\s*\n+\s*/g, ' ') : '';
+  const snippet = source
+    ? el('span', { class: 'reply-snippet' }, markdown(source, ctx.md, { inline: true }))
+    : el('span', {
+        class: 'reply-snippet muted',
+        text: target ? t('seeAttachment') : t('replyDeleted'),
+      });
   return el(
     'a',
     {
@@ -81,8 +109,13 @@ function replyHeader(ref, ctx) {
       dataset: { jumpChannel: ref.channel_id, jumpMessage: ref.message_id },
     },
     author ? avatar(author, 'tiny') : null,
-    author ? el('span', { class: 'context-name', text: displayName(author) }) : null,
-    el('span', { class: 'reply-snippet', text: snippet }),
+    author
+      ? el('span', {
+          class: 'context-name',
+          text: author.id === ctx.botId ? ctx.applicationName : displayName(author),
+        })
+      : null,
+    snippet,
   );
 }
 
@@ -117,7 +150,7 @@ export function renderMessage(item, ctx, grouped) {
     'data-id': item.id,
     'aria-label': `Message from ${isBot ? ctx.applicationName : displayName(d.author)}`,
   });
-  if (meta && meta.type === 2) box.append(usedHeader(meta, item.command));
+  if (meta && meta.type === 2) box.append(usedHeader(meta, item.command, item.commandType));
   else if (d.type === 19 && d.message_reference?.message_id)
     box.append(replyHeader(d.message_reference, ctx));
   if (grouped)
@@ -131,7 +164,7 @@ export function renderMessage(item, ctx, grouped) {
       el(
         'div',
         { class: 'thinking' },
-        `${ctx.applicationName} is thinking`,
+        t('thinking', { app: ctx.applicationName }),
         el('span', { class: 'dots', 'aria-hidden': 'true' }),
       ),
     );
@@ -142,7 +175,11 @@ export function renderMessage(item, ctx, grouped) {
       const content = el('div', { class: 'msg-content' }, markdown(d.content, ctx.md));
       if (d.edited_timestamp)
         content.append(
-          el('span', { class: 'edited', title: fullDate(Date.parse(d.edited_timestamp)), text: ' (edited)' }),
+          el('span', {
+            class: 'edited',
+            title: fullDate(Date.parse(d.edited_timestamp)),
+            text: ` ${t('edited')}`,
+          }),
         );
       body.append(content);
     }
@@ -179,20 +216,42 @@ export function renderMessage(item, ctx, grouped) {
     if (rows) body.append(rows);
   }
   if (ctx.failedComponents.has(item.id))
-    body.append(el('div', { class: 'interaction-failed', text: 'This interaction failed' }));
+    body.append(el('div', { class: 'interaction-failed', text: t('interactionFailed') }));
   if (item.ephemeral || flags & EPHEMERAL)
     body.append(
       el(
         'div',
         { class: 'ephemeral-note' },
         icon('eye', 16),
-        'Only you can see this · ',
+        `${t('onlyYou')} · `,
         el('button', {
           type: 'button',
           class: 'link-button',
           onclick: () => ctx.onDismiss(item.id),
-          text: 'Dismiss message',
+          text: t('dismiss'),
         }),
+      ),
+    );
+  // The hover toolbar's More button: the message's menu (Apps among it), as a right-click opens it.
+  if (!item.ephemeral && !(flags & EPHEMERAL))
+    box.append(
+      el(
+        'div',
+        { class: 'msg-toolbar' },
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'icon-button more',
+            'aria-label': t('more'),
+            title: t('more'),
+            onclick: (e) => {
+              const r = e.currentTarget.getBoundingClientRect();
+              ctx.onMenu(item, { x: r.left - 180, y: r.bottom + 4 });
+            },
+          },
+          el('span', { 'aria-hidden': 'true', text: '⋯' }),
+        ),
       ),
     );
   return emojify(box);
@@ -209,9 +268,9 @@ export function renderPending(p, ctx) {
     {
       class: `msg pending${p.failed ? ' failed' : ''}`,
       'data-pending-id': p.id,
-      'aria-label': `Command /${p.command}`,
+      'aria-label': `Command ${(p.commandType ?? 1) === 1 ? '/' : ''}${p.command}`,
     },
-    usedHeader({ user: me }, p.command),
+    usedHeader({ user: me }, p.command, p.commandType),
     avatar({ id: ctx.botId, username: ctx.applicationName }),
     el(
       'h3',
@@ -223,8 +282,8 @@ export function renderPending(p, ctx) {
       'div',
       { class: 'msg-body' },
       p.failed
-        ? el('div', { class: 'no-response', role: 'alert', text: 'The application did not respond' })
-        : el('div', { class: 'sending', text: 'Sending command…' }),
+        ? el('div', { class: 'no-response', role: 'alert', text: t('noResponse') })
+        : el('div', { class: 'sending', text: t('sending') }),
     ),
   );
 }

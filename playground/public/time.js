@@ -1,13 +1,26 @@
 // Dates as the Discord client writes them: message times ("Today at 6:41 PM") and the
-// `<t:unix:style>` timestamp styles.
+// `<t:unix:style>` timestamp styles, in the member's Discord language (i18n.js).
 
-const fmt = (opts) => new Intl.DateTimeFormat(undefined, opts);
-const SHORT_TIME = fmt({ hour: 'numeric', minute: '2-digit' });
-const LONG_TIME = fmt({ hour: 'numeric', minute: '2-digit', second: '2-digit' });
-const SHORT_DATE = fmt({ day: '2-digit', month: '2-digit', year: 'numeric' });
-const LONG_DATE = fmt({ day: 'numeric', month: 'long', year: 'numeric' });
-const WEEKDAY = fmt({ weekday: 'long' });
-const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+import { t, uiLocale } from './i18n.js';
+
+const formatters = new Map();
+/** An Intl formatter for the member's language (made once per language). */
+const fmt = (key, make) => {
+  const id = `${uiLocale()}:${key}`;
+  if (!formatters.has(id)) formatters.set(id, make(uiLocale()));
+  return formatters.get(id);
+};
+const dateFmt = (key, opts) => ({
+  format: (d) => fmt(key, (l) => new Intl.DateTimeFormat(l, opts)).format(d),
+});
+const SHORT_TIME = dateFmt('t', { hour: 'numeric', minute: '2-digit' });
+const LONG_TIME = dateFmt('T', { hour: 'numeric', minute: '2-digit', second: '2-digit' });
+const SHORT_DATE = dateFmt('d', { day: '2-digit', month: '2-digit', year: 'numeric' });
+const LONG_DATE = dateFmt('D', { day: 'numeric', month: 'long', year: 'numeric' });
+const WEEKDAY = dateFmt('w', { weekday: 'long' });
+const RELATIVE = {
+  format: (n, unit) => fmt('R', (l) => new Intl.RelativeTimeFormat(l, { numeric: 'auto' })).format(n, unit),
+};
 
 const UNITS = [
   ['year', 365 * 86400e3],
@@ -60,8 +73,8 @@ export function messageTime(iso, now = new Date()) {
   const d = new Date(iso);
   const yesterday = new Date(now);
   yesterday.setDate(now.getDate() - 1);
-  if (sameDay(d, now)) return `Today at ${SHORT_TIME.format(d)}`;
-  if (sameDay(d, yesterday)) return `Yesterday at ${SHORT_TIME.format(d)}`;
+  if (sameDay(d, now)) return t('todayAt', { time: SHORT_TIME.format(d) });
+  if (sameDay(d, yesterday)) return t('yesterdayAt', { time: SHORT_TIME.format(d) });
   return `${SHORT_DATE.format(d)} ${SHORT_TIME.format(d)}`;
 }
 

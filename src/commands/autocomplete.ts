@@ -27,7 +27,7 @@ export async function taskChoices(
   }
   const q = query.trim().toLowerCase();
   const now = ctx.now();
-  return jobs
+  const own = jobs
     .filter((j) => j.operation === op && j.state === 'finished' && j.taskId)
     .filter(
       (j) =>
@@ -46,6 +46,21 @@ export async function taskChoices(
         value: j.taskId ?? '',
       };
     });
+  // A task id typed or pasted that is none of the member's jobs (a task made outside the bot, e.g.
+  // the service's own song the README starts from): offered once the service says it is a finished
+  // task of this operation, so the member sees it is the right one before sending.
+  const typed = query.trim();
+  if (typed === '' || own.some((c) => c.value === typed)) return own;
+  // Another member's job is theirs (as the song_id autocomplete keeps it): not offered.
+  const job = await ctx.records.getByTaskId(typed).catch(() => undefined);
+  if (job && !mayActOnJob(i, job)) return own;
+  const outside = await ctx.taskLookup.lookup(i.user.id, op, typed).catch(() => undefined);
+  // Read as this operation: only a result of that kind (a song's songs, a video's video) is one.
+  if (outside?.state !== 'finished' || outside.outputs?.kind !== op) return own;
+  return [
+    { name: clip(`${tr.t(`operations.${op}.label`)} · ${typed}`, 100), value: typed },
+    ...own.slice(0, MAX_CHOICES - 1),
+  ];
 }
 
 /**

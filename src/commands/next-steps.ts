@@ -88,6 +88,7 @@ async function continueJob(
 /** Buttons under results: extend song 1/2, extend video (asks for a prompt), upscale again, retry. */
 export const nextStepButtons: ComponentHandler = {
   prefix: 'next:',
+  job: true,
   async button(i: BotInteraction, ctx: BotContext) {
     const step = parseNextStepId(i.customId);
     if (!step) throw new UserError('unknown_button', (tr) => tr.t('errors.foreign_button'));
@@ -130,6 +131,7 @@ export const nextStepButtons: ComponentHandler = {
 
 export const extendVideoModal: ComponentHandler = {
   prefix: 'modal:extend-video:',
+  job: true,
   async modal(i: BotInteraction, ctx: BotContext) {
     const jobId = parseExtendVideoModalId(i.customId);
     if (!jobId) throw new UserError('unknown_modal', (tr) => tr.t('errors.unknown_form'));

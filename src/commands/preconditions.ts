@@ -5,7 +5,8 @@ import {
 } from 'discord-api-types/v10';
 import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import type { JobRecord } from '../services/store/types.js';
-import { UserError, type MemberText } from './types.js';
+import { refusalMessage } from '../services/community/community.js';
+import { UserError, type BotContext, type MemberText } from './types.js';
 
 /**
  * Reusable checks run before a handler acts (Sapphire's preconditions). Authority
@@ -66,4 +67,14 @@ export function isPersonalPlace(i: Pick<BotInteraction, 'raw' | 'guildId'>): boo
   // A payload without the map (older API versions) can only come from the server's own install.
   if (owners === undefined) return false;
   return owners[ApplicationIntegrationType.GuildInstall] !== i.guildId;
+}
+
+/**
+ * The operator allows jobs here (ALLOWED_GUILD_IDS): checked before a job command, next step
+ * or job form does anything (no download, no service read). Every submission is checked again
+ * where it is reserved (CommunityService.admit), so a path that skips this still cannot start a job.
+ */
+export function requireJobsAllowed(i: BotInteraction, ctx: Pick<BotContext, 'community'>): void {
+  if (ctx.community.allowsJobsIn(i.guildId)) return;
+  throw new UserError('server_not_allowed', refusalMessage({ kind: 'not_allowed' }));
 }

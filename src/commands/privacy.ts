@@ -1,5 +1,4 @@
-import { gzipSync } from 'node:zlib';
-import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from 'discord.js';
 import { ButtonStyle, ComponentType } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import {
@@ -9,7 +8,10 @@ import {
   privacyDeleteId,
 } from '../services/discord/interactions/custom-ids.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
+import type { CleanupFailure } from '../services/privacy/public-cleanup.js';
+import { EXPORT_INTERVAL_MS } from '../services/privacy/member-data.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 /**
  * `/privacy`: what the bot keeps about the member, from a server or a DM, always
@@ -20,7 +22,6 @@ import { UserError, type BotContext, type Command, type ComponentHandler } from 
 const data = new SlashCommandBuilder()
   .setName('privacy')
   .setDescription('What the bot keeps about you: see it, export it or delete it')
-  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
   .addSubcommand((s) => s.setName('show').setDescription('What the bot keeps about you, and for how long'))
   .addSubcommand((s) =>
     s.setName('export').setDescription('Everything the bot keeps about you, as a JSON file'),
@@ -30,8 +31,7 @@ const data = new SlashCommandBuilder()
   )
   .toJSON();
 
-/** An export larger than this goes gzipped (Discord's smallest upload limit is 10 MiB). */
-const GZIP_OVER_BYTES = 8 * 1024 * 1024;
+/** Discord's smallest upload limit. */
 const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 
 async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
@@ -42,7 +42,9 @@ async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise
     tr.t('privacy.show.jobs', { count: s.jobs, days: r.jobDays }),
     tr.t('privacy.show.sessions', { count: s.sessions, hours: r.sessionHours }),
     tr.t('privacy.show.consents', { count: s.consents, days: r.consentDays }),
-    tr.t('privacy.show.gallery'),
+    tr.t('privacy.show.gallery', { count: s.posts }),
+    '',
+    tr.t('privacy.show.after_delete'),
     '',
     tr.t('privacy.show.service'),
   ].join('\n');
@@ -50,26 +52,38 @@ async function show(i: BotInteraction, ctx: BotContext, tr: Translator): Promise
 }
 
 async function exportData(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
-  const data = await ctx.memberData.export(i.user.id);
-  let file = Buffer.from(JSON.stringify(data, null, 2));
-  let name = `media-bot-data-${data.generatedAt.slice(0, 10)}.json`;
-  if (file.length > GZIP_OVER_BYTES) {
-    file = gzipSync(file);
-    name += '.gz';
+  const retryAt = await ctx.memberData.claimExport(i.user.id);
+  if (retryAt !== undefined)
+    throw new UserError(
+      'export_too_soon',
+      tr.t('privacy.export.too_soon', {
+        minutes: Math.round(EXPORT_INTERVAL_MS / 60_000),
+        when: `<t:${Math.ceil(retryAt / 1000)}:R>`,
+      }),
+    );
+  let file: { name: string; data: Buffer };
+  try {
+    file = await ctx.memberData.exportFile(i.user.id);
+  } catch (err) {
+    await ctx.memberData.releaseExport(i.user.id).catch(() => undefined);
+    throw err;
   }
-  if (file.length > MAX_UPLOAD_BYTES) {
-    ctx.logger.warn({ bytes: file.length }, 'privacy export larger than an upload even gzipped');
+  if (file.data.length > MAX_UPLOAD_BYTES) {
+    ctx.logger.warn({ bytes: file.data.length }, 'privacy export larger than an upload even gzipped');
     throw new UserError('export_too_large', tr.t('privacy.export.too_large'));
   }
   await i.reply(
-    { content: tr.t('privacy.export.done'), files: [{ name, data: file, contentType: 'application/json' }] },
+    {
+      content: tr.t('privacy.export.done'),
+      files: [{ name: file.name, data: file.data, contentType: 'application/gzip' }],
+    },
     { ephemeral: true },
   );
 }
 
 async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): Promise<void> {
   const s = await ctx.memberData.summary(i.user.id);
-  if (s.jobs === 0 && s.sessions === 0 && s.consents === 0) {
+  if (s.jobs === 0 && s.sessions === 0 && s.consents === 0 && s.posts === 0) {
     await i.reply({ content: tr.t('privacy.delete.nothing') }, { ephemeral: true });
     return;
   }
@@ -104,8 +118,17 @@ async function askToDelete(i: BotInteraction, ctx: BotContext, tr: Translator): 
   );
 }
 
+/** Refusals listed one by one in the deletion's answer; the rest are counted. */
+const FAILURES_SHOWN = 10;
+const FAILURE_KEY = {
+  gallery: 'privacy.delete.failure.gallery',
+  repost: 'privacy.delete.failure.repost',
+  thread: 'privacy.delete.failure.thread',
+  message: 'privacy.delete.failure.message',
+} as const satisfies Record<CleanupFailure['what'], string>;
+
 export const privacy: Command = {
-  data,
+  data: { ...data, ...where.serverAndDm },
   userInstall: 'member',
   ephemeral: true,
   async execute(interaction, ctx) {
@@ -145,8 +168,22 @@ export const privacyButtons: ComponentHandler = {
         posts: report.posts,
         running: report.running,
       }),
+      tr.t('privacy.delete.public', {
+        reposts: report.reposts,
+        messages: report.messages,
+        threads: report.threads,
+      }),
     ];
-    if (report.postsLeft > 0) lines.push(tr.t('privacy.delete.posts_left', { count: report.postsLeft }));
+    if (report.failures.length > 0) {
+      lines.push(tr.t('privacy.delete.failed', { count: report.failures.length }));
+      // Each refusal named (Discord's own words), within one message's length.
+      for (const f of report.failures.slice(0, FAILURES_SHOWN))
+        lines.push(
+          `• ${tr.t(FAILURE_KEY[f.what], { channel: `<#${f.channelId}>` })}: ${f.reason.slice(0, 120)}`,
+        );
+      if (report.failures.length > FAILURES_SHOWN)
+        lines.push(tr.t('result.more', { count: report.failures.length - FAILURES_SHOWN }));
+    }
     if (report.consentsKept > 0)
       lines.push(
         tr.t('privacy.delete.kept', { consents: report.consentsKept, days: ctx.retention.consentDays }),

@@ -1,6 +1,5 @@
 import {
   ApplicationCommandType,
-  InteractionContextType,
   PermissionFlagsBits,
   type RESTPostAPIContextMenuApplicationCommandsJSONBody,
 } from 'discord-api-types/v10';
@@ -10,6 +9,7 @@ import type { MessageOutcome, TakeDownReport } from '../services/moderation/take
 import type { Operation } from '../services/media/types.js';
 import { requireGuild } from './preconditions.js';
 import { UserError, type BotContext, type Command } from './types.js';
+import { where } from './where.js';
 
 /**
  * `Remove result` (message command, Manage Messages, servers only): used on a job's
@@ -21,7 +21,7 @@ const data: RESTPostAPIContextMenuApplicationCommandsJSONBody = {
   type: ApplicationCommandType.Message,
   name: 'Remove result',
   default_member_permissions: String(PermissionFlagsBits.ManageMessages),
-  contexts: [InteractionContextType.Guild],
+  ...where.serverOnly,
 };
 
 const TITLE_KEY = {
@@ -44,6 +44,10 @@ function describe(report: TakeDownReport, tr: Translator): string {
         ? tr.t('moderation.remove.gallery_none')
         : tr.t('moderation.remove.gallery_failed', { reason: g.reason }),
   );
+  if (report.reposts.deleted > 0)
+    parts.push(tr.t('moderation.remove.reposts_deleted', { count: report.reposts.deleted }));
+  if (report.reposts.failed > 0)
+    parts.push(tr.t('moderation.remove.reposts_failed', { count: report.reposts.failed }));
   if (report.threadLocked !== undefined)
     parts.push(
       tr.t(report.threadLocked ? 'moderation.remove.thread_locked' : 'moderation.remove.thread_not_locked'),
@@ -63,7 +67,12 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
   const target = i.targetMessage;
   if (!target || target.author.id !== i.applicationId)
     throw new UserError('not_a_result', tr.t('moderation.remove.not_a_result'));
-  const job = await ctx.records.getByMessageId(target.id);
+  // A job's message, channel line or gallery post; else one of its Re-posts.
+  const repostOf = async () => {
+    const jobId = await ctx.publicPosts.jobOfRepost(target.id);
+    return jobId === undefined ? undefined : ctx.records.get(jobId);
+  };
+  const job = (await ctx.records.getByMessageId(target.id)) ?? (await repostOf());
   if (!job) {
     // The bot's message, but no job names it any more (its record expired or was deleted):
     // this message is all that can still be reached.

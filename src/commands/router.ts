@@ -4,6 +4,7 @@ import { RESTJSONErrorCodes } from 'discord-api-types/v10';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import { TooLateError, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import { replyEphemeral } from './run-job.js';
+import { requireJobsAllowed } from './preconditions.js';
 import { translatorFor } from '../i18n/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
 
@@ -37,13 +38,16 @@ export function createInteractionRouter(
     try {
       if (interaction.isAutocomplete()) {
         const cmd = byName.get(interaction.commandName);
-        if (cmd?.autocomplete) await cmd.autocomplete(interaction, ctx);
+        // No service reads for a server the operator allows no jobs in.
+        if (cmd?.job && !ctx.community.allowsJobsIn(interaction.guildId)) await interaction.respond([]);
+        else if (cmd?.autocomplete) await cmd.autocomplete(interaction, ctx);
         else await interaction.respond([]);
         return;
       }
       if (interaction.isChatInputCommand() || interaction.isMessageContextMenuCommand()) {
         const cmd = byName.get(interaction.commandName);
         if (!cmd) throw new UserError('unknown_command', (tr) => tr.t('errors.unknown_command'));
+        if (cmd.job) requireJobsAllowed(interaction, ctx);
         await cmd.execute(interaction, ctx);
         return;
       }
@@ -59,6 +63,7 @@ export function createInteractionRouter(
           throw new UserError('unknown_component', (tr) =>
             tr.t(interaction.isButton() ? 'errors.unknown_button' : 'errors.unknown_form'),
           );
+        if (handler.job) requireJobsAllowed(interaction, ctx);
         await fn.call(handler, interaction, ctx);
         return;
       }

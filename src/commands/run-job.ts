@@ -179,6 +179,10 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
         .catch(() => false);
       if (threads) job = await moveIntoThread(interaction, ctx, job, messageId);
     }
+    // Where the job is public, kept past its record's retention: /privacy delete reaches it at any age.
+    await ctx.publicPosts
+      .recordStart(job)
+      .catch((err: unknown) => ctx.logger.warn({ err, jobId: job.id }, 'could not index the job’s messages'));
   }
   const stored = job;
   await ctx.jobs.submit(job, (webhook, hooks) => req.submit(webhook, hooks, stored));

@@ -1,17 +1,17 @@
 import { discordTimestamp as ts } from '../services/shared/format.js';
-import { ChannelType, InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
+import { ChannelType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { requireManageServer } from './preconditions.js';
 import { nextUtcMidnight } from '../services/community/fair-use.js';
 import { SETTING_NAMES, type SettingName, type SettingsPatch } from '../services/community/settings.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { UserError, type BotContext, type Command } from './types.js';
+import { where } from './where.js';
 
 const data = new SlashCommandBuilder()
   .setName('settings')
   .setDescription("This server's media bot settings (Manage Server)")
   .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
-  .setContexts(InteractionContextType.Guild)
   .addSubcommand((s) =>
     s.setName('show').setDescription('Every setting, today’s credit use and the gallery status'),
   )
@@ -72,7 +72,11 @@ async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<s
   const e = view.effective;
   const source = (n: SettingName) => (view.own.has(n) ? 'server' : 'default');
   const now = ctx.now();
-  const used = await ctx.ledger.creditsUsed(guildId, now);
+  const [used, everyone] = await Promise.all([
+    ctx.ledger.creditsUsed(guildId, now),
+    ctx.ledger.operatorCreditsUsed(now),
+  ]);
+  const ceiling = ctx.ledger.operatorDailyCredits;
   const costs = Object.entries(ctx.costs)
     .map(([cmd, c]) => `/${cmd} ${c}`)
     .join(', ');
@@ -99,6 +103,16 @@ async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<s
           resetAt: ts(nextUtcMidnight(now)),
         })
       : tr.t('settings.show.credits_no_budget', { used }),
+    // The operator's bounds above this server's own (design: "Operator limits").
+    ceiling > 0
+      ? tr.t('settings.show.operator_ceiling', {
+          used: everyone,
+          ceiling,
+          left: Math.max(0, ceiling - everyone),
+          resetAt: ts(nextUtcMidnight(now)),
+        })
+      : tr.t('settings.show.operator_no_ceiling', { used: everyone }),
+    ...(ctx.community.allowsJobsIn(guildId) ? [] : [tr.t('settings.show.not_allowed')]),
     tr.t('settings.show.costs', { costs }),
     ...balanceLine(ctx, tr),
     view.galleryError
@@ -141,7 +155,7 @@ function patchFrom(i: BotInteraction): SettingsPatch {
 }
 
 export const settings = {
-  data,
+  data: { ...data, ...where.serverOnly },
   ephemeral: true,
   async execute(i, ctx) {
     const tr = translatorFor(i);

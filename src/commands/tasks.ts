@@ -1,4 +1,4 @@
-import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from 'discord.js';
 import {
   ButtonStyle,
   ComponentType,
@@ -28,12 +28,15 @@ import {
   type ClassicPayload,
   type MessagePayload,
 } from '../services/discord/render/job-render.js';
+import { fitLines } from '../services/discord/render/card.js';
+import { LIMITS } from '../services/discord/render/limits.js';
 import { operations } from '../services/operations/index.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
 import type { JobRecord, JobState } from '../services/store/types.js';
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { toReplyOptions } from './run-job.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 /**
  * `/tasks`: the member's job centre. A list, 10 a page, newest first, with
@@ -50,8 +53,6 @@ type ListMessage = Omit<ClassicPayload, 'components'> & {
 const data = new SlashCommandBuilder()
   .setName('tasks')
   .setDescription('Your media jobs, newest first; or one of them in full by task id or job id')
-  // Your own jobs, from a server or a DM with the bot.
-  .setContexts(InteractionContextType.Guild, InteractionContextType.BotDM)
   .addStringOption((o) =>
     o.setName('id').setDescription('A task id or job id to show in full').setMaxLength(200),
   )
@@ -78,6 +79,41 @@ const button = (
 const stateText = (tr: Translator, state: JobState): string =>
   tr.t(state === 'unconfirmed' ? 'job.state.not_confirmed' : `job.state.${state}`);
 
+/** Jobs whose line reads a time that moves (queued or running for …); a final job's line stays. */
+const MOVING_STATES: ReadonlySet<JobState> = new Set(['submitting', 'unconfirmed', 'queued', 'processing']);
+/** A running time a line is measured with, for pages that stay put while time passes. */
+const WIDE_DURATION_MS = 99 * 3_600_000 + 59 * 60_000 + 59_000;
+
+/**
+ * The list cut into pages: at most PAGE_SIZE whole lines each, within Discord's
+ * 2000 characters under the header (a longer language gets fewer lines a page,
+ * never a line cut inside its link). Returns each page's first index. A moving
+ * line is measured at its widest running time, so the pages only move when the
+ * list itself changes (a job added or changing state), not between two clicks.
+ */
+function pageStarts(jobs: readonly JobRecord[], lines: readonly string[], tr: Translator): number[] {
+  const room = LIMITS.content - tr.t('tasks.header', { page: LIST_LIMIT, pages: LIST_LIMIT }).length;
+  const starts: number[] = [];
+  let used = room;
+  let count = PAGE_SIZE;
+  jobs.forEach((j, n) => {
+    const real = lines[n]?.length ?? 0;
+    const cost =
+      1 +
+      (MOVING_STATES.has(j.state)
+        ? Math.max(real, renderJobSummaryLine(j, j.createdAt + WIDE_DURATION_MS, tr).length)
+        : real);
+    if (count >= PAGE_SIZE || used + cost > room) {
+      starts.push(n);
+      used = 0;
+      count = 0;
+    }
+    used += cost;
+    count += 1;
+  });
+  return starts;
+}
+
 async function listPage(ctx: BotContext, tr: Translator, userId: string, page: number): Promise<ListMessage> {
   const jobs = await ctx.records.listByUser(userId, LIST_LIMIT);
   if (jobs.length === 0) {
@@ -88,12 +124,15 @@ async function listPage(ctx: BotContext, tr: Translator, userId: string, page: n
       allowed_mentions: { parse: [] },
     };
   }
-  const pages = Math.ceil(jobs.length / PAGE_SIZE);
-  const p = Math.min(Math.max(0, page), pages - 1);
   const now = ctx.now();
-  const shown = jobs.slice(p * PAGE_SIZE, (p + 1) * PAGE_SIZE);
-  const lines = shown.map((j) => renderJobSummaryLine(j, now, tr));
-  const content = [tr.t('tasks.header', { page: p + 1, pages }), ...lines].join('\n').slice(0, 2000);
+  const all = jobs.map((j) => renderJobSummaryLine(j, now, tr));
+  const starts = pageStarts(jobs, all, tr);
+  const pages = starts.length;
+  const p = Math.min(Math.max(0, page), pages - 1);
+  const first = starts[p] ?? 0;
+  const end = starts[p + 1] ?? jobs.length;
+  const shown = jobs.slice(first, end);
+  const content = [tr.t('tasks.header', { page: p + 1, pages }), ...all.slice(first, end)].join('\n');
   const paging: APIActionRowComponent<APIButtonComponent>[] =
     pages > 1
       ? [
@@ -117,7 +156,7 @@ async function listPage(ctx: BotContext, tr: Translator, userId: string, page: n
         options: shown.map((j, n) => ({
           label: truncate(
             tr.t('tasks.option_label', {
-              n: p * PAGE_SIZE + n + 1,
+              n: first + n + 1,
               title: tr.t(`operations.${j.operation}.title`),
               state: stateText(tr, j.state),
             }),
@@ -138,6 +177,9 @@ async function listPage(ctx: BotContext, tr: Translator, userId: string, page: n
 }
 
 const canSee = mayActOnJob;
+
+/** Children a job's detail links to by name; the rest are counted. */
+const CHILDREN_SHOWN = 8;
 
 /** The service purges a result's files about a day after it finished. */
 const SERVICE_LINKS_MS = 86_400_000;
@@ -184,7 +226,13 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
     tr.t('tasks.detail.timeline', { items: timeline.join(' · ') }),
     children.length > 0
       ? tr.t('tasks.detail.continued_by', {
-          links: children.map((c) => jobMessageLink(c) ?? c.id).join(' · '),
+          // A few whole links and a count: up to 50 children would not fit any message.
+          links: [
+            ...children.slice(0, CHILDREN_SHOWN).map((c) => jobMessageLink(c) ?? c.id),
+            ...(children.length > CHILDREN_SHOWN
+              ? [tr.t('result.more', { count: children.length - CHILDREN_SHOWN })]
+              : []),
+          ].join(' · '),
         })
       : undefined,
     link ? tr.t('tasks.detail.message', { link }) : undefined,
@@ -219,10 +267,15 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
   const hasRetry = JSON.stringify(base.components).includes(`"${retryId}"`);
   return {
     ...base,
-    content: [base.content, extra[0], parentLine, ...extra.slice(1)]
-      .filter((x): x is string => x !== undefined)
-      .join('\n')
-      .slice(0, 2000),
+    // Whole lines under the job's own message, as many as fit: a cut line would be a broken link.
+    content: [
+      base.content,
+      ...fitLines(
+        [extra[0], parentLine, ...extra.slice(1)].filter((x): x is string => x !== undefined),
+        LIMITS.content - base.content.length - 1,
+        (count) => tr.t('result.more', { count }),
+      ),
+    ].join('\n'),
     components: [
       ...base.components.slice(0, 4),
       { type: ComponentType.ActionRow, components: actions(hasRetry) },
@@ -231,7 +284,8 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
 }
 
 export const tasks = {
-  data,
+  // Your own jobs, from a server or a DM with the bot.
+  data: { ...data, ...where.serverAndDm },
   userInstall: 'member',
   ephemeral: true,
   async execute(i, ctx) {
@@ -282,7 +336,14 @@ export const tasksButtons: ComponentHandler = {
       if (linksMayHaveExpired(job, ctx.now()))
         throw new UserError('links_expired', (t) => t.t('tasks.repost_links_expired'));
       // A fresh public message in this channel, for a result that scrolled away or was deleted.
-      await i.reply(toReplyOptions(ctx.render.renderJob(job, ctx.now())));
+      const posted = await i.reply(toReplyOptions(ctx.render.renderJob(job, ctx.now())));
+      // Indexed with the job: Remove result and /privacy delete take Re-posts down too.
+      const channelId = posted?.channel_id ?? i.channelId;
+      if (posted && channelId !== null)
+        await ctx.publicPosts
+          .recordRepost(job, { channelId, messageId: posted.id })
+          .catch((err: unknown) => ctx.logger.warn({ err, jobId: job.id }, 'could not index a Re-post'));
+      else ctx.logger.warn({ jobId: job.id }, 'a Re-post whose message Discord did not name is not indexed');
       return;
     }
     if (job.taskId === undefined) throw new UserError('no_task', (t) => t.t('tasks.no_task'));

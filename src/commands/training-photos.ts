@@ -1,10 +1,4 @@
-import {
-  FileUploadBuilder,
-  InteractionContextType,
-  LabelBuilder,
-  ModalBuilder,
-  SlashCommandBuilder,
-} from 'discord.js';
+import { FileUploadBuilder, LabelBuilder, ModalBuilder, SlashCommandBuilder } from 'discord.js';
 import { MessageFlags, type APIAttachment } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import { randomUUID } from 'node:crypto';
@@ -34,11 +28,18 @@ import {
   type SessionMessageRef,
   type TrainingSession,
 } from '../services/training/sessions.js';
-import { parseConsentCustomId, renderConsentPrompt, underage } from '../services/training/consent.js';
+import {
+  parseConsentCustomId,
+  renderConsentClosed,
+  renderConsentPrompt,
+  underage,
+  type ConsentPrompt,
+} from '../services/training/consent.js';
 import type { JobRecord } from '../services/store/types.js';
 import { runJob } from './run-job.js';
 import { operations } from '../services/operations/index.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 const PHOTO_OPTIONS = 10;
 const AGE_MIN = 1;
@@ -53,7 +54,6 @@ const data = new SlashCommandBuilder()
   .setDescription(
     `Collect ${MIN_PHOTOS}-${MAX_PHOTOS} photos of one subject and prepare them for AI training`,
   )
-  .setContexts(InteractionContextType.Guild)
   .addSubcommand((s) => {
     s.setName('start')
       .setDescription('Open a photo session in this channel (you can attach the first photos)')
@@ -410,6 +410,16 @@ async function askConsent(i: BotInteraction, ctx: BotContext, key: string, retry
     photoCount: session.photos.length,
     language: tr.locale,
     ...(retryOf !== undefined ? { parentJobId: retryOf } : {}),
+    ...(i.channelId
+      ? {
+          shownBy: {
+            applicationId: i.applicationId,
+            token: i.token,
+            createdAt: i.createdTimestamp,
+            channelId: i.channelId,
+          },
+        }
+      : {}),
   });
   const days = Math.round(ctx.consent.records.retentionMs / 86_400_000);
   await i.reply({
@@ -433,6 +443,11 @@ async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Pr
     throw new UserError('training_consent_expired', (tr) => tr.t('training.consent.expired'));
   }
   if (prompt.usedAt !== undefined) {
+    // Its photos went already: the prompt closes, saying so (nothing about a failure that did not happen).
+    if (prompt.outcome !== undefined) {
+      await i.update(renderConsentClosed(prompt.outcome, prompt.photoCount, translatorFor(i)));
+      return;
+    }
     const s = await ctx.training.current(prompt.sessionKey);
     if (s) assertNotSubmitted(s);
     throw new UserError('training_consent_used', (tr) => tr.t('training.consent.used'));
@@ -477,10 +492,50 @@ async function confirm(i: BotInteraction, ctx: BotContext, promptId: string): Pr
       },
     });
   } finally {
-    await settleClaim(i, ctx, session, claimId, jobId).catch((err: unknown) =>
-      ctx.logger.warn({ err, key: session.key }, 'could not settle the training submission'),
+    const outcome = await settleClaim(i, ctx, session, claimId, jobId).catch((err: unknown) => {
+      ctx.logger.warn({ err, key: session.key }, 'could not settle the training submission');
+      return undefined;
+    });
+    await settlePrompt(i, ctx, prompt, outcome).catch((err: unknown) =>
+      ctx.logger.warn({ err }, 'could not settle the consent prompt'),
     );
   }
+}
+
+/**
+ * The prompt follows its submission: nothing sent, it can confirm again; sent or
+ * failed, it is closed (its buttons removed, saying what became of the photos), so a
+ * late Cancel or a second confirm cannot claim that nothing was sent.
+ */
+async function settlePrompt(
+  i: BotInteraction,
+  ctx: BotContext,
+  prompt: ConsentPrompt,
+  outcome: 'not_sent' | 'failed' | 'accepted' | undefined,
+): Promise<void> {
+  if (outcome === undefined) return; // still unknown: the session's own state answers later clicks
+  if (outcome === 'not_sent') {
+    await ctx.consent.prompts.release(prompt);
+    return;
+  }
+  const settled = outcome === 'accepted' ? 'sent' : 'failed';
+  await ctx.consent.prompts.settle(prompt, settled);
+  const shown = prompt.shownBy;
+  if (!shown) return;
+  // An ephemeral message: only the token of the interaction that showed it can edit it.
+  const ref = {
+    channelId: shown.channelId,
+    interaction: { applicationId: shown.applicationId, token: shown.token, createdAt: shown.createdAt },
+  };
+  if (!ctx.edits.editable(ref, shown.createdAt, true)) return;
+  const closed = renderConsentClosed(settled, prompt.photoCount, translatorFor(i));
+  ctx.edits.push({
+    jobId: `consent-prompt:${prompt.id}`,
+    ref,
+    messageCreatedAt: shown.createdAt,
+    payload: { ...closed, embeds: [], allowed_mentions: { parse: [] } },
+    final: true,
+  });
 }
 
 /** After runJob: the claim ends as the job went (an unknown outcome keeps it, settled later from the job). */
@@ -490,12 +545,12 @@ async function settleClaim(
   session: TrainingSession,
   claimId: string,
   jobId: string | undefined,
-): Promise<void> {
+): Promise<'not_sent' | 'failed' | 'accepted' | undefined> {
   const key = session.key;
   if (jobId === undefined) {
     // Nothing was sent (fair use, credits, Discord or the store refused first).
     await ctx.training.endClaim(key, claimId, 'not_sent');
-    return;
+    return 'not_sent';
   }
   const job: JobRecord | undefined = await ctx.records.get(jobId);
   if (job?.state === 'failed') {
@@ -511,7 +566,7 @@ async function settleClaim(
         })
         .catch(() => undefined);
     }
-    return;
+    return 'failed';
   }
   if (job?.state === 'queued' || job?.state === 'processing' || job?.state === 'finished') {
     const now = await ctx.training.endClaim(key, claimId, 'accepted');
@@ -529,12 +584,26 @@ async function settleClaim(
       );
       if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
     }
+    return 'accepted';
   }
   // `submitting` (the service's answer was lost) or unknown: the claim waits on the job.
+  return undefined;
 }
 
-/** **Cancel** on the consent prompt: nothing is sent, the prompt closes. */
+/**
+ * **Cancel** on the consent prompt: nothing is sent, the prompt closes. Once its photos
+ * went (a late click), it closes saying so; while they are being sent, it says that.
+ */
 async function decline(i: BotInteraction, ctx: BotContext, promptId: string): Promise<void> {
+  const prompt = await ctx.consent.prompts.get(promptId);
+  if (prompt?.outcome !== undefined) {
+    await i.update(renderConsentClosed(prompt.outcome, prompt.photoCount, translatorFor(i)));
+    return;
+  }
+  if (prompt?.usedAt !== undefined) {
+    const s = await ctx.training.current(prompt.sessionKey);
+    if (s) assertNotSubmitted(s);
+  }
   await ctx.consent.prompts.close(promptId);
   await i.update({
     content: translatorFor(i).t('training.consent.declined'),
@@ -640,7 +709,8 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
 // ------------------------------------------------------------ exports
 
 export const trainingPhotos = {
-  data,
+  data: { ...data, ...where.jobs },
+  job: true,
   userInstall: 'job',
   async execute(i: BotInteraction, ctx: BotContext) {
     const sub = i.options.getSubcommand(true);
@@ -663,6 +733,7 @@ export const trainingPhotos = {
 
 export const trainingComponents = {
   prefix: 'training:',
+  job: true,
   async button(i: BotInteraction, ctx: BotContext) {
     const consent = parseConsentCustomId(i.customId);
     if (consent) {

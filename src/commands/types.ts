@@ -17,6 +17,7 @@ import type { TrainingUploader } from '../services/training/upload.js';
 import type { ConsentPrompts } from '../services/training/consent.js';
 import type { ConsentStore } from '../services/privacy/consent-store.js';
 import type { MemberData } from '../services/privacy/member-data.js';
+import type { PublicPosts } from '../services/privacy/public-posts.js';
 import type { AutoModWithholding } from '../services/moderation/automod.js';
 import type { ResultTakeDown } from '../services/moderation/take-down.js';
 import type { CommunityService } from '../services/community/community.js';
@@ -65,7 +66,7 @@ export interface BotContext {
   community: CommunityService;
   /** Per-server settings (/settings). */
   settings: GuildSettingsStore;
-  ledger: Pick<FairUseLedger, 'creditsUsed'>;
+  ledger: Pick<FairUseLedger, 'creditsUsed' | 'operatorCreditsUsed' | 'operatorDailyCredits'>;
   /** Credits each command costs (CREDIT_COSTS), shown by /settings show. */
   costs: Config['community']['costs'];
   /** Starting a job's thread and posting its live message there (bot token). */
@@ -79,7 +80,9 @@ export interface BotContext {
   /** Remove result: a moderator takes a job's result down everywhere. */
   moderation: Pick<ResultTakeDown, 'remove' | 'editOrphan'>;
   /** What the bot keeps about a member (/privacy show, export, delete). */
-  memberData: Pick<MemberData, 'summary' | 'export' | 'delete'>;
+  memberData: Pick<MemberData, 'summary' | 'claimExport' | 'releaseExport' | 'exportFile' | 'delete'>;
+  /** Where each job was posted in public (its messages, thread, Re-posts), kept past retention. */
+  publicPosts: Pick<PublicPosts, 'recordStart' | 'recordRepost' | 'jobOfRepost'>;
   /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   /** `Upscale image`: the image found on a message while the member writes the prompt. */
@@ -97,6 +100,8 @@ export interface Command {
    * ones keep their contexts. Unset: server install only (`integration_types` [0]), always.
    */
   userInstall?: 'job' | 'member';
+  /** Starts paid work: refused where the operator allows no jobs (ALLOWED_GUILD_IDS), before anything runs. */
+  job?: true;
   /** Answers are private: a late command is deferred ephemerally on its behalf. */
   ephemeral?: boolean;
   execute(interaction: BotInteraction, ctx: BotContext): Promise<void>;
@@ -106,6 +111,8 @@ export interface Command {
 /** A component or modal handler, matched by custom_id prefix. */
 export interface ComponentHandler {
   prefix: string;
+  /** Starts paid work (next steps, job forms): see Command.job. */
+  job?: true;
   button?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   select?(interaction: BotInteraction, ctx: BotContext): Promise<void>;
   modal?(interaction: BotInteraction, ctx: BotContext): Promise<void>;

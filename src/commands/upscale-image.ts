@@ -1,7 +1,6 @@
 import {
   ApplicationCommandType,
   ComponentType,
-  InteractionContextType,
   TextInputStyle,
   type APIAttachment,
   type APIMessage,
@@ -17,6 +16,7 @@ import { requireImage } from '../services/operations/input.js';
 import { isHttpUrl } from '../services/shared/format.js';
 import { startOperation } from './run-job.js';
 import { UserError, type BotContext, type Command, type ComponentHandler } from './types.js';
+import { where } from './where.js';
 
 /**
  * `Upscale image` (message command, every member): on a message with an image it asks for
@@ -27,7 +27,7 @@ import { UserError, type BotContext, type Command, type ComponentHandler } from 
 const data: RESTPostAPIContextMenuApplicationCommandsJSONBody = {
   type: ApplicationCommandType.Message,
   name: 'Upscale image',
-  contexts: [InteractionContextType.Guild],
+  ...where.jobs,
 };
 
 /** The first image of a message: its attachments first, then its embeds. */
@@ -80,11 +80,12 @@ async function execute(i: BotInteraction, ctx: BotContext): Promise<void> {
   });
 }
 
-export const upscaleImage: Command = { data, userInstall: 'job', execute };
+export const upscaleImage: Command = { data, job: true, userInstall: 'job', execute };
 
 /** The prompt form: the member's image for that message, upscaled like `/upscale` with defaults. */
 export const upscaleImageModal: ComponentHandler = {
   prefix: 'modal:upscale-image:',
+  job: true,
   async modal(i: BotInteraction, ctx: BotContext) {
     const ids = parseUpscaleImageModalId(i.customId);
     if (!ids) throw new UserError('unknown_modal', (tr) => tr.t('errors.unknown_form'));

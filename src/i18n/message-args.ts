@@ -17,7 +17,6 @@ export interface MessageArgs {
   'buttons.retry': undefined;
   'buttons.submit': undefined;
   'buttons.upscale_again': undefined;
-  'buttons.video': undefined;
   'commands.extend-song.description': undefined;
   'commands.extend-song.options.continue_at.description': undefined;
   'commands.extend-song.options.song_id.description': undefined;
@@ -212,6 +211,8 @@ export interface MessageArgs {
   'moderation.remove.job_message': undefined;
   'moderation.remove.not_a_result': undefined;
   'moderation.remove.not_moderator': undefined;
+  'moderation.remove.reposts_deleted': { count: number };
+  'moderation.remove.reposts_failed': { count: number };
   'moderation.remove.thread_locked': undefined;
   'moderation.remove.thread_not_locked': undefined;
   'moderation.removed': undefined;
@@ -246,15 +247,23 @@ export interface MessageArgs {
   'privacy.delete.confirm': { days: number; jobs: number; sessions: number };
   'privacy.delete.done': { jobs: number; posts: number; running: number; sessions: number };
   'privacy.delete.expired': undefined;
+  'privacy.delete.failed': { count: number };
+  'privacy.delete.failure.gallery': { channel: string | number };
+  'privacy.delete.failure.message': { channel: string | number };
+  'privacy.delete.failure.repost': { channel: string | number };
+  'privacy.delete.failure.thread': { channel: string | number };
   'privacy.delete.kept': { consents: number; days: number };
   'privacy.delete.not_yours': undefined;
   'privacy.delete.nothing': undefined;
-  'privacy.delete.posts_left': { count: number };
+  'privacy.delete.public': { messages: number; reposts: number; threads: number };
   'privacy.delete.working': undefined;
   'privacy.export.done': undefined;
   'privacy.export.too_large': undefined;
+  'privacy.export.too_soon': { minutes: number; when: string | number };
+  'privacy.removed_public': undefined;
+  'privacy.show.after_delete': undefined;
   'privacy.show.consents': { count: number; days: number };
-  'privacy.show.gallery': undefined;
+  'privacy.show.gallery': { count: number };
   'privacy.show.jobs': { count: number; days: number };
   'privacy.show.service': undefined;
   'privacy.show.sessions': { count: number; hours: number };
@@ -270,6 +279,7 @@ export interface MessageArgs {
   };
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
+  'refusal.operator_credits': { resetAt: string | number };
   'refusal.personal_active_jobs': { count: number; max: string | number };
   'refusal.personal_credits': {
     budget: string | number;
@@ -277,6 +287,7 @@ export interface MessageArgs {
     left: string | number;
     resetAt: string | number;
   };
+  'refusal.server_not_allowed': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
   'result.by': { user: string | number };
@@ -288,10 +299,11 @@ export interface MessageArgs {
   'result.song.audio': undefined;
   'result.song.cover': undefined;
   'result.song.lyrics': undefined;
+  'result.song.result_video': undefined;
   'result.song.song_id': undefined;
   'result.song.title': { n: string | number };
   'result.song.video': undefined;
-  'result.training.expires': { full: string | number; raw: string | number; relative: string | number };
+  'result.training.expires': { full: string | number; relative: string | number };
   'result.training.expires_at': { raw: string | number };
   'result.upscale.more_images': { links: string | number };
   'result.upscale.no_image': undefined;
@@ -325,6 +337,14 @@ export interface MessageArgs {
   'settings.show.gallery_none': { source: string };
   'settings.show.gallery_ok': undefined;
   'settings.show.max_active_jobs': { max: string | number; source: string };
+  'settings.show.not_allowed': undefined;
+  'settings.show.operator_ceiling': {
+    ceiling: string | number;
+    left: string | number;
+    resetAt: string | number;
+    used: string | number;
+  };
+  'settings.show.operator_no_ceiling': { used: string | number };
   'settings.show.threads': { source: string; state: string };
   'settings.show.title': undefined;
   'settings.unknown_setting': { setting: string | number };
@@ -371,9 +391,11 @@ export interface MessageArgs {
   'training.consent.confirmed': { count: number };
   'training.consent.declined': undefined;
   'training.consent.expired': undefined;
+  'training.consent.failed': undefined;
   'training.consent.heading': { count: number };
   'training.consent.not_owner': { user: string | number };
   'training.consent.record': { days: number };
+  'training.consent.sent': { count: number };
   'training.consent.subject': { subject: string | number };
   'training.consent.used': undefined;
   'training.consent.v1.adult': undefined;

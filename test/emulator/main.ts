@@ -53,6 +53,25 @@ function usage(): string {
     .join('\n');
 }
 
+/** The control routes (429s, failures, lost answers, scenarios…), on the emulator at `base`. */
+function controlHelp(base: string): string {
+  return `Control (unauthenticated, loopback only):
+  GET  ${base}/_emulator/tasks
+  POST ${base}/_emulator/scenario         {"hold":true} {"outcome":"failed"} {"shuffleWebhooks":true}
+                                                  {"steps":["pending","starting",40,"retry",80]} {"videoTaskType":"luma-ext"} ...
+  POST ${base}/_emulator/next-scenario    same fields, next task only
+  POST ${base}/_emulator/tasks/<id>/finish   |  /fail {"message":"..."}
+  POST ${base}/_emulator/fail-next        {"count":1,"status":500,"path":"/song-extend"}  (400 401 402 403 404 409 422 500 502 503 504)
+  POST ${base}/_emulator/delay-next       {"ms":20000}
+  POST ${base}/_emulator/rate-limit-next  {"count":3,"retryAfter":2,"format":"seconds"|"date"}  (429, nothing created)
+  POST ${base}/_emulator/lose-next        {"count":1,"mode":"bad-gateway"|"reset"|"late","delayMs":40000}  (task created, answer lost)
+  POST ${base}/_emulator/features         {"fetchMany":false,"account":false}
+  POST ${base}/_emulator/account          {"credits":0} {"addCredits":500} {"plan":"basic"}
+  POST ${base}/_emulator/expire-results   {} (every result) or {"taskId":"..."}
+  POST ${base}/_emulator/result-ttl       {"ms":60000}
+  POST ${base}/_emulator/reset`;
+}
+
 let args: Record<string, string | boolean | undefined>;
 try {
   args = parseArgs({
@@ -66,7 +85,11 @@ try {
   process.exit(2);
 }
 if (args['help'] === true) {
-  console.log(`npm run dev:emulator -- [flags]\n\nFlags (or environment):\n${usage()}`);
+  // The control routes too: 429s, failures and lost answers are switched there, not by flags.
+  const port = typeof args['port'] === 'string' ? args['port'] : '4010';
+  console.log(
+    `npm run dev:emulator -- [flags]\n\nFlags (or environment):\n${usage()}\n\n${controlHelp(`http://127.0.0.1:${port}`)}`,
+  );
   process.exit(0);
 }
 
@@ -166,21 +189,7 @@ Now: fetch-many ${on(emulator.features.fetchMany)}, account ${on(emulator.featur
 Flags (or environment):
 ${usage()}
 
-Control (unauthenticated, loopback only):
-  GET  ${emulator.url}/_emulator/tasks
-  POST ${emulator.url}/_emulator/scenario         {"hold":true} {"outcome":"failed"} {"shuffleWebhooks":true}
-                                                  {"steps":["pending","starting",40,"retry",80]} {"videoTaskType":"luma-ext"} ...
-  POST ${emulator.url}/_emulator/next-scenario    same fields, next task only
-  POST ${emulator.url}/_emulator/tasks/<id>/finish   |  /fail {"message":"..."}
-  POST ${emulator.url}/_emulator/fail-next        {"count":1,"status":500,"path":"/song-extend"}  (400 401 402 403 404 409 422 500 502 503 504)
-  POST ${emulator.url}/_emulator/delay-next       {"ms":20000}
-  POST ${emulator.url}/_emulator/rate-limit-next  {"count":3,"retryAfter":2,"format":"seconds"|"date"}  (429, nothing created)
-  POST ${emulator.url}/_emulator/lose-next        {"count":1,"mode":"bad-gateway"|"reset"|"late","delayMs":40000}  (task created, answer lost)
-  POST ${emulator.url}/_emulator/features         {"fetchMany":false,"account":false}
-  POST ${emulator.url}/_emulator/account          {"credits":0} {"addCredits":500} {"plan":"basic"}
-  POST ${emulator.url}/_emulator/expire-results   {} (every result) or {"taskId":"..."}
-  POST ${emulator.url}/_emulator/result-ttl       {"ms":60000}
-  POST ${emulator.url}/_emulator/reset
+${controlHelp(emulator.url)}
 `);
 
 let stopping = false;

@@ -1,8 +1,12 @@
 import { KeyedMutex } from '../../src/services/store/mutex.js';
-import type { LockingKeyValueStore } from '../../src/services/store/types.js';
+import type {
+  AtomicKeyValueStore,
+  KvDecision,
+  LockingKeyValueStore,
+} from '../../src/services/store/types.js';
 
 /** The store's KV space in memory (JSON round trip, TTL on read, in-process lock), for unit tests and benches. */
-export class MemoryKv implements LockingKeyValueStore {
+export class MemoryKv implements LockingKeyValueStore, AtomicKeyValueStore {
   readonly data = new Map<string, { json: string; expiresAt: number }>();
   private readonly locks = new KeyedMutex();
   constructor(private readonly now: () => number = Date.now) {}
@@ -21,5 +25,29 @@ export class MemoryKv implements LockingKeyValueStore {
   }
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     return this.locks.run(name, fn, 5000, () => new Error(`lock ${name} busy`));
+  }
+  /** One process, so the keys' mutexes make the read-decide-write atomic (as the SQLite store). */
+  update<T>(
+    keys: readonly string[],
+    decide: (values: readonly unknown[]) => Promise<KvDecision<T>> | KvDecision<T>,
+  ): Promise<T> {
+    const sorted = [...new Set(keys)];
+    const hold = (i: number): Promise<T> => {
+      const key = sorted[i];
+      if (key === undefined)
+        return (async () => {
+          const values = await Promise.all(keys.map((k) => this.get(k)));
+          const d = await decide(values);
+          for (const w of d.writes ?? []) await this.set(w.key, w.value, w.ttlMs);
+          return d.result;
+        })();
+      return this.locks.run(
+        `kv:${key}`,
+        () => hold(i + 1),
+        5000,
+        () => new Error(`key ${key} busy`),
+      );
+    };
+    return hold(0);
   }
 }

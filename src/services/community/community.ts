@@ -6,7 +6,9 @@ import { discordTimestamp } from '../shared/format.js';
 import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
-import type { FairUseLedger, Refusal } from './fair-use.js';
+import { isTerminalState } from '../store/merge.js';
+import type { Metrics } from '../../metrics.js';
+import { personalScope, type FairUseLedger, type Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
 import type { MemberText } from '../operations/input.js';
@@ -36,48 +38,69 @@ export function refusalMessage(r: Refusal, personal = false): MemberText {
           cost: r.cost,
           resetAt: ts(r.resetAt),
         });
+    case 'operator':
+      return (tr) => tr.t('refusal.operator_credits', { resetAt: ts(r.resetAt) });
+    case 'not_allowed':
+      return (tr) => tr.t('refusal.server_not_allowed');
   }
 }
 
 /**
- * The fair-use and credits scope of a personal job (a user install where the server never
- * installed the bot, a DM): the member's own, shared by all their personal jobs wherever
- * they run, in place of a server's.
+ * The scope a job's reservation counts against (see FairUseLedger): its server, or for a
+ * personal job its member's own (`personal:<user>`, shared by all their personal jobs).
  */
-export const personalScope = (userId: string): string => `personal:${userId}`;
-
-/** Where a job's fair-use slot and credits live: its member's personal scope, or its server. */
-export const fairUseScope = (job: Pick<JobRecord, 'personal' | 'userId' | 'message'>): string | undefined =>
-  scopeOf({ guildId: job.message.guildId, personal: job.personal, userId: job.userId });
-
-/** Where a member's reservation lives: their personal scope, or the job's server. */
-function scopeOf(input: { guildId?: string | undefined; personal?: boolean | undefined; userId: string }) {
-  return input.personal ? personalScope(input.userId) : input.guildId;
-}
+export const scopeOf = (job: Pick<JobRecord, 'message' | 'personal' | 'userId'>): string | undefined =>
+  job.personal ? personalScope(job.userId) : job.message.guildId;
 
 /**
- * The server side of every submission: fair use and credits before the job
- * exists, and what follows a job's end (slot freed, credits back for a job that
- * never started). Jobs outside a guild (DMs) have no server limits.
+ * The server side of every submission: the operator's limits, fair use and credits
+ * before the job exists, and what follows a job's end (slot freed, credits back for a
+ * job that never started). Every way a job starts (slash commands, buttons, Retry,
+ * modals) comes through `admit` (src/commands/run-job.ts). A personal job (a user install,
+ * a DM) counts against its member's own limits instead of a server's settings.
  */
 export class CommunityService {
+  private readonly allowed: ReadonlySet<string> | undefined;
+
   constructor(
     private readonly deps: {
       settings: GuildSettingsStore;
       ledger: FairUseLedger;
       costs: Config['community']['costs'];
+      /** ALLOWED_GUILD_IDS (OPERATOR_DAILY_CREDITS is the ledger's). */
+      operator: Pick<Config['operator'], 'allowedGuildIds'>;
+      /** The job's maximum duration: a deleted running job's slot is held until then. */
+      jobMaxDurationMs: number;
       /** A member's own limits for personal jobs (USER_MAX_ACTIVE_JOBS, USER_DAILY_CREDITS). */
       personal: Pick<Config['userInstall'], 'maxActiveJobs' | 'dailyCredits'>;
       logger: Logger;
       gallery?: GalleryPoster;
+      metrics?: Pick<Metrics, 'operatorCreditsSpent' | 'operatorCreditsRefunded'>;
     },
-  ) {}
+  ) {
+    const ids = deps.operator.allowedGuildIds;
+    this.allowed = ids === undefined ? undefined : new Set(ids);
+  }
+
+  /**
+   * May jobs start here? ALLOWED_GUILD_IDS set: only in its servers (a DM is in no server;
+   * whether jobs run there is the job path's own rule). Checked before any store or service call.
+   */
+  allowsJobsIn(guildId: string | null): boolean {
+    return guildId === null || this.allowed === undefined || this.allowed.has(guildId);
+  }
 
   costOf(operation: Operation): number {
     return this.deps.costs[operations[operation].command];
   }
 
-  /** Checks and reserves before any service call. Throws StoreUnavailableError when the store is down. */
+  /**
+   * Checks and reserves before any service call: the operator's allow-list, then (atomically)
+   * the member's slots and cooldown, the scope's credits and the operator's daily ceiling.
+   * The scope is the server's, or the member's own for a personal job (its limits
+   * USER_MAX_ACTIVE_JOBS and USER_DAILY_CREDITS, no server's settings).
+   * Throws StoreUnavailableError when the store is down.
+   */
   async admit(input: {
     guildId?: string;
     /** A personal job: the member's own limits, not the server's settings. */
@@ -87,20 +110,21 @@ export class CommunityService {
   }): Promise<Admission> {
     const jobId = randomUUID();
     const cost = this.costOf(input.operation);
-    const scope = scopeOf(input);
-    if (scope === undefined) return { ok: true, jobId, cost };
-    const settings = input.personal
+    if (!this.allowsJobsIn(input.guildId ?? null)) return refused({ kind: 'not_allowed' });
+    const scope = input.personal ? personalScope(input.userId) : input.guildId;
+    if (scope === undefined) return refused({ kind: 'not_allowed' });
+    const limits = input.personal
       ? { ...this.deps.personal, cooldownSeconds: 0 }
       : await this.deps.settings.get(scope);
     const r = await this.deps.ledger.reserve({
-      guildId: scope,
+      scope,
       userId: input.userId,
       jobId,
       cost,
-      settings,
+      limits,
     });
-    if (!r.ok)
-      return { ok: false, refusal: r.refusal, message: refusalMessage(r.refusal, input.personal === true) };
+    if (!r.ok) return refused(r.refusal, input.personal === true);
+    this.deps.metrics?.operatorCreditsSpent.inc(r.operatorCredits);
     return { ok: true, jobId, cost };
   }
 
@@ -111,24 +135,51 @@ export class CommunityService {
     userId: string;
     jobId: string;
   }): Promise<void> {
-    const scope = scopeOf(input);
+    const scope = input.personal ? personalScope(input.userId) : input.guildId;
     if (scope === undefined) return;
-    await this.deps.ledger.release({
-      guildId: scope,
-      userId: input.userId,
-      jobId: input.jobId,
-      refund: true,
-    });
+    await this.release(scope, input.userId, input.jobId, true);
   }
 
   /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
   async jobEnded(job: JobRecord): Promise<void> {
-    const scope = fairUseScope(job);
+    const scope = scopeOf(job);
     if (scope === undefined) return;
-    const refund =
-      job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
-    await this.deps.ledger.release({ guildId: scope, userId: job.userId, jobId: job.id, refund });
+    await this.release(scope, job.userId, job.id, startedNothing(job));
     // A personal job has no gallery: the server's settings do not apply to it.
     if (job.state === 'finished' && !job.personal && this.deps.gallery) await this.deps.gallery.post(job);
   }
+
+  /**
+   * The job's record is deleted at its member's request (/privacy delete). A deletion never
+   * frees a running job's slot or credits: an ended job's are settled as its end would; a
+   * running one keeps them until it would have ended (its maximum duration).
+   */
+  async jobDeleted(job: JobRecord): Promise<void> {
+    const scope = scopeOf(job);
+    if (scope === undefined || job.settledAt !== undefined) return;
+    if (isTerminalState(job.state)) {
+      await this.release(scope, job.userId, job.id, startedNothing(job));
+      return;
+    }
+    await this.deps.ledger.holdUntil({
+      scope,
+      userId: job.userId,
+      jobId: job.id,
+      until: job.createdAt + this.deps.jobMaxDurationMs,
+    });
+  }
+
+  private async release(scope: string, userId: string, jobId: string, refund: boolean): Promise<void> {
+    const back = await this.deps.ledger.release({ scope, userId, jobId, refund });
+    if (back > 0) this.deps.metrics?.operatorCreditsRefunded.inc(back);
+  }
+}
+
+function refused(refusal: Refusal, personal = false): Admission {
+  return { ok: false, refusal, message: refusalMessage(refusal, personal) };
+}
+
+/** The job failed before the service took it: its credits come back. */
+function startedNothing(job: JobRecord): boolean {
+  return job.state === 'failed' && job.taskId === undefined && NOT_STARTED_CODES.has(job.error?.code ?? '');
 }

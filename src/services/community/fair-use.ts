@@ -1,59 +1,91 @@
 import { z } from 'zod';
-import type { LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, KeyValueStore, KvWrite } from '../store/types.js';
 import type { GuildSettings } from './settings.js';
 
 /**
- * Fair use and credits, checked and reserved in one step under store locks (Redis: a
- * lease shared by every process; SQLite: the one process's mutex), so two clicks at
- * once can never both take the last slot or credit. A member's record has its own
- * lock, so members of one server do not wait for each other; a server with a daily
- * credit budget also takes the server's credits lock around it (always server first,
- * then member: no two holders ever wait on each other).
+ * Fair use, credits and the operator's daily ceiling, checked and reserved in one atomic
+ * store update (`AtomicKeyValueStore.update`: one compare-and-set script on Redis, the
+ * keys' mutexes and one statement on SQLite), so two clicks at once can never both take
+ * the last slot or credit, on one instance or several. There is no lock to hold: a caller
+ * paused between its read and its write (past any lease) finds its write refused, reads
+ * again and decides again.
  *
- *   fair-use:{guild}:{user}   { active: {jobId: {until, day, cost}}, lastAt }
- *   credits:{guild}:{day}     { used }            day = UTC YYYY-MM-DD
+ * A reservation counts against a **scope**: a server (its id) or, for personal jobs, the
+ * member themself (`personal:<userId>`); the scope's limits come with each call.
  *
- * A reservation names its job: `release` frees the slot when the job ends (and
- * gives the credits back when it failed at submission). An entry whose job never
- * ended (a lost process) expires at `until`, so no slot leaks forever.
+ *   fair-use:{scope}:{user}    { active: {jobId: {until, day, cost, op}}, lastAt }
+ *   credits:{scope}:{day}      { used }   the scope's credits (counted with a budget only)
+ *   operator-credits:{day}     { used }   every scope together (always counted)
+ *                                          day = UTC YYYY-MM-DD
+ *
+ * A reservation names its job: `release` frees the slot when the job ends (and gives the
+ * credits back when it failed at submission). An entry whose job never ended (a lost
+ * process, a record deleted at the member's request) expires at `until`, so no slot leaks
+ * forever.
  */
 
 export type Refusal =
   | { kind: 'active'; count: number; max: number }
   | { kind: 'cooldown'; retryAt: number }
-  | { kind: 'credits'; left: number; cost: number; budget: number; resetAt: number };
+  | { kind: 'credits'; left: number; cost: number; budget: number; resetAt: number }
+  /** OPERATOR_DAILY_CREDITS reached: what everyone together may spend today. */
+  | { kind: 'operator'; resetAt: number }
+  /** ALLOWED_GUILD_IDS: this server is not one the operator allows jobs in. */
+  | { kind: 'not_allowed' };
+
+/** A scope's limits (a server's settings, or a member's personal ones). */
+export type ScopeLimits = Pick<GuildSettings, 'maxActiveJobs' | 'cooldownSeconds' | 'dailyCredits'>;
 
 export interface ReserveInput {
-  guildId: string;
+  /** A server id, or `personal:<userId>` (see personalScope). */
+  scope: string;
   userId: string;
   jobId: string;
   cost: number;
-  settings: Pick<GuildSettings, 'maxActiveJobs' | 'cooldownSeconds' | 'dailyCredits'>;
+  limits: ScopeLimits;
 }
 
-export type ReserveResult = { ok: true } | { ok: false; refusal: Refusal };
+export type ReserveResult =
+  | { ok: true; /** Credits taken from the operator's day (the job's cost). */ operatorCredits: number }
+  | { ok: false; refusal: Refusal };
 
-const entrySchema = z.object({ until: z.number(), day: z.string(), cost: z.number() });
+/** The scope of a member's personal jobs (no server's settings apply). */
+export const personalScope = (userId: string): string => `personal:${userId}`;
+
+// `op`: operator credits taken (absent in entries written before the operator ceiling: none).
+const entrySchema = z.object({
+  until: z.number(),
+  day: z.string(),
+  cost: z.number(),
+  op: z.number().optional(),
+});
 const memberSchema = z.object({ active: z.record(z.string(), entrySchema), lastAt: z.number().optional() });
 type Member = z.infer<typeof memberSchema>;
+type Entry = z.infer<typeof entrySchema>;
 const creditsSchema = z.object({ used: z.number() });
 
 const DAY_MS = 86_400_000;
+const CREDITS_TTL_MS = 3 * DAY_MS;
 const utcDay = (at: number): string => new Date(at).toISOString().slice(0, 10);
 /** Next UTC midnight after `at`. */
 export const nextUtcMidnight = (at: number): number => Math.floor(at / DAY_MS) * DAY_MS + DAY_MS;
 
-const memberKey = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
-const creditsKey = (guildId: string, day: string) => `credits:${guildId}:${day}`;
-const creditsLock = (guildId: string) => `credits:${guildId}`;
-const memberLock = (guildId: string, userId: string) => `fair-use:${guildId}:${userId}`;
+const memberKey = (scope: string, userId: string) => `fair-use:${scope}:${userId}`;
+const creditsKey = (scope: string, day: string) => `credits:${scope}:${day}`;
+const operatorKey = (day: string) => `operator-credits:${day}`;
+const usedOf = (raw: unknown): number => {
+  const parsed = creditsSchema.safeParse(raw);
+  return parsed.success ? parsed.data.used : 0;
+};
 
 export class FairUseLedger {
   constructor(
     private readonly deps: {
-      kv: LockingKeyValueStore;
+      kv: KeyValueStore & Pick<AtomicKeyValueStore, 'update'>;
       /** How long an unfinished job can hold its slot (the job's own maximum duration). */
       slotTtlMs: number;
+      /** OPERATOR_DAILY_CREDITS: 0 (default) = no ceiling; spending is counted either way. */
+      operatorDailyCredits?: number;
       now?: () => number;
     },
   ) {}
@@ -62,92 +94,134 @@ export class FairUseLedger {
     return (this.deps.now ?? Date.now)();
   }
 
-  private async member(guildId: string, userId: string, now: number): Promise<Member> {
-    const parsed = memberSchema.safeParse(await this.deps.kv.get(memberKey(guildId, userId)));
+  /** The operator's ceiling (0: none). */
+  get operatorDailyCredits(): number {
+    return this.deps.operatorDailyCredits ?? 0;
+  }
+
+  private member(raw: unknown, now: number): Member {
+    const parsed = memberSchema.safeParse(raw);
     const m: Member = parsed.success ? parsed.data : { active: {} };
     for (const [jobId, e] of Object.entries(m.active)) if (e.until <= now) delete m.active[jobId];
     return m;
   }
 
-  private async saveMember(guildId: string, userId: string, m: Member): Promise<void> {
-    // Kept as long as a slot or the cooldown can matter.
-    await this.deps.kv.set(memberKey(guildId, userId), m, this.deps.slotTtlMs + DAY_MS);
+  /** The member's record as written back: kept as long as a slot or the cooldown can matter. */
+  private memberWrite(scope: string, userId: string, m: Member): KvWrite {
+    return { key: memberKey(scope, userId), value: m, ttlMs: this.deps.slotTtlMs + DAY_MS };
   }
 
-  async creditsUsed(guildId: string, at = this.now): Promise<number> {
-    const parsed = creditsSchema.safeParse(await this.deps.kv.get(creditsKey(guildId, utcDay(at))));
-    return parsed.success ? parsed.data.used : 0;
+  /** Credits the scope has used on the UTC day of `at` (counted with or without a budget). */
+  async creditsUsed(scope: string, at = this.now): Promise<number> {
+    return usedOf(await this.deps.kv.get(creditsKey(scope, utcDay(at))));
   }
 
-  /** Checks the member's active jobs, cooldown and the guild's credits, and reserves all three at once. */
-  async reserve(input: ReserveInput): Promise<ReserveResult> {
-    const { guildId, userId, settings } = input;
-    const { kv } = this.deps;
-    const reserve = () => kv.withLock(memberLock(guildId, userId), () => this.reserveLocked(input));
-    return settings.dailyCredits > 0 ? kv.withLock(creditsLock(guildId), reserve) : reserve();
-  }
-
-  /** reserve() under the member's lock (and the server's credits lock when it has a budget). */
-  private async reserveLocked(input: ReserveInput): Promise<ReserveResult> {
-    const { guildId, userId, jobId, cost, settings } = input;
-    const now = this.now;
-    const m = await this.member(guildId, userId, now);
-    const count = Object.keys(m.active).length;
-    if (count >= settings.maxActiveJobs) {
-      return { ok: false, refusal: { kind: 'active', count, max: settings.maxActiveJobs } };
-    }
-    const cooldownMs = settings.cooldownSeconds * 1000;
-    if (cooldownMs > 0 && m.lastAt !== undefined && now - m.lastAt < cooldownMs) {
-      return { ok: false, refusal: { kind: 'cooldown', retryAt: m.lastAt + cooldownMs } };
-    }
-    const day = utcDay(now);
-    const charge = settings.dailyCredits > 0 ? cost : 0;
-    let used = 0;
-    if (settings.dailyCredits > 0) {
-      used = await this.creditsUsed(guildId, now);
-      if (used + cost > settings.dailyCredits) {
-        return {
-          ok: false,
-          refusal: {
-            kind: 'credits',
-            left: Math.max(0, settings.dailyCredits - used),
-            cost,
-            budget: settings.dailyCredits,
-            resetAt: nextUtcMidnight(now),
-          },
-        };
-      }
-    }
-    // Credits first: a crash between the two writes then costs credits, never a free job.
-    if (charge > 0) await this.deps.kv.set(creditsKey(guildId, day), { used: used + charge }, 3 * DAY_MS);
-    m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost: charge };
-    m.lastAt = now;
-    await this.saveMember(guildId, userId, m);
-    return { ok: true };
+  /** Credits every scope together has used on the UTC day of `at`. */
+  async operatorCreditsUsed(at = this.now): Promise<number> {
+    return usedOf(await this.deps.kv.get(operatorKey(utcDay(at))));
   }
 
   /**
-   * The job ended: frees its slot; `refund` also gives its credits back (refused or
-   * failed at submission). Idempotent: a second call finds no entry and does nothing.
+   * Checks the member's active jobs and cooldown, the scope's credits and the operator's
+   * ceiling, and reserves all of them at once.
    */
-  async release(input: { guildId: string; userId: string; jobId: string; refund: boolean }): Promise<void> {
-    const { guildId, userId, jobId, refund } = input;
-    const { kv } = this.deps;
-    const entry = await kv.withLock(memberLock(guildId, userId), async () => {
-      const m = await this.member(guildId, userId, this.now);
-      const found = m.active[jobId];
-      if (!found) return undefined;
-      delete m.active[jobId];
-      await this.saveMember(guildId, userId, m);
-      return found;
+  async reserve(input: ReserveInput): Promise<ReserveResult> {
+    const { scope, userId, jobId, cost, limits } = input;
+    const now = this.now;
+    const day = utcDay(now);
+    const ceiling = this.operatorDailyCredits;
+    const scopeCredits = creditsKey(scope, day);
+    const operatorCredits = operatorKey(day);
+    const keys = [memberKey(scope, userId), scopeCredits, operatorCredits];
+    return this.deps.kv.update<ReserveResult>(keys, ([memberRaw, creditsRaw, operatorRaw]) => {
+      const refuse = (refusal: Refusal) => ({ result: { ok: false, refusal } as const });
+      const m = this.member(memberRaw, now);
+      const count = Object.keys(m.active).length;
+      if (count >= limits.maxActiveJobs) return refuse({ kind: 'active', count, max: limits.maxActiveJobs });
+      const cooldownMs = limits.cooldownSeconds * 1000;
+      if (cooldownMs > 0 && m.lastAt !== undefined && now - m.lastAt < cooldownMs) {
+        return refuse({ kind: 'cooldown', retryAt: m.lastAt + cooldownMs });
+      }
+      const used = usedOf(creditsRaw);
+      if (limits.dailyCredits > 0 && used + cost > limits.dailyCredits) {
+        return refuse({
+          kind: 'credits',
+          left: Math.max(0, limits.dailyCredits - used),
+          cost,
+          budget: limits.dailyCredits,
+          resetAt: nextUtcMidnight(now),
+        });
+      }
+      const operatorUsed = usedOf(operatorRaw);
+      if (ceiling > 0 && operatorUsed + cost > ceiling)
+        return refuse({ kind: 'operator', resetAt: nextUtcMidnight(now) });
+
+      // Spending is counted with or without a budget: /settings show shows today's use, and a
+      // budget chosen later in the day starts from it.
+      m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost, op: cost };
+      m.lastAt = now;
+      const writes: KvWrite[] = [this.memberWrite(scope, userId, m)];
+      if (cost > 0) writes.push({ key: scopeCredits, value: { used: used + cost }, ttlMs: CREDITS_TTL_MS });
+      if (cost > 0)
+        writes.push({ key: operatorCredits, value: { used: operatorUsed + cost }, ttlMs: CREDITS_TTL_MS });
+      return { result: { ok: true, operatorCredits: cost } as const, writes };
     });
-    if (!entry || !refund || entry.cost <= 0) return;
-    // After the member's lock, not inside it (locks are taken server first): a crash
-    // in between keeps the credits spent, never gives a job for free.
-    await kv.withLock(creditsLock(guildId), async () => {
-      const parsed = creditsSchema.safeParse(await kv.get(creditsKey(guildId, entry.day)));
-      const used = parsed.success ? parsed.data.used : 0;
-      await kv.set(creditsKey(guildId, entry.day), { used: Math.max(0, used - entry.cost) }, 3 * DAY_MS);
+  }
+
+  /**
+   * The job ended: frees its slot; `refund` also gives its credits back, the scope's and the
+   * operator's (refused or failed at submission). Idempotent: a second call finds no entry
+   * and does nothing. Resolves with the operator credits given back.
+   */
+  async release(input: { scope: string; userId: string; jobId: string; refund: boolean }): Promise<number> {
+    const { scope, userId, jobId, refund } = input;
+    const now = this.now;
+    const key = memberKey(scope, userId);
+    // The entry's day names the credit keys; it never changes once written.
+    const seen = this.member(await this.deps.kv.get(key), now).active[jobId];
+    if (!seen) return 0;
+    const refunds = refund && (seen.cost > 0 || (seen.op ?? 0) > 0);
+    const scopeCredits = creditsKey(scope, seen.day);
+    const operatorCredits = operatorKey(seen.day);
+    const keys = refunds ? [key, scopeCredits, operatorCredits] : [key];
+    return this.deps.kv.update(keys, ([memberRaw, creditsRaw, operatorRaw]) => {
+      const m = this.member(memberRaw, now);
+      const entry: Entry | undefined = m.active[jobId];
+      if (!entry) return { result: 0 };
+      delete m.active[jobId];
+      const writes: KvWrite[] = [this.memberWrite(scope, userId, m)];
+      if (!refunds) return { result: 0, writes };
+      // Slot and credits in one write: a crash never gives a job for free, nor loses a refund.
+      if (entry.cost > 0)
+        writes.push({
+          key: scopeCredits,
+          value: { used: Math.max(0, usedOf(creditsRaw) - entry.cost) },
+          ttlMs: CREDITS_TTL_MS,
+        });
+      const op = entry.op ?? 0;
+      if (op > 0)
+        writes.push({
+          key: operatorCredits,
+          value: { used: Math.max(0, usedOf(operatorRaw) - op) },
+          ttlMs: CREDITS_TTL_MS,
+        });
+      return { result: op, writes };
+    });
+  }
+
+  /**
+   * The job's record is gone (deleted at its member's request) while it may still run: its
+   * slot and credits stay taken until `until` (when it would have ended), never freed early.
+   */
+  async holdUntil(input: { scope: string; userId: string; jobId: string; until: number }): Promise<void> {
+    const { scope, userId, jobId, until } = input;
+    const now = this.now;
+    await this.deps.kv.update([memberKey(scope, userId)], ([raw]) => {
+      const m = this.member(raw, now);
+      const entry = m.active[jobId];
+      if (!entry || entry.until <= until) return { result: undefined };
+      m.active[jobId] = { ...entry, until };
+      return { result: undefined, writes: [this.memberWrite(scope, userId, m)] };
     });
   }
 }

@@ -5,6 +5,8 @@ import type { TakeDown } from '../community/gallery.js';
 import type { MessagePayload } from '../discord/render/limits.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
+import type { PostTrace, PublicPosts } from '../privacy/public-posts.js';
+import { deleteMessages } from '../privacy/public-cleanup.js';
 
 /**
  * Remove result: a moderator takes a job's result down everywhere the bot posted it.
@@ -23,14 +25,18 @@ export interface TakeDownReport {
   /** The channel line of a job that has a thread. */
   reply?: MessageOutcome;
   gallery: TakeDown;
+  /** Its Re-posts (`/tasks` → Re-post): deleted (or already gone), and those Discord refused. */
+  reposts: { deleted: number; failed: number };
   /** The job's thread was locked (undefined: it has none). */
   threadLocked?: boolean;
 }
 
 export interface ResultTakeDownDeps {
   store: Pick<JobStore, 'apply'>;
-  rest: Pick<REST, 'patch'>;
+  rest: Pick<REST, 'patch' | 'delete'>;
   gallery: { takeDown(job: Pick<JobRecord, 'id' | 'galleryPost'>): Promise<TakeDown> };
+  /** Where the job was posted in public: its Re-posts. */
+  posts: Pick<PublicPosts, 'get' | 'dropCopies'>;
   /** What a removed job's messages show (no job: a message whose record is gone). */
   renderRemoved(job?: JobRecord): MessagePayload;
   /** The name of a job's thread (with its text withheld when the result is taken down). */
@@ -54,6 +60,14 @@ export class ResultTakeDown {
     const message = await this.edit(removed.message, body);
     const reply = removed.reply !== undefined ? await this.edit(removed.reply, body) : undefined;
     const gallery = await this.deps.gallery.takeDown(removed);
+    const reposts = await this.deleteReposts(removed);
+    // Copies all gone: the index forgets them (one refused stays, for /privacy delete to retry).
+    if (gallery.kind !== 'failed' && reposts.failed === 0)
+      await this.deps.posts
+        .dropCopies(removed.id)
+        .catch((err: unknown) =>
+          this.deps.logger.warn({ err, jobId: removed.id }, 'could not update the post index'),
+        );
     // A job with a thread lives in it: `message` is in the thread, `reply` in the channel.
     const threadLocked =
       removed.reply !== undefined ? await this.lock(removed.message.channelId, removed) : undefined;
@@ -66,6 +80,7 @@ export class ResultTakeDown {
         message,
         ...(reply !== undefined ? { reply } : {}),
         gallery: gallery.kind,
+        reposts,
         ...(threadLocked !== undefined ? { threadLocked } : {}),
       },
       'result removed by a moderator',
@@ -75,8 +90,24 @@ export class ResultTakeDown {
       message,
       ...(reply !== undefined ? { reply } : {}),
       gallery,
+      reposts,
       ...(threadLocked !== undefined ? { threadLocked } : {}),
     };
+  }
+
+  /** Deletes the job's Re-posts (a message already gone counts as deleted). */
+  private async deleteReposts(job: JobRecord): Promise<{ deleted: number; failed: number }> {
+    let trace: PostTrace | undefined;
+    try {
+      trace = await this.deps.posts.get(job.id);
+    } catch (err) {
+      this.deps.logger.warn({ err, jobId: job.id }, 'could not read a removed result’s Re-posts');
+      return { deleted: 0, failed: 1 };
+    }
+    const out = await deleteMessages(this.deps.rest, trace?.reposts ?? []);
+    for (const { ref, err } of out.refused)
+      this.deps.logger.warn({ err, channelId: ref.channelId }, 'could not delete a removed result’s Re-post');
+    return { deleted: out.deleted, failed: out.refused.length };
   }
 
   /** A message the bot posted that no job record names any more (its record expired). */

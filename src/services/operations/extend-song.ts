@@ -148,7 +148,11 @@ export const songOperation: OperationModule<'song'> = {
     const video = safeHttpUrl(out.videoUrl);
     const songs = out.songs;
     const links = songs.map((s, i) => songLine(s, i, tr));
-    if (video !== undefined) links.push(`🎬 ${maskedLink(tr.t('buttons.video'), video)}`);
+    // The task's own video (beside each song's): labelled like the song lines above it.
+    if (video !== undefined)
+      links.push(
+        `**${tr.t('result.song.result_video')}** · 🎬 ${maskedLink(tr.t('result.video.open'), video)}`,
+      );
     return {
       title: tr.t('operations.song.title'),
       facts: [],

@@ -130,7 +130,12 @@ export const videoOperation: OperationModule<'video'> = {
     return {
       title: tr.t('operations.video.title'),
       facts: [],
-      media: [],
+      // In the card's gallery the video plays in place (Discord unfurls a video URL there);
+      // the link stays for clients that show no player.
+      media:
+        video !== undefined
+          ? [{ url: video, label: tr.t('result.video.open'), description: tr.t('operations.video.title') }]
+          : [],
       links: video !== undefined ? [`🎬 ${maskedLink(tr.t('result.video.open'), video)}`] : [],
       notes: video === undefined ? [tr.t('result.video.none')] : [],
       actions: [

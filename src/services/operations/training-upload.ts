@@ -62,14 +62,13 @@ export const uploadOperation: OperationModule<'upload'> = {
     let expiry: string | undefined;
     if (out.expiresAt !== undefined && out.expiresAt.trim() !== '') {
       const ms = Date.parse(out.expiresAt);
-      const raw = inlineCode(out.expiresAt, 64);
+      // Discord shows a timestamp in the reader's own time zone; the service's text only when it is no time.
       expiry = Number.isFinite(ms)
         ? tr.t('result.training.expires', {
             relative: discordTimestamp(ms, 'R'),
             full: discordTimestamp(ms, 'F'),
-            raw,
           })
-        : tr.t('result.training.expires_at', { raw });
+        : tr.t('result.training.expires_at', { raw: inlineCode(out.expiresAt, 64) });
     }
     return {
       title: tr.t('operations.upload.title'),

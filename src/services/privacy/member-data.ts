@@ -1,28 +1,39 @@
+import { once } from 'node:events';
+import { setImmediate } from 'node:timers/promises';
+import { createGzip } from 'node:zlib';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { operations } from '../operations/index.js';
 import { isTerminalState } from '../store/merge.js';
-import type { JobRecord, JobStore } from '../store/types.js';
+import type { JobRecord, JobStore, LockingKeyValueStore } from '../store/types.js';
 import type { TrainingSession, TrainingSessions } from '../training/sessions.js';
 import type { ConsentRecord, ConsentStore } from './consent-store.js';
-import type { TakeDown } from '../community/gallery.js';
-import type { FairUseLedger } from '../community/fair-use.js';
-import { fairUseScope } from '../community/community.js';
+import type { CommunityService } from '../community/community.js';
+import { mergeTraces, traceOfJob, type PostTrace, type PublicPosts } from './public-posts.js';
+import { emptyTally, type CleanupFailure, type PublicCleanup } from './public-cleanup.js';
 
 /**
  * What the bot keeps about one member, in every server: their job records, open
  * training-photo sessions and consent records (/privacy show, export, delete).
- * Gallery posts live in the servers' channels; the job records say where.
+ * Their public messages live in the servers' channels; the job records, and past their
+ * retention the member's public-post traces (./public-posts.ts), say where.
  */
 
 export interface MemberDataDeps {
   jobs: Pick<JobStore, 'listByUser' | 'userPages' | 'delete' | 'clearUserIndex'>;
   sessions: Pick<TrainingSessions, 'listByMember' | 'deleteForMember'>;
   consents: Pick<ConsentStore, 'listByMember' | 'minimizeForMember'>;
-  /** Takes a job's gallery post down (absent: no gallery in this deployment). */
-  gallery?: { takeDown(job: Pick<JobRecord, 'id' | 'galleryPost'>): Promise<TakeDown> };
-  /** A running job's fair-use slot is freed when its record goes (its credits are spent: no refund). */
-  ledger: Pick<FairUseLedger, 'release'>;
+  /** Where each job of the member was posted in public, also past the job records' retention. */
+  posts: Pick<PublicPosts, 'get' | 'jobIds' | 'settle'>;
+  /** Takes those messages down (gallery posts, Re-posts) or replaces them (job messages, thread names). */
+  cleanup: Pick<PublicCleanup, 'clean'>;
+  /** A deleted job's fair-use slot and credits: never freed early (held until the job would have ended). */
+  community: Pick<CommunityService, 'jobDeleted'>;
   retention: { jobDays: number; consentDays: number; sessionHours: number };
+  /** Where the per-member export limit is kept (shared by every instance). */
+  kv: LockingKeyValueStore;
+  /** One export per member per this long (default EXPORT_INTERVAL_MS). */
+  exportIntervalMs?: number;
   logger: Logger;
   now: () => number;
 }
@@ -31,21 +42,34 @@ export interface MemberSummary {
   jobs: number;
   sessions: number;
   consents: number;
+  /** Jobs whose public messages the bot knows the place of (also past their records' retention). */
+  posts: number;
 }
 
 export interface DeletionReport {
   jobs: number;
   running: number;
   sessions: number;
+  /** Gallery posts deleted. */
   posts: number;
-  /** Gallery posts Discord would not delete (no permission, channel gone): a moderator's job. */
-  postsLeft: number;
+  /** Re-posts deleted. */
+  reposts: number;
+  /** The bot's public job messages (live message, channel line) replaced by a neutral one. */
+  messages: number;
+  /** Job threads named after a prompt, renamed. */
+  threads: number;
+  /** What Discord refused (no permission, …): kept in the trace, so a later deletion retries. */
+  failures: CleanupFailure[];
   /** Consent records kept, minimal, as proof. */
   consentsKept: number;
 }
 
 /** Jobs deleted per round: a page read, its posts taken down, its records deleted. */
 const DELETE_PAGE = 100;
+/** One export per member per 10 minutes: building one reads every record of theirs. */
+export const EXPORT_INTERVAL_MS = 10 * 60_000;
+const exportMarkKey = (userId: string): string => `privacy-export:${userId}`;
+const exportMarkSchema = z.object({ at: z.number() });
 
 export class MemberData {
   constructor(private readonly deps: MemberDataDeps) {}
@@ -53,81 +77,181 @@ export class MemberData {
   async summary(userId: string): Promise<MemberSummary> {
     let jobs = 0;
     for await (const page of this.deps.jobs.userPages(userId)) jobs += page.length;
-    const [sessions, consents] = await Promise.all([
+    const [sessions, consents, posts] = await Promise.all([
       this.deps.sessions.listByMember(userId),
       this.deps.consents.listByMember(userId),
+      this.deps.posts.jobIds(userId),
     ]);
-    return { jobs, sessions: sessions.length, consents: consents.length };
+    return { jobs, sessions: sessions.length, consents: consents.length, posts: posts.length };
   }
 
   /**
-   * Everything kept about the member, as plain JSON: no job secrets, interaction
-   * tokens or signed photo links (credentials, not data about the member).
+   * Takes the member's export for now: `undefined` when they may export, else when they
+   * may again. Across instances (under the KV lock of the member's mark).
    */
-  async export(userId: string): Promise<MemberExport> {
-    const jobs: ExportedJob[] = [];
-    for await (const page of this.deps.jobs.userPages(userId)) jobs.push(...page.map(exportJob));
-    const [sessions, consents] = await Promise.all([
-      this.deps.sessions.listByMember(userId),
-      this.deps.consents.listByMember(userId),
-    ]);
+  async claimExport(userId: string): Promise<number | undefined> {
+    const { kv, now } = this.deps;
+    const interval = this.deps.exportIntervalMs ?? EXPORT_INTERVAL_MS;
+    return kv.withLock(exportMarkKey(userId), async () => {
+      const mark = exportMarkSchema.safeParse(await kv.get<unknown>(exportMarkKey(userId)));
+      if (mark.success && mark.data.at + interval > now()) return mark.data.at + interval;
+      await kv.set(exportMarkKey(userId), { at: now() }, interval);
+      return undefined;
+    });
+  }
+
+  /** An export that could not be made does not count against the member. */
+  async releaseExport(userId: string): Promise<void> {
+    await this.deps.kv.delete(exportMarkKey(userId));
+  }
+
+  /**
+   * Everything kept about the member, as a gzipped JSON file: no job secrets, interaction
+   * tokens or signed links (credentials, not data about the member). Built a page of jobs
+   * at a time through an asynchronous gzip, yielding to the event loop between pages, so
+   * a member with thousands of jobs holds no one else up.
+   */
+  async exportFile(userId: string): Promise<{ name: string; data: Buffer }> {
+    const generatedAt = new Date(this.deps.now()).toISOString();
+    const gzip = createGzip();
+    const chunks: Buffer[] = [];
+    gzip.on('data', (c: Buffer) => chunks.push(c));
+    const ended = new Promise<void>((resolve, reject) => {
+      gzip.once('end', resolve);
+      gzip.once('error', reject);
+    });
+    // An error while writing rejects `ended` before it is awaited: seen below, not unhandled.
+    ended.catch(() => undefined);
+    try {
+      for await (const text of this.exportText(userId, generatedAt)) {
+        if (!gzip.write(text)) await once(gzip, 'drain');
+        // Between pages: whatever else waits (heartbeats, interactions) runs first.
+        await setImmediate();
+      }
+      gzip.end();
+      await ended;
+    } catch (err) {
+      gzip.destroy();
+      throw err;
+    }
+    return { name: `media-bot-data-${generatedAt.slice(0, 10)}.json.gz`, data: Buffer.concat(chunks) };
+  }
+
+  /** The export's JSON text, a piece at a time (one page of jobs per piece). */
+  private async *exportText(userId: string, generatedAt: string): AsyncGenerator<string> {
     const { retention } = this.deps;
-    return {
+    const head = {
       format: 'media-bot/member-data@1',
       member: userId,
-      generatedAt: new Date(this.deps.now()).toISOString(),
+      generatedAt,
       retention: {
         jobs: `${retention.jobDays} days after the job ended`,
         photoSessions: `until submitted or cancelled, at most ${retention.sessionHours} hours after the last change`,
         consentRecords: `${retention.consentDays} days after consent was given`,
+        publicPosts: 'until you delete your data, so that those messages can be deleted at any age',
       },
-      jobs,
-      photoSessions: sessions.map(exportSession),
-      consentRecords: consents.map(exportConsent),
     };
+    const open = JSON.stringify(head, null, 2);
+    yield `${open.slice(0, -2)},\n  "jobs": [`;
+    let first = true;
+    // One array item per line, comma-separated across pages.
+    const items = (values: unknown[]): string =>
+      values
+        .map((v) => {
+          const sep = first ? '' : ',';
+          first = false;
+          return `${sep}\n    ${JSON.stringify(withoutSignedLinks(v))}`;
+        })
+        .join('');
+    for await (const page of this.deps.jobs.userPages(userId)) {
+      if (page.length > 0) yield items(page.map(exportJob));
+    }
+    yield `${first ? '' : '\n  '}],\n  "publicPosts": [`;
+    first = true;
+    const ids = await this.deps.posts.jobIds(userId);
+    for (let i = 0; i < ids.length; i += DELETE_PAGE) {
+      const traces = await Promise.all(ids.slice(i, i + DELETE_PAGE).map((id) => this.deps.posts.get(id)));
+      const mine = traces.filter((t): t is PostTrace => t?.userId === userId).map(exportTrace);
+      if (mine.length > 0) yield items(mine);
+    }
+    const [sessions, consents] = await Promise.all([
+      this.deps.sessions.listByMember(userId),
+      this.deps.consents.listByMember(userId),
+    ]);
+    const tail = JSON.stringify(
+      withoutSignedLinks({
+        photoSessions: sessions.map(exportSession),
+        consentRecords: consents.map(exportConsent),
+      }),
+      null,
+      2,
+    );
+    yield `${first ? '' : '\n  '}],\n${tail.slice(2)}\n`;
   }
 
   /**
    * Deletes the member's job records (their running jobs stop being tracked: the
-   * keeper, polls and edits find no record), gallery posts and photo sessions in every
-   * server; consent records are reduced to what proves consent and kept.
+   * keeper, polls and edits find no record) and photo sessions in every server; takes
+   * their gallery posts and Re-posts down and replaces their public job messages and
+   * thread names, also for jobs whose records retention already deleted; consent records
+   * are reduced to what proves consent and kept.
    */
   async delete(userId: string): Promise<DeletionReport> {
-    const report: DeletionReport = {
-      jobs: 0,
-      running: 0,
-      sessions: 0,
-      posts: 0,
-      postsLeft: 0,
-      consentsKept: 0,
-    };
+    const tally = emptyTally();
+    const counts = { jobs: 0, running: 0 };
+    const done = new Set<string>();
     for (;;) {
       // Always the first page: what was deleted leaves the index.
       const page = await this.deps.jobs.listByUser(userId, DELETE_PAGE);
       if (page.length === 0) break;
-      for (const job of page) await this.deleteJob(job, report);
+      for (const job of page) {
+        await this.deleteJob(job, counts);
+        done.add(job.id);
+        // Once the record is gone nothing renders the job again: now its messages.
+        const trace = mergeTraces(await this.deps.posts.get(job.id), traceOfJob(job));
+        await this.deps.posts.settle(trace, await this.deps.cleanup.clean(trace, tally));
+      }
     }
     await this.deps.jobs.clearUserIndex(userId);
-    report.sessions = await this.deps.sessions.deleteForMember(userId);
-    report.consentsKept = await this.deps.consents.minimizeForMember(userId);
+    // Jobs whose records are gone (RETENTION_DAYS): only their traces say where they were posted.
+    for (const jobId of await this.deps.posts.jobIds(userId)) {
+      if (done.has(jobId)) continue;
+      const trace = await this.deps.posts.get(jobId);
+      if (trace?.userId !== userId) {
+        await this.deps.posts.settle({ jobId, userId });
+        continue;
+      }
+      await this.deps.posts.settle(trace, await this.deps.cleanup.clean(trace, tally));
+    }
+    const report: DeletionReport = {
+      ...counts,
+      sessions: await this.deps.sessions.deleteForMember(userId),
+      posts: tally.galleryPosts,
+      reposts: tally.reposts,
+      messages: tally.messages,
+      threads: tally.threads,
+      failures: tally.failures,
+      consentsKept: await this.deps.consents.minimizeForMember(userId),
+    };
     this.deps.logger.info(
-      { userId, jobs: report.jobs, running: report.running, sessions: report.sessions, posts: report.posts },
+      {
+        userId,
+        jobs: report.jobs,
+        running: report.running,
+        sessions: report.sessions,
+        posts: report.posts,
+        reposts: report.reposts,
+        messages: report.messages,
+        threads: report.threads,
+        failures: report.failures.length,
+      },
       'privacy: member data deleted at their request',
     );
     return report;
   }
 
-  private async deleteJob(job: JobRecord, report: DeletionReport): Promise<void> {
-    if (job.galleryPost !== undefined && this.deps.gallery) {
-      const down = await this.deps.gallery.takeDown(job);
-      if (down.kind === 'deleted') report.posts++;
-      else if (down.kind === 'failed') report.postsLeft++;
-    }
-    // A personal job's slot is the member's own (fairUseScope), not a server's.
-    const scope = fairUseScope(job);
-    if (job.settledAt === undefined && scope !== undefined) {
-      await this.deps.ledger.release({ guildId: scope, userId: job.userId, jobId: job.id, refund: false });
-    }
+  private async deleteJob(job: JobRecord, report: { jobs: number; running: number }): Promise<void> {
+    await this.deps.community.jobDeleted(job);
     if (!isTerminalState(job.state)) report.running++;
     await this.deps.jobs.delete(job.id);
     report.jobs++;
@@ -154,16 +278,6 @@ export interface ExportedJob {
   removedByModerator?: string;
   /** Run through the member's own install (a DM, or a server without the bot): no server's job. */
   personal?: boolean;
-}
-
-export interface MemberExport {
-  format: 'media-bot/member-data@1';
-  member: string;
-  generatedAt: string;
-  retention: { jobs: string; photoSessions: string; consentRecords: string };
-  jobs: ExportedJob[];
-  photoSessions: ReturnType<typeof exportSession>[];
-  consentRecords: ReturnType<typeof exportConsent>[];
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -223,4 +337,42 @@ function exportConsent(c: ConsentRecord) {
     keptUntil: iso(c.expiresAt),
     ...(c.minimized ? { minimized: true } : {}),
   };
+}
+
+function exportTrace(t: PostTrace) {
+  return {
+    job: t.jobId,
+    ...(t.guildId !== undefined ? { server: t.guildId } : {}),
+    ...(t.message ? { message: t.message } : {}),
+    ...(t.reply ? { channelLine: t.reply } : {}),
+    ...(t.thread !== undefined ? { thread: t.thread } : {}),
+    ...(t.gallery ? { galleryPost: t.gallery } : {}),
+    ...(t.reposts.length > 0 ? { reposts: t.reposts } : {}),
+  };
+}
+
+/** Query parameters that sign a Discord CDN link (expiry, issue time, signature). */
+const SIGNING_PARAMS = ['ex', 'is', 'hm'];
+const URL_IN_TEXT = /https?:\/\/[^\s<>"'`]+/g;
+
+/** `url` without its signing parameters (the rest of the link is kept as it was). */
+export function unsignedUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (!SIGNING_PARAMS.some((p) => u.searchParams.has(p))) return url;
+  for (const p of SIGNING_PARAMS) u.searchParams.delete(p);
+  return u.toString();
+}
+
+/** `value` with every link in every string unsigned (see unsignedUrl). */
+export function withoutSignedLinks<T>(value: T): T {
+  if (typeof value === 'string') return value.replace(URL_IN_TEXT, unsignedUrl) as T;
+  if (Array.isArray(value)) return value.map(withoutSignedLinks) as T;
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutSignedLinks(v)])) as T;
+  return value;
 }

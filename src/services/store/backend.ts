@@ -72,6 +72,8 @@ export interface Backend {
    * Redis: sorted sets; SQLite: a table beside Keyv's with an index on (key, score).
    */
   readonly sorted: SortedIndexes;
+  /** SQLite only: several keys written in one statement (all or none), with their TTLs. */
+  setMany?(writes: readonly { key: string; value: unknown; ttlMs: number }[]): Promise<void>;
   /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
   unlock(key: string, token: string): Promise<void>;
   /** Extends the lock `key` to `ttlMs` from now if it still holds `token`; false when it does not. */
@@ -100,6 +102,17 @@ export interface CasOps {
     ttlMs: number | undefined,
     expected: string,
   ): Promise<string | undefined>;
+  /** Several keys in one round trip: each value (undefined when absent or expired) and its exact text. */
+  readMany(keys: readonly string[]): Promise<{ value: unknown; raw: string | undefined }[]>;
+  /**
+   * Writes `writes` only if every key of `keys` still holds its text in `expected` (undefined:
+   * absent), all in one script (./lua/cas-set-many.lua); false when any changed.
+   */
+  writeMany(
+    keys: readonly string[],
+    expected: readonly (string | undefined)[],
+    writes: readonly { key: string; value: unknown; ttlMs: number }[],
+  ): Promise<boolean>;
 }
 
 export interface BackendOptions {
@@ -221,6 +234,33 @@ async function openRedis(
       const raw = serialize({ value, expires }) as string;
       const done = await client.casSet([prefixed(key)], [expected, raw, expires ? String(ttlMs) : '']);
       return done === 1 ? raw : undefined;
+    },
+    async readMany(keys) {
+      if (keys.length === 0) return [];
+      const raws = await client.mGet(keys.map(prefixed));
+      const now = Date.now();
+      return raws.map((raw) => {
+        if (raw === null) return { value: undefined, raw: undefined };
+        const data = deserialize(raw) as DeserializedData<unknown> | undefined;
+        if (data === undefined) return { value: CORRUPT, raw };
+        // Expired but not yet dropped by Redis: absent to the caller, its text still compared.
+        const expired = typeof data.expires === 'number' && now > data.expires;
+        return { value: expired ? undefined : data.value, raw };
+      });
+    },
+    async writeMany(keys, expected, writes) {
+      const args = keys.map((_, i) => expected[i] ?? '');
+      for (const w of writes) {
+        const at = keys.indexOf(w.key);
+        if (at < 0) throw new Error(`writeMany: ${w.key} was not read`);
+        const ttl = Math.max(1, Math.ceil(w.ttlMs));
+        args.push(
+          String(at + 1),
+          serialize({ value: w.value, expires: Date.now() + ttl }) as string,
+          String(ttl),
+        );
+      }
+      return (await client.casSetMany(keys.map(prefixed), args)) === 1;
     },
   };
   return {
@@ -429,6 +469,18 @@ async function openSqlite(
     async clearNamespace() {
       await adapter.query(`DELETE FROM ${table} WHERE substr(key, 1, ?) = ?`, prefix.length, prefix);
       await adapter.query(`DELETE FROM ${indexTable} WHERE substr(k, 1, ?) = ?`, prefix.length, prefix);
+    },
+    async setMany(writes) {
+      if (writes.length === 0) return;
+      // One statement: SQLite applies every row or none.
+      const now = Date.now();
+      await adapter.query(
+        `INSERT INTO ${table} (key, value) VALUES ${writes.map(() => '(?, ?)').join(', ')} ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+        ...writes.flatMap((w) => [
+          prefix + w.key,
+          serialize({ value: w.value, expires: now + w.ttlMs }) as string,
+        ]),
+      );
     },
     async tryLock() {
       return async () => undefined;

@@ -9,10 +9,13 @@ import { jobRecordSchema } from './schema.js';
 import type {
   ApplyOptions,
   ApplyResult,
+  AtomicKeyValueStore,
   JobRecord,
   JobStore,
   JobUpdate,
+  KvDecision,
   LockingKeyValueStore,
+  SortedIndexStore,
 } from './types.js';
 
 /**
@@ -32,6 +35,7 @@ import type {
  *                   instances never queue on one list's lock); on SQLite the sorted index
  *                   `open` (older versions kept a JSON list at `unfinished`, moved on read)
  *   kv:{key}        any JSON              caller's TTL
+ *   idx:{key}       sorted index          other services' (Stores.indexes), no expiry
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
  * on failure. Read-modify-writes of one key are serialised by an in-process keyed
@@ -67,7 +71,9 @@ export interface StoreOptions {
 
 export interface Stores {
   jobs: JobStore;
-  kv: LockingKeyValueStore;
+  kv: LockingKeyValueStore & AtomicKeyValueStore;
+  /** Sorted indexes for other services (keys `idx:{key}`, no expiry). */
+  indexes: SortedIndexStore;
   backend: BackendKind;
   /** The Redis connection (Redis only): the multi-instance coordination shares it. */
   redis?: RedisClient;
@@ -131,6 +137,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
   return {
     jobs: new KeyvJobStore(core),
     kv: new KeyvKeyValueStore(core),
+    indexes: new KeyvSortedIndexes(core),
     backend: backend.kind,
     ...(backend.redis ? { redis: backend.redis } : {}),
     close: () => core.close(),
@@ -221,6 +228,20 @@ class StoreCore {
       this.config.lockWaitMs,
       busy,
     );
+  }
+
+  /**
+   * Holds the in-process mutexes of every key, taken in the order given (see
+   * AtomicKeyValueStore.update: one order everywhere, so no two holders wait on each other).
+   */
+  holdAll<T>(keys: readonly string[], fn: () => Promise<T>, busy: () => Error): Promise<T> {
+    const sorted = [...new Set(keys)];
+    const hold = (i: number): Promise<T> => {
+      const key = sorted[i];
+      if (key === undefined) return fn();
+      return this.#locks.run(key, () => hold(i + 1), this.config.lockWaitMs, busy);
+    };
+    return hold(0);
   }
 
   /**
@@ -850,8 +871,17 @@ class KeyvJobStore implements JobStore {
   }
 }
 
-class KeyvKeyValueStore implements LockingKeyValueStore {
+class KeyvKeyValueStore implements LockingKeyValueStore, AtomicKeyValueStore {
   constructor(private readonly core: StoreCore) {}
+
+  /** A kv value as read: CORRUPT is reported and counts as absent. */
+  private value(key: string, raw: unknown): unknown {
+    if (raw === CORRUPT) {
+      this.core.corrupt(key, 'not JSON');
+      return undefined;
+    }
+    return raw === null ? undefined : raw;
+  }
 
   async get<T>(key: string): Promise<T | undefined> {
     const raw = await this.core.get('kv-get', kvKey(key));
@@ -874,6 +904,64 @@ class KeyvKeyValueStore implements LockingKeyValueStore {
   }
 
   /**
+   * See AtomicKeyValueStore.update. The keys' in-process mutexes come first (callers of one
+   * process queue instead of failing each other's compare-and-set); on Redis the write is one
+   * compare-and-set over every key read, tried again from a fresh read when another instance
+   * wrote one of them meanwhile (lock-free: a conflict means that writer made progress).
+   */
+  update<T>(
+    keys: readonly string[],
+    decide: (values: readonly unknown[]) => Promise<KvDecision<T>> | KvDecision<T>,
+  ): Promise<T> {
+    const { lockWaitMs } = this.core.config;
+    const full = keys.map(kvKey);
+    const busy = () =>
+      new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms to update ${keys.join(', ')}`);
+    const toWrite = (d: KvDecision<T>) =>
+      (d.writes ?? []).map((w) => {
+        if (!keys.includes(w.key)) throw new Error(`kv update: ${w.key} was not read`);
+        if (!Number.isFinite(w.ttlMs) || w.ttlMs <= 0)
+          throw new RangeError(`kv ttlMs must be a positive number, got ${w.ttlMs}`);
+        if (w.value === undefined) throw new TypeError('kv value must not be undefined');
+        return { key: kvKey(w.key), value: w.value, ttlMs: w.ttlMs };
+      });
+    return this.core.holdAll(
+      full,
+      async () => {
+        const { backend } = this.core;
+        const { cas } = backend;
+        if (!cas) {
+          // SQLite: one process, and its mutexes are held: read, decide, one statement.
+          const values: unknown[] = [];
+          for (const k of full) values.push(this.value(k, await this.core.get('kv-get', k)));
+          const decision = await decide(values);
+          const writes = toWrite(decision);
+          if (writes.length > 0) {
+            await this.core.call('kv-update', async () => {
+              if (!backend.setMany) throw new Error('this backend cannot write several keys at once');
+              await backend.setMany(writes);
+            });
+          }
+          return decision.result;
+        }
+        const deadline = Date.now() + lockWaitMs;
+        for (;;) {
+          const read = await this.core.call('kv-get', () => cas.readMany(full));
+          const decision = await decide(read.map((r, i) => this.value(full[i] ?? '', r.value)));
+          const writes = toWrite(decision);
+          // Nothing to write: the decision stands on one consistent read (MGET).
+          if (writes.length === 0) return decision.result;
+          const expected = read.map((r) => r.raw);
+          if (await this.core.call('kv-update', () => cas.writeMany(full, expected, writes)))
+            return decision.result;
+          if (Date.now() > deadline) throw busy();
+        }
+      },
+      busy,
+    );
+  }
+
+  /**
    * In-process mutex first (callers of one process queue, FIFO), then the backend's
    * cross-process lock (see crossProcess: a short lease, renewed while `fn` runs),
    * retried until lockWaitMs.
@@ -882,6 +970,26 @@ class KeyvKeyValueStore implements LockingKeyValueStore {
     const { lockWaitMs } = this.core.config;
     const busy = () => new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
     return this.core.withLock(`kvlock:${name}`, () => this.core.crossProcess(name, fn, busy));
+  }
+}
+
+class KeyvSortedIndexes implements SortedIndexStore {
+  constructor(private readonly core: StoreCore) {}
+
+  async add(key: string, member: string, score: number): Promise<void> {
+    const { sorted } = this.core.backend;
+    await this.core.call('index', () => sorted.add(`idx:${key}`, member, score));
+  }
+
+  async remove(key: string, members: readonly string[]): Promise<void> {
+    if (members.length === 0) return;
+    const { sorted } = this.core.backend;
+    await this.core.call('index', () => sorted.remove(`idx:${key}`, members));
+  }
+
+  range(key: string, opts: { rev?: boolean; offset?: number; limit: number }): Promise<string[]> {
+    const { sorted } = this.core.backend;
+    return this.core.call('list', () => sorted.range(`idx:${key}`, opts));
   }
 }
 

@@ -211,3 +211,49 @@ export interface LockingKeyValueStore extends KeyValueStore {
    */
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
 }
+
+/** What an atomic update writes to one of the keys it read. */
+export interface KvWrite {
+  key: string;
+  value: unknown;
+  ttlMs: number;
+}
+
+/** The store's KV space with atomic multi-key read-modify-writes (fair use and credits). */
+export interface AtomicKeyValueStore extends KeyValueStore {
+  /**
+   * Reads `keys` (undefined: absent), lets `decide` choose what to write, and writes it only
+   * if none of the keys changed since they were read; on a change it reads and decides again
+   * (so `decide` must have no effect beyond its answer). Redis: one Lua compare-and-set over
+   * every key (`lua/cas-set-many.lua`); SQLite (one process): the keys' in-process mutexes,
+   * then one multi-row statement (atomic against other updates: write such keys through
+   * `update` only). No lock and no lease: a caller paused between its read and
+   * its write (a GC pause, a stopped VM) finds its write refused instead of overwriting what
+   * another instance reserved meanwhile. `writes` may name only keys that were read. The keys'
+   * in-process mutexes are taken in the order given: list a member's own record before shared
+   * counters, in one order everywhere, so a caller waiting for a busy member holds nothing
+   * others need. Throws
+   * StoreUnavailableError when the backend is down, or when other writers kept winning for
+   * the lock wait.
+   */
+  update<T>(
+    keys: readonly string[],
+    decide: (values: readonly unknown[]) => Promise<KvDecision<T>> | KvDecision<T>,
+  ): Promise<T>;
+}
+
+export interface KvDecision<T> {
+  result: T;
+  writes?: readonly KvWrite[];
+}
+
+/**
+ * Sorted indexes beside the jobs for other services (a member's public posts, which
+ * outlive the job records): member → score, read in score order, a page at a time.
+ */
+export interface SortedIndexStore {
+  add(key: string, member: string, score: number): Promise<void>;
+  remove(key: string, members: readonly string[]): Promise<void>;
+  /** Members in score order (`rev`: highest first), paged. */
+  range(key: string, opts: { rev?: boolean; offset?: number; limit: number }): Promise<string[]>;
+}

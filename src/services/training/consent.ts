@@ -57,6 +57,15 @@ const promptSchema = z.object({
   createdAt: z.number(),
   /** Set once a click claimed the submission with it. */
   usedAt: z.number().optional(),
+  /**
+   * The interaction that showed the prompt: an ephemeral message only its token can
+   * edit, so the prompt can be closed once the photos were sent.
+   */
+  shownBy: z
+    .object({ applicationId: z.string(), token: z.string(), createdAt: z.number(), channelId: z.string() })
+    .optional(),
+  /** How the submission it confirmed ended: a late click on the prompt answers that. */
+  outcome: z.enum(['sent', 'failed']).optional(),
 });
 export type ConsentPrompt = z.output<typeof promptSchema>;
 
@@ -97,8 +106,23 @@ export class ConsentPrompts {
 
   /** Marks the prompt used (its confirmation was spent on a submission). */
   async markUsed(prompt: ConsentPrompt): Promise<void> {
+    await this.save({ ...prompt, usedAt: this.now() });
+  }
+
+  /** The submission it confirmed was sent (accepted) or failed: the prompt stays used. */
+  async settle(prompt: ConsentPrompt, outcome: NonNullable<ConsentPrompt['outcome']>): Promise<void> {
+    await this.save({ ...prompt, usedAt: prompt.usedAt ?? this.now(), outcome });
+  }
+
+  /** Nothing was sent (a refusal before the service call): the prompt can confirm again. */
+  async release(prompt: ConsentPrompt): Promise<void> {
+    const { usedAt: _usedAt, ...rest } = prompt;
+    await this.save(rest);
+  }
+
+  private async save(prompt: ConsentPrompt): Promise<void> {
     const ttl = prompt.createdAt + PROMPT_TTL_MS - this.now();
-    if (ttl > 0) await this.kv.set(promptKey(prompt.id), { ...prompt, usedAt: this.now() }, ttl);
+    if (ttl > 0) await this.kv.set(promptKey(prompt.id), prompt, ttl);
   }
 
   async close(id: string): Promise<void> {
@@ -178,5 +202,19 @@ export function renderConsentPrompt(
         ],
       },
     ],
+  };
+}
+
+/** The prompt once answered by a submission: no buttons, what became of the photos. */
+export function renderConsentClosed(
+  outcome: NonNullable<ConsentPrompt['outcome']>,
+  photoCount: number,
+  tr: Translator,
+): ConsentPayload {
+  return {
+    content: tr.t(outcome === 'sent' ? 'training.consent.sent' : 'training.consent.failed', {
+      count: photoCount,
+    }),
+    components: [],
   };
 }

@@ -14,7 +14,7 @@ export const BOT_PERMISSIONS = [
   {
     name: 'Embed Links',
     bit: PermissionFlagsBits.EmbedLinks,
-    why: 'result embeds (images, songs, videos) in messages the bot posts or edits with its token',
+    why: 'the embeds of waiting and running job messages (results are Components V2 cards) the bot posts or edits with its token',
   },
   {
     name: 'Attach Files',

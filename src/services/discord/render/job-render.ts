@@ -335,10 +335,13 @@ function jobCardSpec(ops: RenderOperations, job: JobRecord, tr: Translator): Car
   return undefined;
 }
 
-function removedSpec(tr: Translator): CardSpec {
+function removedSpec(
+  tr: Translator,
+  why: 'moderation.removed' | 'privacy.removed_public' = 'moderation.removed',
+): CardSpec {
   return {
     accent: COLORS.queued,
-    head: [`🚫 ${tr.t('moderation.removed')}`],
+    head: [`🚫 ${tr.t(why)}`],
     params: [],
     media: [],
     links: [],
@@ -360,6 +363,18 @@ export function renderRemoved(
   tr: Translator = publicTranslator(job?.locale),
 ): CardEdit {
   return { ...cardPayload(removedSpec(tr)), content: null, embeds: null };
+}
+
+/**
+ * A job's public message once its member deleted their data (/privacy delete): only
+ * that, in the server's language, ready to PATCH over a classic or a V2 message.
+ */
+export function renderRemovedAtRequest(locale: string | undefined): CardEdit {
+  return {
+    ...cardPayload(removedSpec(publicTranslator(locale), 'privacy.removed_public')),
+    content: null,
+    embeds: null,
+  };
 }
 
 function retryable(ops: RenderOperations, job: JobRecord): boolean {
@@ -436,16 +451,36 @@ export function renderJobSummaryLine(
     .join(' · ');
 }
 
-type Named = Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'>;
+type Named = Pick<JobRecord, 'id' | 'operation' | 'params' | 'textWithheld'> &
+  Partial<Pick<JobRecord, 'result'>>;
+
+/** A task id as a title shows it: a UUID-like one by its first 8 characters, as git shows a commit. */
+function shortTaskId(id: string): string {
+  const t = id.trim();
+  return /^[0-9a-f]{8}-?[0-9a-f-]{8,}$/i.test(t) ? t.slice(0, 8) : t;
+}
+
+/** The first sung line of a song result (section markers such as `[Verse]` left out), or ''. */
+function firstLyricLine(result: TaskOutputs | undefined): string {
+  if (result?.kind !== 'song') return '';
+  const lyrics = result.songs.find((s) => s.lyrics?.trim())?.lyrics ?? '';
+  return (
+    lyrics
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '' && !/^[[(].*[\])]$/.test(l)) ?? ''
+  );
+}
 
 function threadName(ops: RenderOperations, job: Named): string {
   const command = ops.command(job.operation);
   if (job.textWithheld === true) return `${command} · ${job.id.slice(0, 8)}`;
   const p = job.params;
-  const subject = [p['prompt'], p['task_id']].find(
-    (v): v is string => typeof v === 'string' && v.trim() !== '',
-  );
-  const words = subject === undefined ? '' : subject.trim().replace(/\s+/g, ' ');
+  // The prompt's first words; without a prompt (a song extension) the first line of its lyrics
+  // once it has them (a gallery post), else the task it extends, short.
+  const prompt = typeof p['prompt'] === 'string' ? p['prompt'].trim() : '';
+  const task = typeof p['task_id'] === 'string' ? shortTaskId(p['task_id']) : '';
+  const words = (prompt || firstLyricLine(job.result) || task).replace(/\s+/g, ' ');
   const name = words === '' ? command : `${command} · ${words}`;
   return name.length <= 100 ? name : `${name.slice(0, 99).trimEnd()}…`;
 }
@@ -514,8 +549,10 @@ export interface JobRenderer {
   /** Whether a failed job offers Retry (a new job with the same parameters). */
   retryable(job: JobRecord): boolean;
   /**
-   * A job's thread: the command and the first words of its prompt (or the task it extends),
-   * ≤ 100 chars; with the member's text withheld (AutoMod), the command and the job's short id.
+   * A job's thread (and gallery post): the command and the first words of its prompt (a song
+   * extension: the first line of its lyrics once it has a result, else the task it extends, a
+   * UUID by its first 8 characters), ≤ 100 chars; with the member's text withheld (AutoMod),
+   * the command and the job's short id.
    */
   threadName(job: Named): string;
   /**

@@ -1,0 +1,181 @@
+/**
+ * Where the bot posted each job of a member in public: the job's live message, its
+ * channel line and thread (threads on), its gallery post and every Re-post. Kept apart
+ * from the job record, which the retention sweep deletes, so that /privacy delete can
+ * still reach those messages at any age, and Remove result the Re-posts.
+ *
+ * Key layout (the store's KV space and sorted indexes, SQLite and Redis alike):
+ *   kv  public-posts:{jobId}        one PostTrace (ids only, no text), kept until deleted
+ *   idx public-posts:{userId}       the member's job ids, by the job's creation
+ *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
+ * A trace is written once the job's messages are posted (its start), then changed under
+ * the KV lock of its key (gallery post, Re-post), so two instances keep both.
+ */
+import { z } from 'zod';
+import { OPERATIONS } from '../media/types.js';
+import type { JobRecord, LockingKeyValueStore, SortedIndexStore } from '../store/types.js';
+
+const messageRef = z.object({ channelId: z.string(), messageId: z.string() });
+export type PostedMessage = z.output<typeof messageRef>;
+
+const traceSchema = z.object({
+  v: z.literal(1),
+  jobId: z.string(),
+  userId: z.string(),
+  guildId: z.string().optional(),
+  operation: z.enum(OPERATIONS),
+  /** The server's language when the job started: its neutral replacement speaks it. */
+  locale: z.string().optional(),
+  createdAt: z.number(),
+  /** The job's live message (in its thread when it has one). */
+  message: messageRef.optional(),
+  /** The channel line linking the job's thread. */
+  reply: messageRef.optional(),
+  /** The job's thread, named after its prompt. */
+  thread: z.string().optional(),
+  gallery: messageRef.extend({ threadId: z.string().optional() }).optional(),
+  reposts: z.array(messageRef),
+});
+export type PostTrace = z.output<typeof traceSchema>;
+
+/** As long as a message on Discord can live: the trace goes with the member's deletion. */
+const TRACE_TTL_MS = 20 * 365 * 86_400_000;
+/** Job ids read from a member's index at once. */
+const ID_PAGE = 1000;
+
+const traceKey = (jobId: string): string => `public-posts:${jobId}`;
+const memberKey = (userId: string): string => `public-posts:${userId}`;
+const repostKey = (messageId: string): string => `public-posts-repost:${messageId}`;
+
+/** What a job record says about where its messages are. */
+export function traceOfJob(job: JobRecord): PostTrace {
+  const ref = (r: JobRecord['message'] | undefined): PostedMessage | undefined => {
+    const id = r?.messageId ?? r?.interaction?.messageId;
+    return r !== undefined && id !== undefined && id !== ''
+      ? { channelId: r.channelId, messageId: id }
+      : undefined;
+  };
+  const message = ref(job.message);
+  const reply = ref(job.reply);
+  return {
+    v: 1,
+    jobId: job.id,
+    userId: job.userId,
+    ...(job.message.guildId !== undefined ? { guildId: job.message.guildId } : {}),
+    operation: job.operation,
+    ...(job.locale !== undefined ? { locale: job.locale } : {}),
+    createdAt: job.createdAt,
+    ...(message ? { message } : {}),
+    ...(reply ? { reply } : {}),
+    // A job with a channel line lives in its thread: the live message's channel is the thread.
+    ...(job.reply !== undefined ? { thread: job.message.channelId } : {}),
+    ...(job.galleryPost !== undefined ? { gallery: job.galleryPost } : {}),
+    reposts: [],
+  };
+}
+
+/** `a` completed by what `b` knows (the newer side's messages win; Re-posts are joined). */
+export function mergeTraces(a: PostTrace | undefined, b: PostTrace): PostTrace {
+  if (!a) return b;
+  const reposts = [...a.reposts];
+  for (const r of b.reposts) if (!reposts.some((x) => x.messageId === r.messageId)) reposts.push(r);
+  return { ...a, ...stripUndefined(b), reposts };
+}
+
+function stripUndefined(t: PostTrace): Partial<PostTrace> {
+  return Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined));
+}
+
+export class PublicPosts {
+  constructor(
+    private readonly deps: {
+      kv: LockingKeyValueStore;
+      indexes: SortedIndexStore;
+    },
+  ) {}
+
+  /**
+   * A job's first trace, once its messages are posted and before its service call: nothing
+   * else can write it yet (its gallery post and Re-posts come after its final), so no lock
+   * and no read, two writes on the job's start path.
+   */
+  async recordStart(job: JobRecord): Promise<void> {
+    await Promise.all([
+      this.deps.kv.set(traceKey(job.id), traceOfJob(job), TRACE_TTL_MS),
+      this.deps.indexes.add(memberKey(job.userId), job.id, job.createdAt),
+    ]);
+  }
+
+  /** The job's public messages as its record names them now (its gallery post). */
+  recordJob(job: JobRecord): Promise<void> {
+    return this.update(job, () => undefined);
+  }
+
+  /** A Re-post of the job's result (`/tasks id:` → Re-post). */
+  async recordRepost(job: JobRecord, posted: PostedMessage): Promise<void> {
+    await this.update(job, (t) => {
+      if (!t.reposts.some((r) => r.messageId === posted.messageId)) t.reposts.push(posted);
+    });
+    await this.deps.kv.set(repostKey(posted.messageId), { jobId: job.id }, TRACE_TTL_MS);
+  }
+
+  /** The job a Re-post shows (undefined: not a Re-post the index knows). */
+  async jobOfRepost(messageId: string): Promise<string | undefined> {
+    const parsed = z
+      .object({ jobId: z.string() })
+      .safeParse(await this.deps.kv.get<unknown>(repostKey(messageId)));
+    return parsed.success ? parsed.data.jobId : undefined;
+  }
+
+  async get(jobId: string): Promise<PostTrace | undefined> {
+    const parsed = traceSchema.safeParse(await this.deps.kv.get<unknown>(traceKey(jobId)));
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /** The job ids of every trace of the member, oldest first. */
+  async jobIds(userId: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let offset = 0; ; offset += ID_PAGE) {
+      const page = await this.deps.indexes.range(memberKey(userId), { offset, limit: ID_PAGE });
+      ids.push(...page);
+      if (page.length < ID_PAGE) return ids;
+    }
+  }
+
+  /**
+   * Replaces the job's trace with `left` (what could not be taken down, kept so a later
+   * deletion can try again), or forgets it (`left` undefined).
+   */
+  async settle(trace: Pick<PostTrace, 'jobId' | 'userId'>, left?: PostTrace): Promise<void> {
+    await this.deps.kv.withLock(traceKey(trace.jobId), async () => {
+      const before = await this.get(trace.jobId);
+      const kept = new Set(left?.reposts.map((r) => r.messageId));
+      for (const r of before?.reposts ?? [])
+        if (!kept.has(r.messageId)) await this.deps.kv.delete(repostKey(r.messageId));
+      if (left) await this.deps.kv.set(traceKey(trace.jobId), left, TRACE_TTL_MS);
+      else await this.deps.kv.delete(traceKey(trace.jobId));
+    });
+    if (left) await this.deps.indexes.add(memberKey(left.userId), left.jobId, left.createdAt);
+    else await this.deps.indexes.remove(memberKey(trace.userId), [trace.jobId]);
+  }
+
+  /** After Remove result took them down: the job's gallery post and Re-posts are gone. */
+  async dropCopies(jobId: string): Promise<void> {
+    await this.deps.kv.withLock(traceKey(jobId), async () => {
+      const t = await this.get(jobId);
+      if (!t) return;
+      for (const r of t.reposts) await this.deps.kv.delete(repostKey(r.messageId));
+      const { gallery: _gone, ...rest } = t;
+      await this.deps.kv.set(traceKey(jobId), { ...rest, reposts: [] }, TRACE_TTL_MS);
+    });
+  }
+
+  private async update(job: JobRecord, change: (t: PostTrace) => void): Promise<void> {
+    await this.deps.kv.withLock(traceKey(job.id), async () => {
+      const trace = mergeTraces(await this.get(job.id), traceOfJob(job));
+      change(trace);
+      await this.deps.kv.set(traceKey(job.id), trace, TRACE_TTL_MS);
+    });
+    await this.deps.indexes.add(memberKey(job.userId), job.id, job.createdAt);
+  }
+}
