@@ -142,6 +142,50 @@ for (const redis of [false, true])
       });
     });
 
+    describe('the operator’s limits bind personal jobs too', () => {
+      let h: Harness;
+      let alice: string;
+      let outside: string;
+      let png: Buffer;
+      const upscale = (where: { guildId?: string; dm?: boolean }) =>
+        h.fake.sendCommand({
+          name: 'upscale',
+          userId: alice,
+          userInstall: true,
+          ...where,
+          options: { prompt: 'a bounded cat' },
+          attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+        });
+
+      beforeAll(async () => {
+        png = await uniquePng();
+        h = await startHarness({
+          webhooks: true,
+          ...(redis ? { redis: true } : {}),
+          env: { USER_INSTALL: 'true', OPERATOR_DAILY_CREDITS: '1', ALLOWED_GUILD_IDS: '' },
+        });
+        alice = h.fake.addUser({ username: 'alice', permissions: MEMBER });
+        outside = h.fake.addGuild({ name: 'Elsewhere', botInstalled: false });
+        h.fake.addMember(outside, alice, { permissions: MEMBER });
+      }, 60_000);
+      afterAll(async () => {
+        await h?.close();
+      });
+
+      it('OPERATOR_DAILY_CREDITS counts a personal job, and refuses the next wherever it comes from', async () => {
+        const first = await upscale({ dm: true }).waitForMessage(
+          (m) => messageText(m).includes('Upscale again'),
+          20_000,
+        );
+        expect((await h.app.store.getByMessageId(first.id))?.personal).toBe(true);
+        const before = upscaleTasks(h).length;
+        const refused = await upscale({ guildId: outside }).message(10_000);
+        expect(refused.ephemeral).toBe(true);
+        expect(refused.content).toMatch(/credit limit for all servers/);
+        expect(upscaleTasks(h)).toHaveLength(before);
+      });
+    });
+
     describe('USER_INSTALL=true: personal jobs', () => {
       let h: Harness;
       let alice: string;
