@@ -49,7 +49,7 @@ import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
 import { createSafePhotoDownloader } from './services/training/download.js';
 import { RetentionSweeper } from './services/privacy/retention.js';
-import { buildMetricsServer, buildServer, type HttpServer } from './webhooks/server.js';
+import { buildMetricsServer, buildServer, openMetricsWarning, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import { shutdownSteps } from './shutdown-steps.js';
 import { CommunityService } from './services/community/community.js';
@@ -71,6 +71,11 @@ const GATEWAY_ACK_AFTER_MS = 1500;
 const SUBMIT_WAIT_BOUND_MS = 5 * 60_000;
 /** HTTP: the acknowledgement travels in the HTTP response itself, so it can wait a little longer. */
 const HTTP_ACK_AFTER_MS = 2500;
+/**
+ * The service account's balance is read at start and then this often, by every instance
+ * (one GET each: each serves `/settings show` and its own `/metrics` from its reading).
+ */
+const ACCOUNT_READ_EVERY_MS = 5 * 60_000;
 
 export interface AppOptions {
   logger: Logger;
@@ -81,6 +86,8 @@ export interface AppOptions {
   storeNamespace?: string;
   /** A command not answering by then is acknowledged on its behalf (default 1500 gateway, 2500 http; 0: at once). */
   interactionAckDeadlineMs?: number;
+  /** Between two readings of the service account's balance (default ACCOUNT_READ_EVERY_MS). */
+  accountReadEveryMs?: number;
 }
 
 /** The Discord edits of job messages, whichever way they are delivered (tests, benches). */
@@ -163,6 +170,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     metrics,
     logger: mediaLog,
     lowCredits: config.media.lowCredits,
+    intervalMs: opts.accountReadEveryMs ?? ACCOUNT_READ_EVERY_MS,
   });
 
   // ---- Discord REST: the bot token's, the interaction webhooks' (no global limiter), the edits'.
@@ -349,6 +357,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   let checks: CheckScheduler;
   let afterFinal: AfterFinalQueue;
   let bullEdits: BullJobEdits | undefined;
+  let queuedMessages: QueuedJobMessages | undefined;
   if (bull && channelBudget && queues) {
     const [, { BullJobEdits }, { BullChecks, BullAfterFinal }] = queues;
     bullEdits = new BullJobEdits(bull, {
@@ -362,6 +371,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       metrics,
       now,
       onAutoMod: (id) => autoMod.refused(id, 'message'),
+      onDmNoticeDue: (id) => lifecycle.noticeDm(id),
     });
     messages = bullEdits;
     checks = new BullChecks(bull, check, {
@@ -370,12 +380,19 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     });
     afterFinal = new BullAfterFinal(bull, (id) => afterFinalWork.runFor(id));
   } else {
-    messages = new QueuedJobMessages({
+    queuedMessages = new QueuedJobMessages({
       edits: sessionEdits,
       renderers,
       now,
       onAutoMod: (id) => void autoMod.refused(id, 'message'),
+      // What an edit learned is stored with the job: after a restart the queue still knows it.
+      learned: {
+        tokenRefused: (id) => void lifecycle.mark(id, { tokenRefused: true }).catch(() => undefined),
+        dmRefused: (id) => void lifecycle.mark(id, { dmRefused: true }).catch(() => undefined),
+        dmNoticeDue: (id) => void lifecycle.noticeDm(id).catch(() => undefined),
+      },
     });
+    messages = queuedMessages;
     const timers = new TimerChecks({
       logger: logger.child({ component: 'jobs' }),
       retryMs: config.jobs.pollInitialMs,
@@ -648,6 +665,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         { url, store: stores.backend, mode: config.publicUrl ? 'webhooks' : 'polling' },
         'HTTP server listening',
       );
+      const openMetrics = openMetricsWarning(config);
+      if (openMetrics) logger.warn({ host: config.http.host }, openMetrics);
+      // The balance is known (metric, low-credit warning, /settings show) from the start, not after a 402.
+      account.start();
       if (metricsServer && config.metrics.port !== undefined) {
         const metricsPort = config.metrics.port;
         const metricsUrl = await inPhase('metrics-http', () =>
@@ -719,12 +740,14 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await step('http', () => server.close());
         await step('interactions endpoint', () => endpoint?.close());
         await step('metrics', () => metricsServer?.close());
+        account.stop();
         lifecycle.stop();
         trainingServices.stop();
         await step('retention sweep', () => retentionSweeper.stop());
         await step('checks', () => checks.close());
         await step('after-final work', () => afterFinal.close());
         await step('edit queue', () => bullEdits?.close());
+        queuedMessages?.close();
         await step(
           'message edits',
           async () => {
@@ -738,7 +761,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         );
         sessionEdits.close();
         await step('queues', () => bull?.close());
-        account.stop();
         taskReader.close();
         await step('media client', () => media.close());
         await step('downloader', () => downloader.close());

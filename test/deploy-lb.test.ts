@@ -7,11 +7,13 @@
  * webhook and interaction bodies arrive byte for byte (Ed25519 covers the raw
  * bytes), headers kept, X-Forwarded-For is the sender, requests spread round
  * robin, a dead replica is skipped, per-instance routes are not exposed, and the
- * body limit. Plus the compose file and the config agree with each other and
+ * body limit; with its limits scaled down, a second nginx shows webhooks past the
+ * per-address burst refused (429) and a stalled body dropped at the door. Plus the compose file and the config agree with each other and
  * with the bot's defaults. Skipped where nginx is not installed (CI installs it and skips nothing).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,39 +66,22 @@ describe('deploy: compose file and load balancer config agree', () => {
   });
 });
 
-describe('deploy: nginx load balancer in front of three replicas', needs('nginx'), () => {
-  const seen: Seen[] = [];
-  const upstreams: Server[] = [];
-  const ports: number[] = [];
-  let dir: string;
-  let nginx: ChildProcess | undefined;
-  let lb: string;
+/** A running nginx with the repository's config (Docker's parts swapped), in front of `ports`. */
+interface Lb {
+  url: string;
+  stop(): Promise<void>;
+}
 
-  beforeAll(async () => {
-    for (let i = 0; i < 3; i++) {
-      const server = createServer((req, res) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (c: Buffer) => chunks.push(c));
-        req.on('end', () => {
-          seen.push({
-            upstream: i,
-            method: req.method ?? '',
-            url: req.url ?? '',
-            headers: req.headers,
-            body: Buffer.concat(chunks),
-          });
-          res.writeHead(202, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ ok: true, upstream: i }));
-        });
-      });
-      upstreams.push(server);
-      ports.push(await listen(server));
-    }
-    dir = await mkdtemp(join(tmpdir(), 'mediabot-nginx-'));
-    const port = await freePort();
-    const original = await readFile(join(ROOT, 'deploy/nginx.conf'), 'utf8');
-    // Only what Docker provides is swapped: its DNS name for the replicas, the paths and port.
-    const conf = original
+/**
+ * Starts Debian's nginx with deploy/nginx.conf, only what Docker provides swapped (its DNS
+ * name for the replicas, the paths and port), plus `adjust` for a test that scales a limit.
+ */
+async function startLb(ports: number[], adjust: (conf: string) => string = (c) => c): Promise<Lb> {
+  const dir = await mkdtemp(join(tmpdir(), 'mediabot-nginx-'));
+  const port = await freePort();
+  const original = await readFile(join(ROOT, 'deploy/nginx.conf'), 'utf8');
+  const conf = adjust(
+    original
       .replace(/server bot:3000 resolve;/, ports.map((p) => `server 127.0.0.1:${p};`).join(' '))
       .replace(/resolver [^;]*;/, '')
       .replace(/listen 8080;/, `listen 127.0.0.1:${port};`)
@@ -105,32 +90,82 @@ describe('deploy: nginx load balancer in front of three replicas', needs('nginx'
         /http \{/,
         `http {\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n` +
           `  fastcgi_temp_path ${dir}/fastcgi;\n  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;`,
-      );
-    expect(conf).not.toBe(original);
-    await writeFile(
-      join(dir, 'nginx.conf'),
-      `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nuser root;\n${conf}`,
-    );
-    const test = spawnSync(foundAt('nginx'), ['-t', '-p', dir, '-c', join(dir, 'nginx.conf')], {
-      encoding: 'utf8',
+      ),
+  );
+  expect(conf).not.toBe(original);
+  await writeFile(
+    join(dir, 'nginx.conf'),
+    `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nuser root;\n${conf}`,
+  );
+  const test = spawnSync(foundAt('nginx'), ['-t', '-p', dir, '-c', join(dir, 'nginx.conf')], {
+    encoding: 'utf8',
+  });
+  expect(test.status, test.stderr).toBe(0);
+  const nginx: ChildProcess = spawn(
+    foundAt('nginx'),
+    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(
+    async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.status === 202,
+    10_000,
+    'nginx up',
+  );
+  return {
+    url,
+    async stop() {
+      const exited = new Promise((r) => nginx.once('exit', r));
+      nginx.kill('SIGQUIT');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Three recording replicas: each answers 202 with its number once it has the whole body. */
+async function recordingReplicas(seen: Seen[]): Promise<{ servers: Server[]; ports: number[] }> {
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({
+          upstream: i,
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+        });
+        res.writeHead(202, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: true, upstream: i }));
+      });
     });
-    expect(test.status, test.stderr).toBe(0);
-    nginx = spawn(foundAt('nginx'), ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    lb = `http://127.0.0.1:${port}`;
-    await eventually(
-      async () => (await fetch(`${lb}/healthz`).catch(() => undefined))?.status === 202,
-      10_000,
-      'nginx up',
-    );
+    servers.push(server);
+    ports.push(await listen(server));
+  }
+  return { servers, ports };
+}
+
+describe('deploy: nginx load balancer in front of three replicas', needs('nginx'), () => {
+  const seen: Seen[] = [];
+  let upstreams: Server[] = [];
+  let balancer: Lb | undefined;
+  let lb: string;
+
+  beforeAll(async () => {
+    const replicas = await recordingReplicas(seen);
+    upstreams = replicas.servers;
+    balancer = await startLb(replicas.ports);
+    lb = balancer.url;
     seen.length = 0;
   });
 
   afterAll(async () => {
-    nginx?.kill('SIGQUIT');
+    await balancer?.stop();
     await Promise.all(upstreams.map((s) => new Promise((r) => s.close(r))));
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('passes a webhook through byte for byte with its secret, the sender in X-Forwarded-For, round robin over the three', async () => {
@@ -219,5 +254,85 @@ describe('deploy: nginx load balancer in front of three replicas', needs('nginx'
     expect(got.map((s) => s.body.toString()).sort()).toEqual(
       Array.from({ length: 9 }, (_, i) => `{"n":${i}}`).sort(),
     );
+  });
+});
+
+describe('deploy: nginx refuses floods and stalled senders at the door', needs('nginx'), () => {
+  const seen: Seen[] = [];
+  let upstreams: Server[] = [];
+  let balancer: Lb | undefined;
+
+  beforeAll(async () => {
+    const replicas = await recordingReplicas(seen);
+    upstreams = replicas.servers;
+    // The repository's directives with their numbers scaled down so a test reaches them
+    // (200 a second after a burst of 4000, 10 s pauses): each must be there to be scaled.
+    const scale = (conf: string, from: RegExp, to: string) => {
+      expect(conf).toMatch(from);
+      return conf.replace(from, to);
+    };
+    balancer = await startLb(replicas.ports, (conf) =>
+      scale(
+        scale(scale(conf, /rate=200r\/s;/, 'rate=1r/s;'), /burst=4000 nodelay;/, 'burst=20 nodelay;'),
+        /client_body_timeout 10s;/,
+        'client_body_timeout 1s;',
+      ),
+    );
+    seen.length = 0;
+  });
+  afterAll(async () => {
+    await balancer?.stop();
+    await Promise.all(upstreams.map((s) => new Promise((r) => s.close(r))));
+  });
+
+  it('a body that stalls is dropped after client_body_timeout and never reaches a replica', async () => {
+    const url = new URL(balancer?.url ?? '');
+    const started = Date.now();
+    const said = await new Promise<string>((resolve) => {
+      let text = '';
+      const s = connect(Number(url.port), url.hostname, () => {
+        s.write(
+          'POST /webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10 HTTP/1.1\r\nHost: lb\r\n' +
+            'content-type: application/json\r\nx-webhook-secret: s3cret\r\ncontent-length: 1000\r\n\r\n{"task_id":',
+        );
+      });
+      s.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      s.on('error', () => undefined);
+      s.on('close', () => resolve(text));
+    });
+    const ms = Date.now() - started;
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(ms).toBeLessThan(8_000);
+    // nginx answers 408, or simply closes: either way the request ends at the door.
+    expect(said === '' || said.startsWith('HTTP/1.1 408')).toBe(true);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('webhooks from one address past the burst are 429 and never reach a replica; other routes are not limited', async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const res = await fetch(`${balancer?.url}/webhooks/media/3f6c1f1e-2a47-4a55-9c1b-0d4b7b2f8a10`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-webhook-secret': 's3cret' },
+          body: `{"n":${i}}`,
+        });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    const passed = statuses.filter((s) => s === 202).length;
+    const limited = statuses.filter((s) => s === 429).length;
+    expect(passed + limited).toBe(40);
+    // The burst (20, plus what drained at 1 a second meanwhile) and not more.
+    expect(passed).toBeGreaterThanOrEqual(20);
+    expect(passed).toBeLessThanOrEqual(25);
+    expect(seen.filter((r) => r.url.startsWith('/webhooks/'))).toHaveLength(passed);
+    for (const path of ['/healthz', '/interactions']) {
+      const res = await fetch(`${balancer?.url}${path}`, {
+        method: path === '/healthz' ? 'GET' : 'POST',
+        body: path === '/healthz' ? null : '{}',
+      });
+      expect(res.status, path).toBe(202);
+    }
   });
 });

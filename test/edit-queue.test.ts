@@ -22,7 +22,7 @@ function payload(content: string): MessagePayload {
 }
 
 interface Call {
-  route: 'interaction' | 'channel';
+  route: 'interaction' | 'channel' | 'dm';
   /** Job id, taken from the payload content `${jobId}|${label}`. */
   jobId: string;
   label: string;
@@ -50,6 +50,14 @@ class FakeTransport implements DiscordTransport {
 
   editChannelMessage(channelId: string, _messageId: string, body: MessagePayload): Promise<void> {
     return this.run({ ...this.parse(body), route: 'channel', channelId });
+  }
+
+  async sendDirectMessage(
+    userId: string,
+    body: MessagePayload,
+  ): Promise<{ channelId: string; messageId: string }> {
+    await this.run({ ...this.parse(body), route: 'dm', channelId: `dm-${userId}` });
+    return { channelId: `dm-${userId}`, messageId: String(this.calls.length) };
   }
 
   private parse(body: MessagePayload): { jobId: string; label: string; at: number } {

@@ -75,6 +75,7 @@ describe('BullJobEdits (Redis)', needs('redis'), () => {
           sent.push({ text, ok: true });
         },
         editChannelMessage: async () => undefined,
+        sendDirectMessage: async () => ({ channelId: '1', messageId: '2' }),
       },
       budget: new MemoryChannelBudget({ limit: 5, windowMs: 5000, finalReserve: 2 }),
       renderers: {

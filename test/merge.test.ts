@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeJob } from '../src/services/store/merge.js';
+import { isClosed, mergeJob } from '../src/services/store/merge.js';
 import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
 
 function baseJob(overrides: Partial<JobRecord> = {}): JobRecord {
@@ -218,6 +218,24 @@ describe('mergeJob', () => {
       at: 4_000,
     });
     expect(again.job).toBe(first.job);
+  });
+
+  it('what an edit learned (token refused, DM notice, DM refused) is bookkeeping set once, at its first time', () => {
+    const running = baseJob({ state: 'processing', percentage: 40, version: 2, personal: true });
+    const refused = mergeJob(deepFreeze(running), { tokenRefused: true, at: 3_000 });
+    expect(refused).toMatchObject({ changed: false, job: { tokenRefusedAt: 3_000, version: 2 } });
+    expect(mergeJob(deepFreeze(refused.job), { tokenRefused: true, at: 4_000 })).toMatchObject({
+      changed: false,
+      job: { tokenRefusedAt: 3_000 },
+    });
+    const noticed = mergeJob(deepFreeze(refused.job), { dmNotice: true, at: 5_000 });
+    expect(noticed.job).toMatchObject({ dmNoticeAt: 5_000, tokenRefusedAt: 3_000, personal: true });
+    const done = mergeJob(deepFreeze(noticed.job), { state: 'finished', at: 6_000 }).job;
+    const closedDms = mergeJob(deepFreeze(done), { dmRefused: true, settled: true, at: 7_000 });
+    expect(closedDms).toMatchObject({ changed: false, job: { dmRefused: true, settledAt: 7_000 } });
+    // Nowhere left to show the final: the job leaves the open set.
+    expect(isClosed(closedDms.job)).toBe(true);
+    expect(isClosed(done)).toBe(false);
   });
 
   it('textWithheld: set once (AutoMod), even on a final job, and shown (changed, version bump)', () => {

@@ -5,7 +5,13 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { createMetrics } from '../src/metrics.js';
-import { buildMetricsServer, buildServer } from '../src/webhooks/server.js';
+import {
+  buildMetricsServer,
+  buildServer,
+  isLoopbackHost,
+  openMetricsWarning,
+} from '../src/webhooks/server.js';
+import { startHarness } from './helpers/harness.js';
 import { mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
@@ -86,5 +92,39 @@ describe('/metrics', () => {
     );
     const c = parseConfig({ ...base, METRICS_PORT: '9100', METRICS_TOKEN: TOKEN });
     expect(c.metrics).toEqual({ port: 9100, token: TOKEN });
+  });
+});
+
+describe('a start-up warning when /metrics is open on a public address', () => {
+  it('loopback hosts are private; anything else (0.0.0.0, ::, a name, a LAN address) is not', () => {
+    for (const host of ['127.0.0.1', '127.8.9.10', '::1', 'localhost', '::ffff:127.0.0.1'])
+      expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '10.0.0.5', '192.168.1.2', 'bot', 'example.com', ''])
+      expect(isLoopbackHost(host), host).toBe(false);
+  });
+
+  it('warns without METRICS_TOKEN on a public host (either port), not with a token or on loopback', () => {
+    expect(openMetricsWarning({ http: { host: '0.0.0.0' }, metrics: {} })).toMatch(
+      /\/metrics is open .*0\.0\.0\.0 \(the main port\).*METRICS_TOKEN/,
+    );
+    expect(openMetricsWarning({ http: { host: '::' }, metrics: { port: 9100 } })).toContain('port 9100');
+    expect(openMetricsWarning({ http: { host: '0.0.0.0' }, metrics: { token: TOKEN } })).toBeUndefined();
+    expect(openMetricsWarning({ http: { host: '127.0.0.1' }, metrics: {} })).toBeUndefined();
+  });
+
+  it('the running bot logs it once at start on 0.0.0.0, and not once METRICS_TOKEN is set', async () => {
+    const warnings = async (env: Record<string, string>) => {
+      const lines: { level: string; msg: string }[] = [];
+      const h = await startHarness({
+        env: { HOST: '0.0.0.0', LOG_LEVEL: 'info', ...env },
+        logs: {
+          write: (line: string) => void lines.push(JSON.parse(line) as { level: string; msg: string }),
+        },
+      });
+      await h.close();
+      return lines.filter((l) => l.level === 'warn' && l.msg.startsWith('/metrics is open'));
+    };
+    expect(await warnings({})).toHaveLength(1);
+    expect(await warnings({ METRICS_TOKEN: TOKEN })).toHaveLength(0);
   });
 });

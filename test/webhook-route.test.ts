@@ -12,6 +12,7 @@ import type { Operation, TaskResult } from '../src/services/media/types.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, type JobRecord, type Stores } from '../src/services/store/index.js';
 import { secretMatches } from '../src/webhooks/media-webhook.js';
+import { jsonShapeExcess } from '../src/webhooks/json-shape.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';
 import { mediaOperations } from '../src/services/operations/index.js';
@@ -286,6 +287,59 @@ describe('POST /webhooks/media/:jobId: refusals', () => {
     expect(res.statusCode).toBe(400);
     expect(errorCode(res.body)).toBe('WEBHOOK_TASK_MISMATCH');
     expect(ctx.applied).toHaveLength(0);
+  });
+});
+
+describe('POST /webhooks/media/:jobId: authenticated before the body is read', () => {
+  const half = 512 * 1024;
+  const nested = '['.repeat(half) + ']'.repeat(half);
+
+  // Regression (issue 36): the body was parsed (and judged) before the secret was checked, so
+  // an anonymous request of nested JSON cost ~90 ms of event loop and got 400/413, not 401.
+  it('an unauthenticated request is refused whatever its body: never 400 or 413', async () => {
+    const job = await storedJob('song');
+    const bodies = [nested, '{"task_id": "x",', 'x'.repeat(3 * 1024 * 1024)];
+    for (const body of bodies) {
+      const what = `${body.slice(0, 16)}… (${body.length} bytes)`;
+      expect((await post(ctx, job.id, body, undefined)).statusCode, what).toBe(401);
+      expect((await post(ctx, job.id, body, 'wrong-secret')).statusCode, what).toBe(401);
+      expect((await post(ctx, randomUUID(), body, 'any-secret')).statusCode, what).toBe(404);
+      expect((await post(ctx, 'not-a-job', body, 'any-secret')).statusCode, what).toBe(404);
+    }
+    expect(ctx.applied).toHaveLength(0);
+  });
+
+  it('an authenticated body nested too deeply or holding too many values is 400 without a parse', async () => {
+    const job = await storedJob('song');
+    const deep = await post(ctx, job.id, nested, job.secret);
+    expect(deep.statusCode).toBe(400);
+    expect(errorCode(deep.body)).toBe('WEBHOOK_BODY_TOO_COMPLEX');
+    const wide = await post(
+      ctx,
+      job.id,
+      { status: 'processing', x: Array.from({ length: 20_000 }, () => 1) },
+      job.secret,
+    );
+    expect(wide.statusCode).toBe(400);
+    expect(errorCode(wide.body)).toBe('WEBHOOK_BODY_TOO_COMPLEX');
+    // 17 levels (one past the bound), as an object chain inside a valid-looking body.
+    const chain = `{"status":"processing","x":${'{"a":'.repeat(16)}1${'}'.repeat(16)}}`;
+    expect((await post(ctx, job.id, chain, job.secret)).statusCode).toBe(400);
+    expect(ctx.applied).toHaveLength(0);
+    // Within the bound: accepted (brackets inside strings are text, not nesting).
+    const fine = `{"status":"processing","message":"${'[{'.repeat(5000)}","x":${'{"a":'.repeat(14)}1${'}'.repeat(14)}}`;
+    expect((await post(ctx, job.id, fine, job.secret)).statusCode).toBe(202);
+  });
+
+  it('an authenticated 1 MiB nested body costs well under the ~90 ms its parse would', async () => {
+    const job = await storedJob('song');
+    await post(ctx, job.id, nested, job.secret); // warm
+    // CPU time, not wall time: other processes' load on the machine does not count.
+    const before = process.cpuUsage();
+    for (let i = 0; i < 5; i++) expect((await post(ctx, job.id, nested, job.secret)).statusCode).toBe(400);
+    const used = process.cpuUsage(before);
+    // Five refusals, each a scan that stops at the 17th bracket (a parse: ~90 ms each).
+    expect((used.user + used.system) / 1000).toBeLessThan(5 * 40);
   });
 });
 
@@ -642,5 +696,28 @@ describe('secretMatches', () => {
     expect(secretMatches('abc12', 'abc123')).toBe(false);
     expect(secretMatches('abc1234', 'abc123')).toBe(false);
     expect(secretMatches('', 'abc123')).toBe(false);
+  });
+});
+
+describe('jsonShapeExcess', () => {
+  const limit = { maxDepth: 3, maxTokens: 6 };
+  const check = (s: string) => jsonShapeExcess(Buffer.from(s), limit);
+
+  it('counts nesting and values outside strings only', () => {
+    expect(check('{"a":[1,2]}')).toBeUndefined(); // depth 2, tokens { : [ , = 4
+    expect(check('[[[1]]]')).toBeUndefined();
+    expect(check('[[[[1]]]]')).toBe('depth');
+    expect(check('[1,2,3,4,5,6]')).toBeUndefined(); // [ and 5 commas: 6
+    expect(check('[1,2,3,4,5,6,7]')).toBe('tokens');
+    expect(check('["[[[[,,,,,,,", "{{{{::::"]')).toBeUndefined();
+    // An escaped quote does not end the string; an escaped backslash does not escape the quote.
+    expect(check('["a\\"[[[[[", 1]')).toBeUndefined();
+    expect(check('["a\\\\", [[[1]]]]')).toBe('depth');
+  });
+
+  it('leaves malformed JSON to the parser', () => {
+    expect(check(']]]]]]')).toBeUndefined();
+    expect(check('"unterminated [[[[[')).toBeUndefined();
+    expect(check('')).toBeUndefined();
   });
 });

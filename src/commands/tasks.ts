@@ -237,6 +237,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
       : undefined,
     link ? tr.t('tasks.detail.message', { link }) : undefined,
     job.personal ? tr.t('tasks.detail.personal') : undefined,
+    job.dmRefused === true ? tr.t('tasks.detail.dm_refused') : undefined,
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
   const retryId = nextStepId({ kind: 'retry', jobId: job.id });

@@ -177,6 +177,7 @@ export interface MessageArgs {
   'job.status.not_confirmed_explain': undefined;
   'job.status.processing': { percent: string | number };
   'job.status.queued': undefined;
+  'job.status.result_by_dm': undefined;
   'job.status.service_busy': { retryAt: string | number };
   'job.status.submitting': undefined;
   'job.summary.failed_code': { code: string | number };
@@ -349,6 +350,7 @@ export interface MessageArgs {
   'settings.show.title': undefined;
   'settings.unknown_setting': { setting: string | number };
   'tasks.detail.continued_by': { links: string | number };
+  'tasks.detail.dm_refused': undefined;
   'tasks.detail.extended_from': { link: string | number };
   'tasks.detail.message': { link: string | number };
   'tasks.detail.personal': undefined;

@@ -7,6 +7,7 @@ import type { TaskResult } from '../services/media/types.js';
 import type { Metrics } from '../metrics.js';
 import { AuthFailureGuard, type AuthFailureLimit } from './auth-failures.js';
 import { JobKeys, type JobKeyInfo } from './job-keys.js';
+import { jsonShapeExcess, WEBHOOK_JSON_SHAPE } from './json-shape.js';
 
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
@@ -44,6 +45,10 @@ export function secretMatches(given: string, expected: string): boolean {
  * 400 malformed body, 413 over 1 MiB, 503 store down, 202 accepted. The Discord
  * edit happens after the response (edit queue), so the service is answered fast.
  *
+ * The job and its secret are checked in `onRequest`, before the body is read: an
+ * anonymous flood of large or deeply nested bodies costs no parse. An authenticated
+ * body is read up to 1 MiB and parsed only within WEBHOOK_JSON_SHAPE (else 400).
+ *
  * No limit applies to deliveries that authenticate: the service flushes its
  * backlog in bursts after an outage and a refused delivery would be lost.
  * Failed authentications are counted per source address (`req.ip`, see
@@ -73,17 +78,34 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
   };
 
   // The spec does not say which content type the service sends: read any body as JSON
-  // rather than lose a delivery to a 415 (application/json keeps Fastify's own parser).
-  app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => {
-    try {
-      done(null, JSON.parse(String(body)) as unknown);
-    } catch {
+  // rather than lose a delivery to a 415. One parser for every type, Fastify's own JSON
+  // parse (prototype poisoning refused) behind a bound on the body's shape: it runs only
+  // once the hook below has authenticated the delivery.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error') as (
+    req: FastifyRequest,
+    body: string,
+    done: (err: Error | null, value?: unknown) => void,
+  ) => void;
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (req, body, done) => {
+    const bytes = body as Buffer;
+    const excess = jsonShapeExcess(bytes, WEBHOOK_JSON_SHAPE);
+    if (excess !== undefined) {
       done(
-        Object.assign(new Error('body is not JSON'), { statusCode: 400, code: 'WEBHOOK_BODY_INVALID' }),
+        bodyError(
+          'WEBHOOK_BODY_TOO_COMPLEX',
+          excess === 'depth'
+            ? `body nested deeper than ${WEBHOOK_JSON_SHAPE.maxDepth} levels`
+            : `body holds more than ${WEBHOOK_JSON_SHAPE.maxTokens} values`,
+        ),
         undefined,
       );
+      return;
     }
+    parseJson(req, bytes.toString('utf8'), (err, value) => {
+      if (err) done(bodyError('WEBHOOK_BODY_INVALID', 'body is not JSON'), undefined);
+      else done(null, value);
+    });
   });
   // Deliveries counted by status where each answer is made, not in an onResponse hook: a
   // hook runs per request, and this route is the one a storm hits. One labelled child
@@ -127,41 +149,61 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
     return sent;
   });
 
+  // The delivery's job, found by the onRequest hook, for the handler (the body is parsed in between).
+  const authenticated = new WeakMap<FastifyRequest, JobKeyInfo>();
+
+  /**
+   * Authenticates before the body is read: an unauthenticated request, whatever its
+   * size, costs a header check and at most one store read, never a parse (its unread
+   * body is discarded by Node after the answer).
+   */
+  const authenticate = async (
+    req: FastifyRequest<{ Params: { jobId: string } }>,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> => {
+    const given = req.headers['x-webhook-secret'];
+    if (typeof given !== 'string' || given === '') {
+      return refuse(req, reply, 401, 'WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required');
+    }
+    const { jobId } = req.params;
+    if (!JOB_ID.test(jobId)) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
+
+    let job: JobKeyInfo | undefined = keys.get(jobId);
+    if (!job) {
+      const waitMs = await guard.throttledForMs(req.ip);
+      if (waitMs > 0) {
+        return answer(
+          reply.header('retry-after', String(Math.ceil(waitMs / 1000))),
+          429,
+          problem('WEBHOOK_AUTH_THROTTLED', 'too many failed webhook authentications from this address'),
+        );
+      }
+      try {
+        job = await lookup(jobId);
+      } catch (err) {
+        if (err instanceof StoreUnavailableError) {
+          req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
+          return storeDown(reply, err.code);
+        }
+        throw err;
+      }
+    }
+    if (!job) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
+    if (!secretMatches(given, job.secret)) {
+      return refuse(req, reply, 401, 'WEBHOOK_SECRET_INVALID', 'wrong webhook secret');
+    }
+    authenticated.set(req, job);
+    return undefined;
+  };
+
   app.post<{ Params: { jobId: string } }>(
     '/webhooks/media/:jobId',
-    { bodyLimit: WEBHOOK_BODY_LIMIT },
+    { bodyLimit: WEBHOOK_BODY_LIMIT, onRequest: authenticate },
     async (req, reply) => {
-      const given = req.headers['x-webhook-secret'];
-      if (typeof given !== 'string' || given === '') {
-        return refuse(req, reply, 401, 'WEBHOOK_SECRET_MISSING', 'x-webhook-secret header is required');
-      }
+      const job = authenticated.get(req);
+      // The hook answers every request it does not authenticate.
+      if (!job) throw new Error('webhook reached its handler unauthenticated');
       const { jobId } = req.params;
-      if (!JOB_ID.test(jobId)) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
-
-      let job: JobKeyInfo | undefined = keys.get(jobId);
-      if (!job) {
-        const waitMs = await guard.throttledForMs(req.ip);
-        if (waitMs > 0) {
-          return answer(
-            reply.header('retry-after', String(Math.ceil(waitMs / 1000))),
-            429,
-            problem('WEBHOOK_AUTH_THROTTLED', 'too many failed webhook authentications from this address'),
-          );
-        }
-        try {
-          job = await lookup(jobId);
-        } catch (err) {
-          if (err instanceof StoreUnavailableError) {
-            req.log.warn({ jobId }, 'store unavailable; webhook refused with 503');
-            return storeDown(reply, err.code);
-          }
-          throw err;
-        }
-      }
-      if (!job) return refuse(req, reply, 404, 'JOB_NOT_FOUND', 'unknown job');
-      if (!secretMatches(given, job.secret)) {
-        return refuse(req, reply, 401, 'WEBHOOK_SECRET_INVALID', 'wrong webhook secret');
-      }
 
       let result: TaskResult;
       try {
@@ -195,6 +237,10 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
     },
   );
 };
+
+function bodyError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { statusCode: 400, code });
+}
 
 export function problem(code: string, message: string): { error: { code: string; message: string } } {
   return { error: { code, message } };

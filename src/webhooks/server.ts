@@ -1,4 +1,5 @@
 import Fastify, { LogController } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { healthRoutes, metricsRoutes, type HealthDeps, type MetricsDeps } from './health.js';
 import { mediaWebhookRoutes, problem, type WebhookDeps } from './media-webhook.js';
@@ -20,6 +21,8 @@ export interface ServerDeps {
   interactions?: InteractionsDeps;
   /** MEDIA_PHOTO_FORMAT=url: `GET /photos/:token/:file`, the cleaned training photos. */
   photos?: PhotoFilesDeps;
+  /** Connection time limits (default HTTP_TIMEOUTS; tests shorten them). */
+  timeouts?: Readonly<HttpTimeouts>;
 }
 
 export type TrustProxy = boolean | number | string[];
@@ -29,9 +32,75 @@ function fastifyTrustProxy(t: TrustProxy): boolean | string[] | ((addr: string, 
   return typeof t === 'number' ? (_addr, hop) => hop < t : t;
 }
 
+/**
+ * Time limits of every HTTP connection, so a client that trickles its headers or body,
+ * or idles, holds no socket for long. Real senders (the service, Discord, a proxy in
+ * front that buffers bodies) send a request at once; no route answers slowly (an
+ * HTTP interaction is held at most ~3 s).
+ */
+export const HTTP_TIMEOUTS: Readonly<HttpTimeouts> = {
+  /** The headers must arrive within this (slowloris). */
+  headersMs: 10_000,
+  /** The whole request, 1 MiB body included (Node: `requestTimeout`). */
+  requestMs: 30_000,
+  /** A socket silent this long in the middle of a request is closed (Node: `server.setTimeout`). */
+  connectionMs: 30_000,
+  /**
+   * An idle keep-alive socket is closed after this: above the 60 s idle timeout of the
+   * usual balancers (nginx upstream keepalive, AWS ALB), so they close first and never
+   * reuse a socket the bot is closing.
+   */
+  keepAliveMs: 65_000,
+  /** How often Node checks the first two (default 30 s would double them). */
+  checkEveryMs: 5_000,
+};
+
+export interface HttpTimeouts {
+  headersMs: number;
+  requestMs: number;
+  connectionMs: number;
+  keepAliveMs: number;
+  checkEveryMs: number;
+}
+
+/** The Fastify options that apply `t`. */
+function timeoutOptions(t: Readonly<HttpTimeouts>) {
+  return {
+    requestTimeout: t.requestMs,
+    connectionTimeout: t.connectionMs,
+    keepAliveTimeout: t.keepAliveMs,
+    http: {
+      headersTimeout: t.headersMs,
+      requestTimeout: t.requestMs,
+      connectionsCheckingInterval: t.checkEveryMs,
+    },
+  };
+}
+
+/** Whether `host` (HOST) binds loopback only: `localhost`, 127.0.0.0/8, ::1. `0.0.0.0`, `::` and names are public. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (!ipaddr.isValid(host)) return false;
+  return ipaddr.process(host).range() === 'loopback';
+}
+
+/**
+ * The start-up warning when `/metrics` answers anyone (no METRICS_TOKEN) on an address
+ * others can reach (METRICS_PORT listens on HOST too); undefined when it does not.
+ */
+export function openMetricsWarning(config: {
+  http: { host: string };
+  metrics: { port?: number; token?: string };
+}): string | undefined {
+  if (config.metrics.token !== undefined || isLoopbackHost(config.http.host)) return undefined;
+  const where = config.metrics.port !== undefined ? `port ${config.metrics.port}` : 'the main port';
+  return `/metrics is open to anyone who reaches ${config.http.host} (${where}): set METRICS_TOKEN, or keep that port off public networks`;
+}
+
 /** Builds the HTTP app without listening (tests use `app.inject()`). */
 export async function buildServer(deps: ServerDeps) {
   const app = Fastify({
+    ...timeoutOptions(deps.timeouts ?? HTTP_TIMEOUTS),
     loggerInstance: deps.logger.child({ component: 'http' }),
     // Per-request access logs would drown the job logs under a webhook storm.
     logController: new LogController({ disableRequestLogging: true }),
@@ -78,6 +147,7 @@ export type HttpServer = Awaited<ReturnType<typeof buildServer>>;
 /** `/metrics` alone, for METRICS_PORT: keep it off the public webhook port (e.g. bind it to a private network). */
 export async function buildMetricsServer(deps: { logger: Logger } & MetricsDeps) {
   const app = Fastify({
+    ...timeoutOptions(HTTP_TIMEOUTS),
     loggerInstance: deps.logger.child({ component: 'metrics-http' }),
     logController: new LogController({ disableRequestLogging: true }),
   });

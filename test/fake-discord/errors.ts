@@ -16,6 +16,7 @@ export const DiscordErrors = {
   missingAccess: { status: 403, body: { message: 'Missing Access', code: 50001 } },
   missingPermissions: { status: 403, body: { message: 'Missing Permissions', code: 50013 } },
   invalidWebhookToken: { status: 401, body: { message: 'Invalid Webhook Token', code: 50027 } },
+  cannotSendToUser: { status: 403, body: { message: 'Cannot send messages to this user', code: 50007 } },
   oldMessageEditLimit: {
     status: 400,
     body: {

@@ -429,6 +429,15 @@ export class FakeDiscord {
   }
 
   /**
+   * Closes (or opens again) a user's DMs to the bot, like their "Direct messages" privacy
+   * setting: opening the DM channel still works, sending a message in it is 403 50007.
+   */
+  setDmsOpen(userId: string, open: boolean): void {
+    if (open) this.#state.dmsClosed.delete(userId);
+    else this.#state.dmsClosed.add(userId);
+  }
+
+  /**
    * A forum channel (type 15), or with `media` a media channel (type 16), with its tags (`id`,
    * `name`, `moderated`, `emoji_id`, `emoji_name`); `requireTag` sets REQUIRE_TAG (1 << 4).
    * The bot posts in it with `POST /channels/{id}/threads`; `forumPosts(id)` lists the posts.

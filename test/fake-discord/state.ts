@@ -208,6 +208,8 @@ export class FakeState {
   readonly commandCalls: Record<string, number> = {};
   /** Messages and titles AutoMod blocked (200000 / 200001). */
   readonly autoModBlocks: AutoModBlock[] = [];
+  /** Users whose DMs are closed to the bot (privacy settings, or they blocked it): 50007. */
+  readonly dmsClosed = new Set<string>();
   readonly cdnRequests: Array<{ path: string; status: number; at: number }> = [];
   requestSeq = 0;
 

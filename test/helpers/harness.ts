@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { DestinationStream } from 'pino';
 import { createApp, type App, type AppOptions } from '../../src/app.js';
 import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -35,7 +36,9 @@ export interface HarnessOptions {
    */
   interactions?: 'gateway' | 'http';
   /** Extra createApp options (e.g. interactionAckDeadlineMs). */
-  app?: Partial<Pick<AppOptions, 'interactionAckDeadlineMs'>>;
+  app?: Partial<Pick<AppOptions, 'interactionAckDeadlineMs' | 'accountReadEveryMs'>>;
+  /** Where the bot's log lines go (JSON, one per write; set LOG_LEVEL in `env` to see them). */
+  logs?: DestinationStream;
   /** Use Redis at REDIS_URL instead of SQLite in a temp dir. */
   redis?: boolean;
   env?: Record<string, string>;
@@ -98,6 +101,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const logger = createLogger({
     level: process.env.TEST_LOG_LEVEL ?? config.logLevel,
     secrets: [fake.token],
+    ...(opts.logs ? { destination: opts.logs } : {}),
   });
   const app = await createApp(config, {
     logger,

@@ -1,5 +1,7 @@
 import { DiscordAPIError, REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
+import { z } from 'zod';
+import { oncePerJob } from './message-nonce.js';
 import { editBody, type MessagePayload } from './render/limits.js';
 
 export type { MessagePayload };
@@ -42,7 +44,21 @@ export interface DiscordTransport {
   ): Promise<void>;
   /** PATCH /channels/{c}/messages/{m} — bot token, one budget per channel. */
   editChannelMessage(channelId: string, messageId: string, body: MessagePayload): Promise<void>;
+  /**
+   * A new message to a member (a personal job's final): `POST /users/@me/channels`
+   * `{recipient_id}`, then `POST /channels/{dm}/messages` — bot token. 50007 when the
+   * member's DMs are closed to the bot. Once per job (an enforced nonce from `jobId`): a
+   * retry after a lost answer, or the keeper showing the final again, sends no second DM.
+   */
+  sendDirectMessage(
+    userId: string,
+    body: MessagePayload,
+    jobId: string,
+  ): Promise<{ channelId: string; messageId: string }>;
 }
+
+/** What the bot reads of a created channel or message. */
+const withId = z.object({ id: z.string() });
 
 /**
  * Interaction-webhook edits go through their own REST instance on purpose.
@@ -68,6 +84,17 @@ export function createRestTransport(deps: { botRest: REST; interactionRest: REST
     },
     async editChannelMessage(channelId, messageId, body) {
       await deps.botRest.patch(Routes.channelMessage(channelId, messageId), { body: editBody(body) });
+    },
+    async sendDirectMessage(userId, body, jobId) {
+      const dm = withId.parse(
+        await deps.botRest.post(Routes.userChannels(), { body: { recipient_id: userId } }),
+      );
+      const msg = withId.parse(
+        await deps.botRest.post(Routes.channelMessages(dm.id), {
+          body: { ...body, ...oncePerJob('dm', jobId) },
+        }),
+      );
+      return { channelId: dm.id, messageId: msg.id };
     },
   };
 }

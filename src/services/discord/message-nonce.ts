@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** The messages the bot creates once per job with the bot token. */
-export type OncePerJobMessage = 'gallery' | 'thread';
+export type OncePerJobMessage = 'gallery' | 'thread' | 'dm';
 
 /**
  * The body fields that make a message the bot creates once per job be created once: a

@@ -111,7 +111,8 @@ export class JobWatch {
   /** Final: the message shows it and the after-final work is done, or both are asked for again. */
   private async settle(job: JobRecord): Promise<number> {
     this.notFound.delete(job.id);
-    if (job.finalShownAt === undefined && !job.messageGone) this.deps.messages.jobChanged(job);
+    if (job.finalShownAt === undefined && !job.messageGone && job.dmRefused !== true)
+      this.deps.messages.jobChanged(job);
     if (job.settledAt === undefined) await this.deps.afterFinal.enqueue(job.id);
     return this.deps.options.settleRecheckMs ?? SETTLE_RECHECK_MS;
   }

@@ -303,9 +303,24 @@ export class JobLifecycle {
     return r.job;
   }
 
-  /** Bookkeeping (never shown): the final reached the message, the message is gone, the job is settled. */
-  async mark(jobId: string, flags: Pick<JobUpdate, 'finalShown' | 'messageGone' | 'settled'>): Promise<void> {
+  /**
+   * Bookkeeping (never shown): the final reached the message, the message is gone, the job
+   * is settled, Discord refused the interaction token, the member's DMs are closed.
+   */
+  async mark(
+    jobId: string,
+    flags: Pick<JobUpdate, 'finalShown' | 'messageGone' | 'settled' | 'tokenRefused' | 'dmRefused'>,
+  ): Promise<void> {
     await this.deps.store.apply(jobId, { ...flags, at: this.now() }, { remember: false });
+  }
+
+  /**
+   * A personal job still running near its token's end: its message says once that the
+   * result will come by DM (stored first, so the render shows it and no instance repeats it).
+   */
+  async noticeDm(jobId: string): Promise<void> {
+    const r = await this.deps.store.apply(jobId, { dmNotice: true, at: this.now() }, { remember: false });
+    if (r && r.job.dmNoticeAt !== undefined && !isFinal(r.job)) this.deps.messages.jobChanged(r.job);
   }
 
   /** One info line per final state (finished, failed), with the operation and how long it took. */

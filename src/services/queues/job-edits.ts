@@ -1,61 +1,78 @@
+import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
 import {
-  DEFAULT_EDIT_QUEUE_OPTIONS,
+  DEFAULT_EDIT_POLICY,
+  backoffMs,
+  budgetKind,
   classify,
+  decide,
   editOutcome,
-  type EditRoute,
-} from '../discord/edits/edit-queue.js';
-import { hasMessage, type JobRenderers } from '../discord/edits/job-messages.js';
+  interactionReadyAt,
+  routeFor,
+  type Failure,
+  type EditPolicyOptions,
+  type Route,
+} from '../discord/edits/edit-policy.js';
+import {
+  dmNoticeDue,
+  editsOver,
+  hasMessage,
+  messageFacts,
+  type JobRenderers,
+} from '../discord/edits/job-messages.js';
+import type { MessagePayload } from '../discord/render/limits.js';
 import { withoutFreeText } from '../discord/render/withheld.js';
 import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
-import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
+import type { JobRecord, JobStore } from '../store/types.js';
 import { delayJob, queueWithWorker, stillOurs, type BullContext, type QueueHandle } from './bull.js';
 import { ProgressCoalescer } from './progress-coalescer.js';
 
 /**
- * The Discord edits of job messages on BullMQ. A change merged on any instance
- * adds an edit job for the message (deduplicated per message with
- * `keepLastIfActive`: never two edits of one message at once, at most one
- * waiting); whichever worker runs it renders the *stored* record, so the latest
+ * The Discord edits of job messages on BullMQ: the Redis driver of the edit policy
+ * (../discord/edits/edit-policy.ts decides routes and outcomes; this only schedules).
+ * A change merged on any instance adds an edit job for the message (deduplicated per
+ * message with `keepLastIfActive`: never two edits of one message at once, at most
+ * one waiting); whichever worker runs it renders the *stored* record, so the latest
  * state wins. Finals go first (priority) and are retried until they land or the
  * message is gone; a 429 delays the edit by Discord's `retry_after`.
  *
- * What no engine gives stays ours: the shared per-channel bot-token budget
- * (ChannelBudget on Redis, finals first) and, on the interaction route, progress
- * edits of one message spaced PROGRESS_SPACING_MS apart (at most 3 in Discord's
- * 5 s window, so a final always finds a slot).
+ * What is learned about a message (its token refused, the message gone, the
+ * member's DMs closed) is stored with the job before anything else is sent, so the
+ * next edit, on any instance, knows it.
+ *
+ * Redis round trips of a final (measured in test/edit-drivers.test.ts): one `add`;
+ * when it folded into a waiting progress edit, its priority and promotion go
+ * together in one more; then the worker's fetch, the record read beside the lock
+ * check, and the PATCH.
  */
 
-type Target = 'message' | 'reply';
+type Target = 'message' | 'reply' | 'notice';
 interface EditData {
   jobId: string;
   target: Target;
-  /** Delayed only to space progress edits (a final may cut it short); not for a 429 or a budget wait. */
-  spaced?: boolean;
+  /** Interaction route 429: not sent before this (a promotion of the edit must not cut it short). */
+  notBefore?: number;
 }
 
-/** Interaction route: two progress edits of one message at least this far apart (3 per 5 s window). */
-const PROGRESS_SPACING_MS = 2000;
-/** Progress edits give up after this many failed sends (the next state will try again); process() decides. */
-const PROGRESS_ATTEMPTS = 3;
-/**
- * Every edit job's BullMQ attempts (capped backoff: well over a day), then the keeper asks again.
- * Progress ones too: a final folded into a waiting progress edit (deduplication keeps the waiting
- * job and its options) must be retried like a final, not dropped after the progress's three.
- */
+/** Every edit job's BullMQ attempts (capped backoff: well over a day), then the keeper asks again. */
 const EDIT_ATTEMPTS = 2000;
 /** Progress changes of one message queued at most once per this window (plus one at its end). */
 const PROGRESS_COALESCE_MS = 250;
 const FINAL_PRIORITY = 1;
 const PROGRESS_PRIORITY = 10;
+/** A final queued by this instance is not queued again within this (the keeper re-shows later ones). */
+const FINAL_REQUEUE_MS = 5000;
+/** How long the answer times of a message's interaction edits are kept (its window). */
+const MARK_TTL_MS = 10_000;
 
-const key = (d: EditData): string => `${d.target === 'reply' ? 'r' : 'm'}-${d.jobId}`;
+const dedupKey = (d: Pick<EditData, 'jobId' | 'target'>): string =>
+  `${d.target === 'reply' ? 'r' : d.target === 'notice' ? 'n' : 'm'}-${d.jobId}`;
 
 export interface JobEditsDeps {
   store: Pick<JobStore, 'get'>;
@@ -63,7 +80,7 @@ export interface JobEditsDeps {
   transport: DiscordTransport;
   budget: ChannelBudget;
   renderers: JobRenderers;
-  /** SET/GET of the progress spacing marks (the queue's connection). */
+  /** SET/GET of the interaction edits' answer times per message (the queue's connection). */
   marks: {
     get(key: string): Promise<string | null | undefined>;
     set(key: string, value: string, options: { expiration: { type: 'PX'; value: number } }): Promise<unknown>;
@@ -72,8 +89,11 @@ export interface JobEditsDeps {
   metrics?: Metrics;
   now?: () => number;
   concurrency?: number;
+  options?: Partial<EditPolicyOptions>;
   /** AutoMod refused the job's text: mark it withheld (its message is then queued again). */
   onAutoMod?: (jobId: string) => Promise<void>;
+  /** A personal job's "result by DM" notice is due: the caller stores it and shows the message again. */
+  onDmNoticeDue?: (jobId: string) => Promise<void>;
   /** The edit reached Discord (latency metric, tests). */
   onDelivered?: (jobId: string, final: boolean) => void;
 }
@@ -82,7 +102,12 @@ export class BullJobEdits implements MessageUpdates {
   private readonly handle: QueueHandle<EditData>;
   private readonly now: () => number;
   private readonly log: Logger;
-  /** Progress edits of a message are spaced 2 s apart anyway: a webhook storm need not queue each change. */
+  private readonly opts: EditPolicyOptions;
+  /** Finals this instance queued in the last FINAL_REQUEUE_MS (chronological): job id → when, which version. */
+  private readonly finalsQueued = new Map<string, { at: number; version: number }>();
+  /** Personal jobs whose notice this instance queued already (a delayed job, deduplicated anyway). */
+  private readonly noticed = new Map<string, number>();
+  /** Progress edits of a message are spaced anyway: a webhook storm need not queue each change. */
   private readonly progress = new ProgressCoalescer(
     PROGRESS_COALESCE_MS,
     (jobId) => void this.add({ jobId, target: 'message' }, false),
@@ -94,57 +119,101 @@ export class BullJobEdits implements MessageUpdates {
   ) {
     this.now = deps.now ?? Date.now;
     this.log = deps.logger;
+    this.opts = { ...DEFAULT_EDIT_POLICY, ...deps.options };
     this.handle = queueWithWorker<EditData>(ctx, 'edits', (job, token) => this.process(job, token), {
       concurrency: deps.concurrency ?? 64,
       settings: {
-        // Capped exponential backoff with jitter: 1 s doubling to a minute.
-        backoffStrategy: (attempts: number) =>
-          Math.round(Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1)) * (0.5 + Math.random() / 2)),
+        // The policy's capped exponential backoff with jitter.
+        backoffStrategy: (attempts: number) => Math.round(backoffMs(attempts, Math.random(), this.opts)),
       },
     });
   }
 
   jobChanged(job: JobRecord): void {
-    if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
+    if (editsOver(job) || !hasMessage(job)) return;
+    this.scheduleNotice(job);
     if (!isFinal(job)) return this.progress.changed(job.id);
     this.progress.flush(job.id);
-    void this.add({ jobId: job.id, target: 'message' }, true);
+    this.noticed.delete(job.id);
+    // The same final handed over again at once (the webhook, then the keeper's check) is
+    // queued already, durably: a second add would only fold into it, two round trips for nothing.
+    const t = this.now();
+    for (const [id, { at }] of this.finalsQueued) {
+      if (t - at < FINAL_REQUEUE_MS) break;
+      this.finalsQueued.delete(id);
+    }
+    // Only the same version: a later change of the final (its text withheld) must be shown.
+    if (this.finalsQueued.get(job.id)?.version === job.version) return;
+    void this.add({ jobId: job.id, target: 'message' }, true).then((queued) => {
+      if (!queued) return;
+      this.finalsQueued.delete(job.id);
+      this.finalsQueued.set(job.id, { at: t, version: job.version });
+    });
     if (job.reply) void this.add({ jobId: job.id, target: 'reply' }, true);
   }
 
-  private async add(data: EditData, final: boolean): Promise<void> {
-    const id = key(data);
+  private scheduleNotice(job: JobRecord): void {
+    const due = dmNoticeDue(job, this.opts);
+    if (due === undefined || this.noticed.has(job.id) || !this.deps.onDmNoticeDue) return;
+    // Forget those past their token's life (chronological): the set stays as big as the running jobs.
+    const t = this.now();
+    for (const [id, at] of this.noticed) {
+      if (t - at < this.opts.interactionFreshMs + 60_000) break;
+      this.noticed.delete(id);
+    }
+    this.noticed.set(job.id, t);
+    void this.handle.queue
+      .add(
+        'edit',
+        { jobId: job.id, target: 'notice' },
+        {
+          deduplication: { id: dedupKey({ jobId: job.id, target: 'notice' }) },
+          delay: Math.max(0, due - this.now()),
+          attempts: 20,
+          backoff: { type: 'custom' },
+        },
+      )
+      .catch((err: unknown) => {
+        this.noticed.delete(job.id);
+        this.log.warn({ err, jobId: job.id }, 'could not schedule the result-by-DM notice');
+      });
+  }
+
+  /** Resolves whether the edit is queued (false: Redis unreachable, the keeper asks again). */
+  private async add(data: EditData, final: boolean): Promise<boolean> {
+    const ourId = `${dedupKey(data)}.${randomBytes(6).toString('hex')}`;
     try {
       const added = await this.handle.queue.add('edit', data, {
-        deduplication: { id, keepLastIfActive: true },
+        jobId: ourId,
+        deduplication: { id: dedupKey(data), keepLastIfActive: true },
         priority: final ? FINAL_PRIORITY : PROGRESS_PRIORITY,
         attempts: EDIT_ATTEMPTS,
         backoff: { type: 'custom' },
       });
-      // Folded into an edit already waiting (a progress one): a final moves it to the front,
-      // and out of a progress spacing delay (finals are not spaced: the spacing keeps their slot).
-      if (final && added.id !== undefined) {
-        const waiting = await this.handle.queue.getJob(added.id);
-        const state = waiting ? await waiting.getState() : undefined;
-        if (
-          waiting &&
-          (state === 'prioritized' || state === 'delayed') &&
-          waiting.priority !== FINAL_PRIORITY
-        )
-          await waiting.changePriority({ priority: FINAL_PRIORITY }).catch(() => undefined);
-        if (waiting && state === 'delayed' && waiting.data.spaced === true)
-          await waiting.promote().catch(() => undefined);
+      // Folded into an edit already there (a progress one, waiting or delayed for its
+      // spacing): the final moves it to the front and out of its delay. Both requests go
+      // in one round trip (written in the same tick); either may find nothing to do.
+      if (final && added.id !== undefined && added.id !== ourId) {
+        await Promise.all([
+          added.changePriority({ priority: FINAL_PRIORITY }).catch(() => undefined),
+          added.promote().catch(() => undefined),
+        ]);
       }
+      return true;
     } catch (err) {
       // Redis unreachable: the job's keeper shows the final again at its next check.
       this.log.warn({ err, jobId: data.jobId, final }, 'could not queue a message edit');
+      return false;
     }
   }
 
-  /** Edits waiting, delayed or running (all instances). */
+  /** Edits waiting, delayed or running (all instances); notices waiting for their time are not counted. */
   async depth(): Promise<number> {
-    const c = await this.handle.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
-    return Object.values(c).reduce((a, b) => a + b, 0);
+    const c = await this.handle.queue.getJobCounts('waiting', 'active', 'prioritized');
+    const delayed = await this.handle.queue.getDelayed();
+    return (
+      Object.values(c).reduce((a, b) => a + b, 0) + delayed.filter((j) => j.data.target !== 'notice').length
+    );
   }
 
   /** Resolves true once no edit waits or runs anywhere, false after `timeoutMs`. */
@@ -165,122 +234,155 @@ export class BullJobEdits implements MessageUpdates {
   // ---------------------------------------------------------------- the worker
 
   private async process(job: Job<EditData>, token: string | undefined): Promise<void> {
-    /** Delays this edit, saying whether only for progress spacing (which a final may cut short). */
-    const delay = async (ms: number, spaced: boolean) => {
-      if ((job.data.spaced === true) !== spaced) await job.updateData({ ...job.data, spaced });
-      return delayJob(job, token, ms);
-    };
     const { jobId, target } = job.data;
-    const record = await this.deps.store.get(jobId);
-    if (!record || record.messageGone === true) return;
+    // The record and the lock together (one round trip each, sent at once): a worker paused
+    // past its lock must not repeat what the job's new worker sends. A lock just extended
+    // holds for lockMs: within a quarter of it no second check is needed before sending.
+    let fencedAt = Date.now();
+    const [record, ours] = await Promise.all([
+      this.deps.store.get(jobId),
+      stillOurs(job, token, this.ctx.lockMs),
+    ]);
+    if (!ours) {
+      this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
+      return;
+    }
+    if (!record || editsOver(record)) return;
+    if (target === 'notice') {
+      if (dmNoticeDue(record, this.opts) !== undefined) await this.deps.onDmNoticeDue?.(jobId);
+      return;
+    }
     const final = isFinal(record);
-    if (target === 'message' && record.finalShownAt !== undefined) return;
     if (target === 'reply' && (!record.reply || !final)) return;
-    const ref = target === 'reply' ? (record.reply as JobMessageRef) : record.message;
     const now = this.now();
-    let route = this.routeOf(ref, now, false);
-    if (!route) {
-      if (final)
-        this.log.error(
-          { jobId },
-          'final edit not delivered: interaction token expired and no message id known',
-        );
-      return;
-    }
-    if (!final && route === 'channel' && now - record.createdAt >= DEFAULT_EDIT_QUEUE_OPTIONS.oldMessageMs)
-      return;
-    const markKey = `${this.ctx.prefix}:edit-at:${key(job.data)}`;
-    if (!final && route === 'interaction') {
-      const last = Number((await this.deps.marks.get(markKey)) ?? 0);
-      if (now - last < PROGRESS_SPACING_MS) throw await delay(last + PROGRESS_SPACING_MS - now, true);
-    }
-    const renderAs = (job: JobRecord) =>
-      target === 'reply' ? this.deps.renderers.renderReply(job) : this.deps.renderers.render(job, now);
+    if (job.data.notBefore !== undefined && job.data.notBefore > now)
+      throw await this.delay(job, token, job.data.notBefore - now, job.data.notBefore);
+    const facts = messageFacts(record, target);
+    const renderAs = (r: JobRecord) =>
+      target === 'reply' ? this.deps.renderers.renderReply(r) : this.deps.renderers.render(r, now);
     let payload = renderAs(record);
-    let bare = false;
+    let text: 'member' | 'withheld' | 'bare' = record.textWithheld === true ? 'withheld' : 'member';
+    const markKey = `${this.ctx.prefix}:edit-at:${dedupKey(job.data)}`;
     for (;;) {
-      if (route === 'channel') {
-        const wait = await this.deps.budget.acquire(ref.channelId, final ? 'final' : 'progress', this.now());
-        if (wait > 0) throw await delay(wait, false);
-      }
-      // A worker paused past its lock must not repeat what the job's new worker sends.
-      if (!(await stillOurs(job, token, this.ctx.lockMs))) {
-        this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
+      const route = routeFor(facts, this.now(), final, this.opts);
+      if (route.route === 'none' || route.route === 'skip') {
+        if (final) this.log.error({ jobId, target, reason: route.reason }, 'final edit not delivered');
+        else this.log.debug({ jobId, reason: route.reason }, 'progress edit dropped');
         return;
       }
-      const outcome = await this.send(route, ref, payload);
-      this.deps.metrics?.editsSent.inc({ route, outcome: editOutcome(outcome) });
-      switch (outcome.kind) {
-        case 'ok':
-          if (!final && route === 'interaction') {
+      // Only the job's own message becomes a DM (a personal job has no channel line).
+      if (route.route === 'dm' && target !== 'message') return;
+      let done: number[] = [];
+      if (route.route === 'interaction' && !final) {
+        done = parseMarks(await this.deps.marks.get(markKey));
+        const t = this.now();
+        const readyAt = interactionReadyAt(done, done.at(-1) ?? -Infinity, false, t, this.opts);
+        if (readyAt > t) throw await this.delay(job, token, readyAt - t);
+      }
+      if (route.route === 'channel') {
+        const wait = await this.deps.budget.acquire(route.channelId, budgetKind(final), this.now());
+        if (wait > 0) throw await this.delay(job, token, wait);
+      }
+      if (Date.now() - fencedAt >= this.ctx.lockMs / 4) {
+        const checkedAt = Date.now();
+        if (!(await stillOurs(job, token, this.ctx.lockMs))) {
+          if (route.route === 'channel') this.deps.budget.released(route.channelId, this.now());
+          this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
+          return;
+        }
+        fencedAt = checkedAt;
+      }
+      const outcome = await this.send(route, record, payload);
+      this.deps.metrics?.editsSent.inc({ route: route.route, outcome: editOutcome(outcome) });
+      const decision = decide(
+        outcome,
+        {
+          route: route.route,
+          final,
+          attempts: job.attemptsMade + 1,
+          failures: job.attemptsMade + 1,
+          withheld: text !== 'member' || !this.deps.onAutoMod,
+          bare: text === 'bare',
+          ...(route.route === 'channel' ? { channelId: route.channelId } : {}),
+          random: Math.random(),
+        },
+        this.opts,
+      );
+      switch (decision.do) {
+        case 'done':
+          if (route.route === 'interaction' && !final) {
+            const kept = [...done, this.now()].slice(-this.opts.interactionLimit);
             await this.deps.marks
-              .set(markKey, String(this.now()), { expiration: { type: 'PX', value: 10_000 } })
+              .set(markKey, JSON.stringify(kept), { expiration: { type: 'PX', value: MARK_TTL_MS } })
               .catch(() => undefined);
           }
-          if (final && target === 'message') await this.markShown(jobId, { finalShown: true });
+          if (final && target === 'message') await this.record(jobId, { finalShown: true });
           this.deps.onDelivered?.(jobId, final);
           return;
-        case 'rate_limited':
-          if (route === 'channel')
-            this.deps.budget.blocked(
-              outcome.global ? undefined : ref.channelId,
-              this.now() + outcome.retryAfterMs,
+        case 'retry':
+          if (decision.block)
+            this.deps.budget.blocked(decision.block.channelId, this.now() + decision.delayMs);
+          if (!decision.failure) {
+            const until = this.now() + decision.delayMs;
+            throw await this.delay(
+              job,
+              token,
+              decision.delayMs,
+              route.route === 'interaction' ? until : undefined,
             );
-          throw await delay(outcome.retryAfterMs, false);
+          }
+          // BullMQ retries it after the policy's backoff (backoffStrategy).
+          throw new Error(outcome.kind === 'transient' ? outcome.message : outcome.kind);
         case 'gone':
-          this.log.info({ jobId, target, reason: outcome.reason }, 'job message gone: edits stopped');
-          if (target === 'message') await this.markShown(jobId, { messageGone: true });
+          this.log.info({ jobId, target, reason: decision.reason }, 'job message gone: edits stopped');
+          if (target === 'message') await this.record(jobId, { messageGone: true });
           return;
-        case 'token_invalid': {
-          // Discord refused the interaction token: the channel route, at once, if there is one.
-          const next = this.routeOf(ref, this.now(), true);
-          if (!next) {
-            if (final)
-              this.log.error(
-                { jobId },
-                'final edit not delivered: interaction token refused and no message id known',
-              );
-            return;
-          }
-          route = next;
+        case 'token_refused':
+          // Stored before anything else is sent: no one, on any instance, uses it again.
+          this.log.info({ jobId, target }, 'interaction token refused: never used again for this job');
+          await this.record(jobId, { tokenRefused: true });
+          facts.tokenRefused = true;
           continue;
-        }
-        case 'old_message':
-          if (!final) return;
-          throw new Error('old-message edit limit (30046)');
-        case 'automod':
-          if (record.textWithheld !== true && this.deps.onAutoMod) {
-            // The change queues this message again, rendered without the member's text.
-            await this.deps.onAutoMod(jobId);
-            return;
-          }
-          if (!bare) {
-            // Refused even without the member's text: once more without any free text.
-            bare = true;
-            payload = renderAs(withoutFreeText(record));
-            continue;
-          }
-          this.log.error({ jobId, target, route, code: outcome.code, final }, 'AutoMod refused the edit');
+        case 'dm_refused':
+          this.log.info({ jobId }, 'the member does not accept DMs: the result stays in /tasks');
+          await this.record(jobId, { dmRefused: true });
           return;
-        case 'invalid':
-          this.log.error(
-            { jobId, target, route, code: outcome.code, final },
-            'Discord rejected the edit; state dropped',
-          );
+        case 'withhold':
+          // The change queues this message again, rendered without the member's text.
+          await this.deps.onAutoMod?.(jobId);
           return;
-        case 'transient':
-          if (!final && job.attemptsMade + 1 >= PROGRESS_ATTEMPTS) return;
-          throw new Error(outcome.message);
+        case 'bare':
+          // Refused even without the member's text: once more without any free text.
+          text = 'bare';
+          payload = renderAs(withoutFreeText(record));
+          continue;
+        case 'drop':
+          if (decision.level === 'error')
+            this.log.error({ jobId, target, final, why: decision.why }, 'edit dropped');
+          else this.log.debug({ jobId, why: decision.why }, 'progress edit dropped');
+          return;
       }
     }
   }
 
+  /** Puts the edit back to wait `ms`; `notBefore` holds it past an early promotion (a 429's wait). */
+  private async delay(job: Job<EditData>, token: string | undefined, ms: number, notBefore?: number) {
+    if (job.data.notBefore !== notBefore) {
+      const { notBefore: _, ...rest } = job.data;
+      await job.updateData(notBefore === undefined ? rest : { ...rest, notBefore });
+    }
+    return delayJob(job, token, ms);
+  }
+
   /**
-   * Records that the final landed (or the message is gone), retrying through a Redis blip
-   * (up to ~30 s): the edit went out, so this job must not fail and send it again, and the
-   * keeper must not ask for it again.
+   * Stores what was learned with the job, retrying through a Redis blip (up to ~30 s):
+   * the edit went out (or the token is dead), so this job must not send it again, and
+   * the keeper must not ask for it again.
    */
-  private async markShown(jobId: string, flags: { finalShown?: true; messageGone?: true }): Promise<void> {
+  private async record(
+    jobId: string,
+    flags: { finalShown?: true; messageGone?: true; tokenRefused?: true; dmRefused?: true },
+  ): Promise<void> {
     let delay = 100;
     for (const deadline = Date.now() + 30_000; ; delay = Math.min(delay * 2, 2000)) {
       try {
@@ -288,7 +390,8 @@ export class BullJobEdits implements MessageUpdates {
         return;
       } catch (err) {
         if (Date.now() + delay > deadline) {
-          this.log.warn({ err, jobId }, 'could not record the delivered final; it may be shown again');
+          this.log.warn({ err, jobId, flags }, 'could not record what was learned about a job message');
+          if (flags.tokenRefused) throw err; // the edit job is retried: the token is not touched meanwhile
           return;
         }
         await new Promise((r) => setTimeout(r, delay));
@@ -296,38 +399,46 @@ export class BullJobEdits implements MessageUpdates {
     }
   }
 
-  private routeOf(ref: JobMessageRef, now: number, interactionDead: boolean): EditRoute | undefined {
-    const i = ref.interaction;
-    if (i && !interactionDead && now - i.createdAt < DEFAULT_EDIT_QUEUE_OPTIONS.interactionFreshMs)
-      return 'interaction';
-    return ref.messageId ? 'channel' : undefined;
-  }
-
   private async send(
-    route: EditRoute,
-    ref: JobMessageRef,
-    payload: ReturnType<JobRenderers['render']>,
-  ): Promise<{ kind: 'ok' } | ReturnType<typeof classify>> {
+    route: Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>,
+    record: JobRecord,
+    payload: MessagePayload,
+  ): Promise<{ kind: 'ok' } | Failure> {
     try {
-      if (route === 'interaction' && ref.interaction) {
+      if (route.route === 'interaction') {
         await this.deps.transport.editInteractionOriginal(
-          ref.interaction.applicationId,
-          ref.interaction.token,
+          route.applicationId,
+          route.token,
           payload,
-          ...(ref.interaction.messageId ? [ref.interaction.messageId] : []),
+          ...(route.messageId ? [route.messageId] : []),
         );
-      } else if (ref.messageId) {
-        await this.deps.transport.editChannelMessage(ref.channelId, ref.messageId, payload);
+      } else if (route.route === 'dm') {
+        await this.deps.transport.sendDirectMessage(record.userId, payload, record.id);
+      } else {
+        await this.deps.transport.editChannelMessage(route.channelId, route.messageId, payload);
+        this.deps.budget.settled(route.channelId, this.now());
       }
-      if (route === 'channel') this.deps.budget.settled(ref.channelId, this.now());
       return { kind: 'ok' };
     } catch (err) {
-      const failure = classify(err, route);
-      if (route === 'channel') {
-        if (failure.kind === 'rate_limited') this.deps.budget.released(ref.channelId, this.now());
-        else this.deps.budget.settled(ref.channelId, this.now());
+      const failure = classify(err, route.route);
+      if (route.route === 'channel') {
+        if (failure.kind === 'rate_limited') this.deps.budget.released(route.channelId, this.now());
+        else this.deps.budget.settled(route.channelId, this.now());
       }
       return failure;
     }
+  }
+}
+
+/** The answer times kept for a message's interaction edits (newest last); junk reads as none. */
+function parseMarks(raw: string | null | undefined): number[] {
+  if (!raw) return [];
+  try {
+    const v: unknown = JSON.parse(raw);
+    if (Array.isArray(v)) return v.filter((n): n is number => typeof n === 'number' && Number.isFinite(n));
+    // An older mark: one time.
+    return typeof v === 'number' && Number.isFinite(v) ? [v] : [];
+  } catch {
+    return [];
   }
 }

@@ -658,7 +658,10 @@ class KeyvJobStore implements JobStore {
       next.finalShownAt !== current.finalShownAt ||
       next.settledAt !== current.settledAt ||
       next.messageGone !== current.messageGone ||
-      next.galleryPost !== current.galleryPost;
+      next.galleryPost !== current.galleryPost ||
+      next.tokenRefusedAt !== current.tokenRefusedAt ||
+      next.dmNoticeAt !== current.dmNoticeAt ||
+      next.dmRefused !== current.dmRefused;
     if (
       !merged.changed &&
       !marked &&

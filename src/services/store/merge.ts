@@ -13,8 +13,9 @@ import type { JobRecord, JobState, JobUpdate } from './types.js';
  *   state wins.
  * - waitingUntil (a 429 being waited out) is the latest given, and goes once the
  *   job moves past `submitting`.
- * - finalShown, messageGone, settled and galleryPost are bookkeeping set once, even on a
- *   terminal job: a new object comes back with `changed: false` (persisted, never shown).
+ * - finalShown, messageGone, settled, galleryPost, tokenRefused (→ tokenRefusedAt), dmNotice
+ *   (→ dmNoticeAt) and dmRefused are bookkeeping set once, even on a terminal job: a new
+ *   object comes back with `changed: false` (persisted; the edit drivers act on them).
  * - removed (a moderator's take-down) and textWithheld (AutoMod refused the member's text)
  *   are set once, even on a terminal job, and are shown: `changed: true` and a version bump.
  * - percentage = max(old, new), an integer clamped to 0..100; 100 on `finished`.
@@ -71,7 +72,15 @@ export function mergeJob(
       changed: true,
     };
   }
-  if (update.finalShown || update.messageGone || update.settled || update.galleryPost) {
+  if (
+    update.finalShown ||
+    update.messageGone ||
+    update.settled ||
+    update.galleryPost ||
+    update.tokenRefused ||
+    update.dmNotice ||
+    update.dmRefused
+  ) {
     const marked = markJob(job, update);
     if (marked !== job) return { job: marked, changed: false };
   }
@@ -175,8 +184,14 @@ function markJob(job: JobRecord, update: JobUpdate): JobRecord {
   const gone = update.messageGone === true && job.messageGone !== true;
   const settled = update.settled === true && job.settledAt === undefined;
   const post = update.galleryPost !== undefined && job.galleryPost === undefined;
-  if (!finalShown && !gone && !settled && !post) return job;
+  const refused = update.tokenRefused === true && job.tokenRefusedAt === undefined;
+  const notice = update.dmNotice === true && job.dmNoticeAt === undefined;
+  const noDm = update.dmRefused === true && job.dmRefused !== true;
+  if (!finalShown && !gone && !settled && !post && !refused && !notice && !noDm) return job;
   const next: JobRecord = { ...job };
+  if (refused) next.tokenRefusedAt = update.at;
+  if (notice) next.dmNoticeAt = update.at;
+  if (noDm) next.dmRefused = true;
   if (finalShown) next.finalShownAt = update.at;
   if (gone) next.messageGone = true;
   if (settled) next.settledAt = update.at;
@@ -233,5 +248,5 @@ function isLaterStatus(rank: number, at: number, text: string, job: JobRecord): 
 export function isClosed(job: JobRecord): boolean {
   if (job.settledAt === undefined) return false;
   const noMessage = job.message.messageId === undefined && job.message.interaction === undefined;
-  return job.finalShownAt !== undefined || job.messageGone === true || noMessage;
+  return job.finalShownAt !== undefined || job.messageGone === true || job.dmRefused === true || noMessage;
 }

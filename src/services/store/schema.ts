@@ -96,7 +96,10 @@ export const jobRecordSchema = z.object({
   galleryPost: galleryPostSchema.exactOptional(),
   removed: z.object({ at: epochMs, by: z.string() }).exactOptional(),
   textWithheld: z.boolean().exactOptional(),
-  personal: z.boolean().exactOptional(),
+  personal: z.literal(true).exactOptional(),
+  tokenRefusedAt: epochMs.exactOptional(),
+  dmNoticeAt: epochMs.exactOptional(),
+  dmRefused: z.literal(true).exactOptional(),
   version: z.number().int().min(0),
 });
 

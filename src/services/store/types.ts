@@ -87,11 +87,20 @@ export interface JobRecord {
   /** Discord's AutoMod refused text made from the member's input: public renders leave it out. */
   textWithheld?: boolean;
   /**
-   * A personal job: started through a user install where the server never installed the bot,
-   * or in a DM or group DM. The bot is not in its channel: it answers and edits through the
-   * interaction only; no server settings (threads, gallery, fair use, credits) apply to it.
+   * A personal job (a user install used where the server never installed the bot, or a
+   * DM): the bot is not in its channel, so its message is edited through the interaction
+   * only, and its final goes to the member by DM once the token is past its use.
    */
-  personal?: boolean;
+  personal?: true;
+  /**
+   * Discord refused the job's interaction token (401, 50027): no one uses it again
+   * (Discord bans an IP after 10,000 invalid requests in 10 minutes).
+   */
+  tokenRefusedAt?: number;
+  /** A personal job's message said that its result will come by DM (its token was ending). */
+  dmNoticeAt?: number;
+  /** The member's DMs are closed (50007): a personal job's result could not be sent, it stays in /tasks. */
+  dmRefused?: true;
   /** Bumped on every change. */
   version: number;
 }
@@ -123,6 +132,13 @@ export interface JobUpdate {
   removed?: { by: string };
   /** AutoMod refused member-written text in a message or thread name (set once, even on a final job; shown). */
   textWithheld?: true;
+  /**
+   * Bookkeeping set once, even on a final job (never a version bump): the interaction
+   * token was refused, the "result by DM" notice is due, the DM was refused (50007).
+   */
+  tokenRefused?: true;
+  dmNotice?: true;
+  dmRefused?: true;
   /** Epoch ms the event was observed. */
   at: number;
 }

@@ -79,6 +79,9 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
     if (channel.type === 4 || channel.type === 15 || channel.type === 16)
       throw new DiscordHttpError(400, 50008, 'Cannot send messages in a non-text channel');
     checkThreadWritable(s, channel, 'send');
+    // A member whose DMs are closed to the bot: Discord opens the channel, refuses the message.
+    if (channel.type === 1 && channel.recipientId !== null && s.dmsClosed.has(channel.recipientId))
+      throw new DiscordHttpError(403, 50007, 'Cannot send messages to this user');
     const limit = uploadLimitForTier(channel.guildId === null ? 0 : s.guild(channel.guildId).premiumTier);
     if (ctx.files.some((f) => f.bytes.length > limit)) {
       throw new DiscordHttpError(413, 40005, 'Request entity too large');

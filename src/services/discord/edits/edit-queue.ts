@@ -1,13 +1,29 @@
-import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
+import { DiscordAPIError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
-import { AUTOMOD_CODES, type DiscordTransport, type MessagePayload } from '../discord-transport.js';
+import type { DiscordTransport, MessagePayload } from '../discord-transport.js';
+import {
+  DEFAULT_EDIT_POLICY,
+  budgetKind,
+  classify,
+  decide,
+  editOutcome,
+  editable,
+  interactionReadyAt,
+  routeFor,
+  type Delivery,
+  type EditMessageRef,
+  type EditOutcome,
+  type EditPolicyOptions,
+  type Route,
+} from './edit-policy.js';
 
 export type { ChannelBudget, EditKind } from './channel-budget.js';
 
 /**
  * Coalesced, rate-budgeted edits of every message the bot keeps up to date (job
- * messages, training-session messages): the one edit path to Discord.
+ * messages, training-session messages) in this process: the in-process driver of the
+ * edit policy (./edit-policy.ts decides routes and outcomes; this only schedules).
  *
  * - Per message (key = jobId or any stable id): at most one edit in flight; the
  *   newest pushed state replaces the queued one, so intermediate progress may be
@@ -25,18 +41,12 @@ export type { ChannelBudget, EditKind } from './channel-budget.js';
  *   `pump()`, which scans the waiting messages and sends what the budgets allow.
  */
 
-export type EditRoute = 'interaction' | 'channel';
-export type EditOutcome =
-  'ok' | 'rate_limited' | 'gone' | 'token_invalid' | 'old_message' | 'invalid' | 'error';
+export type { EditRoute, EditOutcome, EditMessageRef, Failure } from './edit-policy.js';
+export { classify, editOutcome } from './edit-policy.js';
 
-/** Where a message lives and how it can be edited (a job's JobMessageRef is one). */
-export interface EditMessageRef {
-  channelId: string;
-  /** Needed for the channel route (bot token). */
-  messageId?: string;
-  /** Interaction webhook that posted the message; `messageId` set for a follow-up, else `@original`. */
-  interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
-}
+/** The queue's options are the edit policy's (one set of numbers for both drivers). */
+export type EditQueueOptions = EditPolicyOptions;
+export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = DEFAULT_EDIT_POLICY;
 
 export interface EditRequest {
   /** The message's key in the queue: a job id, or any id stable for that one message. */
@@ -50,49 +60,28 @@ export interface EditRequest {
    */
   payload: MessagePayload | (() => MessagePayload);
   final: boolean;
+  /** Discord refused the message's interaction token before (the job's record says so). */
+  tokenRefused?: boolean;
+  /**
+   * A personal job's message: never the bot token in its channel; its final goes to
+   * `userId` by DM once the token is past its use (or refused).
+   */
+  personal?: { userId: string };
   /** Called (besides `onMessageGone`) when this message turns out deleted or inaccessible. */
   onGone?: (reason: string) => void;
+  /** Discord refused the interaction token: the caller records it with the job (every instance then knows). */
+  onTokenRefused?: () => void;
+  /** The member's DMs are closed (50007): the caller records it with the job; its result stays in /tasks. */
+  onDmRefused?: () => void;
   /**
    * Discord's AutoMod refused this body (200000, 200001): the caller renders the message
-   * again without the member's text and pushes it. Without it, the refusal is an invalid edit.
+   * again (without the member's text, or, `text: 'withheld'` already, without any free
+   * text) and pushes it. Without it, the refusal is an invalid edit.
    */
   onAutoMod?: () => void;
+  /** Which text the body carries (default `member`): the policy's AutoMod fallback steps. */
+  text?: 'member' | 'withheld' | 'bare';
 }
-
-export interface EditQueueOptions {
-  /** Interaction tokens live 15 min; stop using them a bit earlier. */
-  interactionFreshMs: number;
-  /** Interaction route budget: `interactionLimit` edits per `interactionWindowMs` per message. */
-  interactionLimit: number;
-  interactionWindowMs: number;
-  /** Channel route budget (used when no `channelBudget` is passed in). */
-  channelLimit: number;
-  channelWindowMs: number;
-  /** Slots per window that progress edits leave for finals, on each route. */
-  finalReserve: number;
-  /** Interaction route: minimum gap between two progress edits of a message (a bar moves steadily, not in bursts). */
-  progressIntervalMs: number;
-  /** Channel route: messages older than this only get their final state (Discord error 30046). */
-  oldMessageMs: number;
-  /** Failed attempts (5xx, network, 30046) tolerated per progress state before dropping it (finals never give up). */
-  finalRetryLimit: number;
-  baseBackoffMs: number;
-  maxBackoffMs: number;
-}
-
-export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = {
-  interactionFreshMs: 14 * 60_000,
-  interactionLimit: 5,
-  interactionWindowMs: 5000,
-  channelLimit: 5,
-  channelWindowMs: 5000,
-  finalReserve: 2,
-  progressIntervalMs: 1000,
-  oldMessageMs: 3_600_000,
-  finalRetryLimit: 8,
-  baseBackoffMs: 1000,
-  maxBackoffMs: 60_000,
-};
 
 export interface EditQueueDeps {
   transport: DiscordTransport;
@@ -106,29 +95,20 @@ export interface EditQueueDeps {
   /** The message is gone (deleted, no access): the caller may stop tracking the job's message. */
   onMessageGone?: (jobId: string, reason: string) => void;
   /** A state reached Discord; `pushedAt` lets the caller measure latency. */
-  onDelivered?: (jobId: string, info: { final: boolean; route: EditRoute; pushedAt: number }) => void;
+  onDelivered?: (jobId: string, info: { final: boolean; route: Delivery; pushedAt: number }) => void;
   metrics?: {
-    editsSent: (route: EditRoute, outcome: EditOutcome) => void;
+    editsSent: (route: Delivery, outcome: EditOutcome) => void;
     queueDepth?: (n: number) => void;
   };
   options?: Partial<EditQueueOptions>;
 }
 
-/** Discord error codes meaning the message can never be edited again. */
-const GONE_CODES: ReadonlyMap<number, string> = new Map([
-  [10008, 'unknown_message'],
-  [10003, 'unknown_channel'],
-  [50001, 'missing_access'],
-  [50013, 'missing_permissions'],
-]);
-/** Interaction token expired/invalid → use the channel route instead. */
-const INVALID_WEBHOOK_TOKEN = 50027;
-const UNKNOWN_WEBHOOK = 10015;
-const OLD_MESSAGE_EDIT_LIMIT = 30046;
 /** Forget jobs that ended (final delivered / message gone) after this long; late duplicate pushes are ignored meanwhile. */
 const ENDED_TTL_MS = 6 * 3_600_000;
 /** Forget idle, never-finished slots (abandoned jobs) after this long. */
 const IDLE_TTL_MS = 6 * 3_600_000;
+/** Refused tokens remembered here (besides the job's record) past their 15 min life. */
+const DEAD_TOKEN_TTL_MS = 20 * 60_000;
 
 interface QueuedState {
   payload: MessagePayload | (() => MessagePayload);
@@ -144,15 +124,17 @@ interface Waiting {
   target: Extract<Target, { route: 'channel' }>;
 }
 
-type Target =
-  | { route: 'interaction'; applicationId: string; token: string; messageId?: string }
-  | { route: 'channel'; channelId: string; messageId: string };
+type Target = Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>;
 
 interface Slot {
   jobId: string;
   ref: EditMessageRef;
   onGone: ((reason: string) => void) | undefined;
   onAutoMod: (() => void) | undefined;
+  onTokenRefused: (() => void) | undefined;
+  onDmRefused: (() => void) | undefined;
+  text: 'member' | 'withheld' | 'bare';
+  personal: { userId: string } | undefined;
   messageCreatedAt: number;
   /** Latest state not yet sent (the in-flight one is held by its request). */
   pending: QueuedState | undefined;
@@ -168,25 +150,9 @@ interface Slot {
   notBefore: number;
   /** Consecutive failures of this message, drives the backoff exponent. */
   failures: number;
-  /** Discord rejected the interaction token: channel route from now on. */
+  /** Discord rejected the interaction token (now or, says the job, before): never again. */
   interactionDead: boolean;
   touchedAt: number;
-}
-
-export type Failure =
-  | { kind: 'rate_limited'; retryAfterMs: number; global: boolean }
-  | { kind: 'gone'; reason: string }
-  | { kind: 'token_invalid' }
-  | { kind: 'old_message' }
-  | { kind: 'automod'; code: number }
-  | { kind: 'invalid'; code: number | string; message: string }
-  | { kind: 'transient'; message: string };
-
-/** The metric label of an edit's outcome (an AutoMod refusal counts as invalid). */
-export function editOutcome(r: { kind: 'ok' } | Failure): EditOutcome {
-  if (r.kind === 'transient') return 'error';
-  if (r.kind === 'automod') return 'invalid';
-  return r.kind;
 }
 
 export class EditQueue {
@@ -201,6 +167,8 @@ export class EditQueue {
   private readonly laneDirty = new Set<string>();
   /** jobId → ended at. Insertion order is chronological, so pruning stops at the first live entry. */
   private readonly ended = new Map<string, number>();
+  /** Interaction tokens Discord refused → when (chronological, pruned like `ended`). */
+  private readonly deadTokens = new Map<string, number>();
   private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
   private pumpQueued = false;
@@ -233,6 +201,10 @@ export class EditQueue {
         ref: req.ref,
         onGone: req.onGone,
         onAutoMod: req.onAutoMod,
+        onTokenRefused: req.onTokenRefused,
+        onDmRefused: req.onDmRefused,
+        text: req.text ?? 'member',
+        personal: req.personal,
         messageCreatedAt: req.messageCreatedAt,
         pending: undefined,
         waitingSince: t,
@@ -252,6 +224,12 @@ export class EditQueue {
     slot.ref = req.ref;
     if (req.onGone) slot.onGone = req.onGone;
     slot.onAutoMod = req.onAutoMod;
+    slot.onTokenRefused = req.onTokenRefused;
+    slot.onDmRefused = req.onDmRefused;
+    slot.text = req.text ?? 'member';
+    slot.personal = req.personal;
+    // Learned here or by anyone before (the job's record): a refused token is never used again.
+    if (req.tokenRefused === true || this.tokenDead(req.ref)) slot.interactionDead = true;
     slot.messageCreatedAt = req.messageCreatedAt;
     slot.touchedAt = t;
     const replaced = slot.pending !== undefined;
@@ -270,10 +248,12 @@ export class EditQueue {
    * non-final, a message younger than the old-message limit).
    */
   editable(ref: EditMessageRef, messageCreatedAt: number, final: boolean): boolean {
-    const t = this.now();
-    if (ref.interaction && t - ref.interaction.createdAt < this.opts.interactionFreshMs) return true;
-    if (!ref.messageId) return false;
-    return final || t - messageCreatedAt < this.opts.oldMessageMs;
+    return editable(
+      { ref, messageCreatedAt, tokenRefused: this.tokenDead(ref) },
+      this.now(),
+      final,
+      this.opts,
+    );
   }
 
   /**
@@ -379,19 +359,14 @@ export class EditQueue {
         if (!slot.inFlight && t - slot.touchedAt > IDLE_TTL_MS) this.slots.delete(slot.jobId);
         continue;
       }
-      const target = this.targetFor(slot, t);
-      if (!target) {
-        if (!slot.inFlight) this.dropUnroutable(slot, state);
+      const route = this.routeOf(slot, state, t);
+      if (route.route === 'none' || route.route === 'skip') {
+        if (!slot.inFlight) this.dropUnroutable(slot, state, route);
         continue;
       }
+      const target = route;
       if (target.route === 'channel' && state.final) finalWaiting.add(target.channelId);
       if (slot.inFlight) continue;
-      if (target.route === 'channel' && !state.final && t - slot.messageCreatedAt >= this.opts.oldMessageMs) {
-        // Discord allows only a few edits of messages older than 1 h: keep them for the final.
-        slot.pending = undefined;
-        this.deps.logger.debug({ jobId: slot.jobId }, 'progress edit dropped: message older than 1 h');
-        continue;
-      }
       let readyAt = slot.notBefore;
       if (target.route === 'interaction')
         readyAt = Math.max(readyAt, this.interactionReadyAt(slot, state, t));
@@ -399,7 +374,7 @@ export class EditQueue {
         wake = Math.min(wake, readyAt);
         continue;
       }
-      if (target.route === 'interaction') {
+      if (target.route !== 'channel') {
         this.send(slot, state, target, t);
       } else {
         const list = waitingByChannel.get(target.channelId) ?? [];
@@ -425,19 +400,11 @@ export class EditQueue {
     this.checkDrain();
   }
 
-  /**
-   * Interaction route: a final may take any free slot of the message's window;
-   * progress leaves `finalReserve` free and is spaced by `progressIntervalMs`.
-   */
+  /** Interaction route: the policy's window and spacing, from this message's answer times. */
   private interactionReadyAt(slot: Slot, state: QueuedState, t: number): number {
-    const { interactionLimit: limit, interactionWindowMs: windowMs, finalReserve } = this.opts;
     const done = slot.interactionDone;
-    while (done[0] !== undefined && done[0] <= t - windowMs) done.shift();
-    const cap = state.final ? limit : Math.max(1, limit - finalReserve);
-    let readyAt = t;
-    if (done.length >= cap) readyAt = (done[done.length - cap] ?? t) + windowMs;
-    if (!state.final) readyAt = Math.max(readyAt, slot.lastSentAt + this.opts.progressIntervalMs);
-    return readyAt;
+    while (done[0] !== undefined && done[0] <= t - this.opts.interactionWindowMs) done.shift();
+    return interactionReadyAt(done, slot.lastSentAt, state.final, t, this.opts);
   }
 
   /**
@@ -451,7 +418,7 @@ export class EditQueue {
         if (!w.state.final && holdProgress) break;
         let waitMs: number;
         try {
-          const answer = this.budget.acquire(channelId, w.state.final ? 'final' : 'progress', this.now());
+          const answer = this.budget.acquire(channelId, budgetKind(w.state.final), this.now());
           // An in-process budget answers synchronously: no await, so nothing can change meanwhile.
           waitMs = typeof answer === 'number' ? answer : await answer;
         } catch (err) {
@@ -480,32 +447,35 @@ export class EditQueue {
     }
   }
 
-  private targetFor(slot: Slot, t: number): Target | undefined {
-    const i = slot.ref.interaction;
-    if (i && !slot.interactionDead && t - i.createdAt < this.opts.interactionFreshMs) {
-      return {
-        route: 'interaction',
-        applicationId: i.applicationId,
-        token: i.token,
-        ...(i.messageId ? { messageId: i.messageId } : {}),
-      };
-    }
-    if (slot.ref.messageId) {
-      return { route: 'channel', channelId: slot.ref.channelId, messageId: slot.ref.messageId };
-    }
-    return undefined;
+  private routeOf(slot: Slot, state: QueuedState, t: number): Route {
+    return routeFor(
+      {
+        ref: slot.ref,
+        messageCreatedAt: slot.messageCreatedAt,
+        tokenRefused: slot.interactionDead,
+        personal: slot.personal !== undefined,
+      },
+      t,
+      state.final,
+      this.opts,
+    );
   }
 
-  private dropUnroutable(slot: Slot, state: QueuedState): void {
+  private tokenDead(ref: EditMessageRef): boolean {
+    const token = ref.interaction?.token;
+    return token !== undefined && this.deadTokens.has(token);
+  }
+
+  private dropUnroutable(slot: Slot, state: QueuedState, route: Extract<Route, { reason: string }>): void {
     slot.pending = undefined;
     if (state.final) {
       this.deps.logger.error(
-        { jobId: slot.jobId, channelId: slot.ref.channelId },
-        'final edit not delivered: interaction token expired and no message id known',
+        { jobId: slot.jobId, channelId: slot.ref.channelId, reason: route.reason },
+        'final edit not delivered: no route to the message',
       );
       this.endSlot(slot);
     } else {
-      this.deps.logger.debug({ jobId: slot.jobId }, 'progress edit dropped: no usable route yet');
+      this.deps.logger.debug({ jobId: slot.jobId, reason: route.reason }, 'progress edit dropped');
     }
   }
 
@@ -550,6 +520,9 @@ export class EditQueue {
           payload,
           ...(target.messageId ? [target.messageId] : []),
         );
+      } else if (target.route === 'dm') {
+        if (!slot.personal) throw new Error('a DM route without a member');
+        await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
       } else {
         await this.deps.transport.editChannelMessage(target.channelId, target.messageId, payload);
       }
@@ -565,7 +538,7 @@ export class EditQueue {
     if (target.route === 'channel') {
       if (limited) this.budget.released(target.channelId, slot.touchedAt);
       else this.budget.settled(target.channelId, slot.touchedAt);
-    } else if (!limited) slot.interactionDone.push(slot.touchedAt);
+    } else if (target.route === 'interaction' && !limited) slot.interactionDone.push(slot.touchedAt);
     try {
       if (ok) this.onSuccess(slot, state, target.route);
       else this.onFailure(slot, state, target.route, error);
@@ -576,7 +549,7 @@ export class EditQueue {
     else this.schedulePump();
   }
 
-  private onSuccess(slot: Slot, state: QueuedState, route: EditRoute): void {
+  private onSuccess(slot: Slot, state: QueuedState, route: Delivery): void {
     slot.failures = 0;
     this.deps.metrics?.editsSent(route, 'ok');
     this.safeCall(() =>
@@ -585,124 +558,109 @@ export class EditQueue {
     if (state.final) this.endSlot(slot);
   }
 
-  private onFailure(slot: Slot, state: QueuedState, route: EditRoute, err: unknown): void {
+  private onFailure(slot: Slot, state: QueuedState, route: Delivery, err: unknown): void {
     const failure = classify(err, route);
     const t = this.now();
     const log = this.deps.logger;
-    const outcome = editOutcome(failure);
-    this.deps.metrics?.editsSent(route, outcome);
+    this.deps.metrics?.editsSent(route, editOutcome(failure));
     if (this.closed) {
       if (state.final)
         log.warn({ jobId: slot.jobId, err }, 'final edit failed while the edit queue is closed');
       return;
     }
-
-    switch (failure.kind) {
+    if (failure.kind === 'transient' || failure.kind === 'old_message') {
+      state.attempts++;
+      slot.failures++;
+    }
+    // Without a way to withhold, the body counts as bare: AutoMod's refusal is final.
+    const noFallback = slot.onAutoMod === undefined;
+    const decision = decide(
+      failure,
+      {
+        route,
+        final: state.final,
+        attempts: state.attempts,
+        failures: slot.failures,
+        withheld: noFallback || slot.text !== 'member',
+        bare: noFallback || slot.text === 'bare',
+        channelId: slot.ref.channelId,
+        random: this.random(),
+      },
+      this.opts,
+    );
+    switch (decision.do) {
+      case 'done':
+        return;
       case 'gone': {
-        log.info({ jobId: slot.jobId, route, reason: failure.reason }, 'job message gone: edits stopped');
+        log.info({ jobId: slot.jobId, route, reason: decision.reason }, 'job message gone: edits stopped');
         slot.pending = undefined;
         this.endSlot(slot);
-        this.safeCall(() => this.deps.onMessageGone?.(slot.jobId, failure.reason));
-        this.safeCall(() => slot.onGone?.(failure.reason));
+        this.safeCall(() => this.deps.onMessageGone?.(slot.jobId, decision.reason));
+        this.safeCall(() => slot.onGone?.(decision.reason));
         return;
       }
-      case 'token_invalid': {
-        // Discord refused the interaction token: resend at once through the channel route.
-        log.info({ jobId: slot.jobId }, 'interaction token rejected: switching to channel edits');
+      case 'token_refused': {
+        // Never again, by anyone: remembered here and, through the caller, with the job.
+        log.info({ jobId: slot.jobId }, 'interaction token refused: never used again for this message');
         slot.interactionDead = true;
+        const token = slot.ref.interaction?.token;
+        if (token !== undefined) {
+          this.deadTokens.delete(token);
+          this.deadTokens.set(token, t);
+        }
+        this.safeCall(() => slot.onTokenRefused?.());
         this.requeue(slot, state);
         return;
       }
-      case 'rate_limited': {
-        const until = t + failure.retryAfterMs;
-        log.warn(
-          { jobId: slot.jobId, route, retryAfterMs: failure.retryAfterMs, global: failure.global },
-          'edit rate limited',
-        );
-        if (route === 'channel') {
-          // The channel edit bucket is per channel, so every message in it waits.
-          this.budget.blocked(failure.global ? undefined : slot.ref.channelId, until);
-        } else {
-          slot.notBefore = Math.max(slot.notBefore, until);
-        }
-        this.requeue(slot, state);
+      case 'dm_refused': {
+        log.info({ jobId: slot.jobId }, 'the member does not accept DMs: the result stays in /tasks');
+        slot.pending = undefined;
+        this.endSlot(slot);
+        this.safeCall(() => slot.onDmRefused?.());
         return;
       }
-      case 'old_message': {
-        if (!state.final) {
-          log.debug({ jobId: slot.jobId }, 'progress edit dropped: old-message edit limit (30046)');
-          return;
-        }
-        this.retryLater(slot, state, 'old-message edit limit (30046)');
-        return;
-      }
-      case 'automod': {
-        const again = slot.onAutoMod;
-        if (again) {
-          // The same body would be refused again: the slot goes (not ended), the caller pushes
-          // the message anew without the member's text.
+      case 'retry': {
+        const until = t + decision.delayMs;
+        if (failure.kind === 'rate_limited') {
           log.warn(
-            { jobId: slot.jobId, route, code: failure.code },
-            'AutoMod refused the edit; text withheld',
+            { jobId: slot.jobId, route, retryAfterMs: failure.retryAfterMs, global: failure.global },
+            'edit rate limited',
           );
-          if (this.slots.get(slot.jobId) === slot) this.slots.delete(slot.jobId);
-          this.safeCall(again);
-          return;
+        } else {
+          log.warn(
+            {
+              jobId: slot.jobId,
+              attempt: state.attempts,
+              delayMs: Math.round(decision.delayMs),
+              reason: failure.kind === 'transient' ? failure.message : failure.kind,
+              final: state.final,
+            },
+            'edit failed, retrying',
+          );
         }
-        log.error(
-          { jobId: slot.jobId, route, code: failure.code, final: state.final },
-          'AutoMod refused the edit',
-        );
+        if (decision.block) this.budget.blocked(decision.block.channelId, until);
+        else slot.notBefore = Math.max(slot.notBefore, until);
+        this.requeue(slot, state);
+        return;
+      }
+      case 'withhold':
+      case 'bare': {
+        // The same body would be refused again: the slot goes (not ended), the caller pushes
+        // the message anew (without the member's text, or without any free text).
+        log.warn({ jobId: slot.jobId, route, step: decision.do }, 'AutoMod refused the edit; text withheld');
+        if (this.slots.get(slot.jobId) === slot) this.slots.delete(slot.jobId);
+        const again = slot.onAutoMod;
+        if (again) this.safeCall(again);
+        return;
+      }
+      case 'drop': {
+        if (decision.level === 'error')
+          log.error({ jobId: slot.jobId, route, final: state.final, why: decision.why }, 'edit dropped');
+        else log.debug({ jobId: slot.jobId, why: decision.why }, 'progress edit dropped');
         if (state.final) this.endSlot(slot);
         return;
       }
-      case 'invalid': {
-        // Resending the same body would fail the same way: drop it, never loop.
-        log.error(
-          {
-            jobId: slot.jobId,
-            route,
-            code: failure.code,
-            discordMessage: failure.message,
-            final: state.final,
-          },
-          'Discord rejected the edit; state dropped',
-        );
-        if (state.final) this.endSlot(slot);
-        return;
-      }
-      case 'transient': {
-        this.retryLater(slot, state, failure.message);
-        return;
-      }
     }
-  }
-
-  /**
-   * Exponential backoff with jitter (capped at maxBackoffMs); the newest state is what gets
-   * retried. A progress state gives up after finalRetryLimit attempts (the next one will
-   * try); a final never does: it is retried until it lands or the message is gone (a
-   * refusal that lasts minutes, 5xx or 30046, must not leave the message on its last
-   * percentage).
-   */
-  private retryLater(slot: Slot, state: QueuedState, reason: string): void {
-    state.attempts++;
-    slot.failures++;
-    if (!state.final && state.attempts > this.opts.finalRetryLimit) {
-      this.deps.logger.debug({ jobId: slot.jobId, reason }, 'progress edit dropped after retries');
-      return;
-    }
-    const ceiling = Math.min(
-      this.opts.maxBackoffMs,
-      this.opts.baseBackoffMs * 2 ** Math.min(slot.failures - 1, 16),
-    );
-    const delay = ceiling / 2 + (this.random() * ceiling) / 2;
-    slot.notBefore = Math.max(slot.notBefore, this.now() + delay);
-    this.deps.logger.warn(
-      { jobId: slot.jobId, attempt: state.attempts, delayMs: Math.round(delay), reason, final: state.final },
-      'edit failed, retrying',
-    );
-    this.requeue(slot, state);
   }
 
   /** Put a failed state back unless a newer one was pushed meanwhile (the newer one wins). */
@@ -723,6 +681,10 @@ export class EditQueue {
     for (const [jobId, at] of this.ended) {
       if (t - at < ENDED_TTL_MS) break;
       this.ended.delete(jobId);
+    }
+    for (const [token, at] of this.deadTokens) {
+      if (t - at < DEAD_TOKEN_TTL_MS) break;
+      this.deadTokens.delete(token);
     }
   }
 
@@ -747,51 +709,4 @@ export class EditQueue {
       this.deps.logger.error({ err }, 'edit queue callback threw');
     }
   }
-}
-
-/** Maps what @discordjs/rest (or the network) threw to what the queue does about it. */
-export function classify(err: unknown, route: EditRoute): Failure {
-  if (err instanceof RateLimitError) {
-    // Thrown when the REST is configured with rejectOnRateLimit; retryAfter is in ms.
-    return { kind: 'rate_limited', retryAfterMs: Math.max(0, err.retryAfter), global: err.global };
-  }
-  if (err instanceof DiscordAPIError) {
-    const code = typeof err.code === 'number' ? err.code : Number.NaN;
-    if (err.status === 429) {
-      // Only reachable with a transport that does not sleep on 429 itself; body retry_after is seconds.
-      const raw: unknown = err.rawError;
-      const seconds =
-        typeof raw === 'object' && raw !== null && 'retry_after' in raw && typeof raw.retry_after === 'number'
-          ? raw.retry_after
-          : 1;
-      const global = typeof raw === 'object' && raw !== null && 'global' in raw && raw.global === true;
-      return { kind: 'rate_limited', retryAfterMs: seconds * 1000, global };
-    }
-    const gone = GONE_CODES.get(code);
-    if (gone) return { kind: 'gone', reason: `${gone} (${code})` };
-    if (
-      route === 'interaction' &&
-      (code === INVALID_WEBHOOK_TOKEN || code === UNKNOWN_WEBHOOK || err.status === 401)
-    ) {
-      return { kind: 'token_invalid' };
-    }
-    if (code === OLD_MESSAGE_EDIT_LIMIT) return { kind: 'old_message' };
-    if (AUTOMOD_CODES.has(code)) return { kind: 'automod', code };
-    if (err.status >= 500) return { kind: 'transient', message: err.message };
-    // 50035 invalid form body and any other 4xx: the request itself is wrong.
-    return { kind: 'invalid', code: err.code, message: err.message };
-  }
-  if (err instanceof HTTPError) return { kind: 'transient', message: `HTTP ${err.status}` };
-  // Network errors, timeouts (AbortError), anything else.
-  return { kind: 'transient', message: describeTransient(err) };
-}
-
-/** A network error's message, never empty (an AggregateError or an abort has none of its own). */
-function describeTransient(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as { code?: unknown }).code;
-  const inner = err instanceof AggregateError ? err.errors[0] : err.cause;
-  const own = err.message || err.name;
-  const more = inner instanceof Error && inner.message ? ` (${inner.message})` : '';
-  return `${own}${typeof code === 'string' ? ` ${code}` : ''}${more}`;
 }

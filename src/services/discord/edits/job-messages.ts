@@ -1,9 +1,10 @@
-import type { JobRecord } from '../../store/types.js';
+import type { JobMessageRef, JobRecord } from '../../store/types.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
 import { withoutFreeText } from '../render/withheld.js';
 import type { EditQueue } from './edit-queue.js';
+import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFacts } from './edit-policy.js';
 
 /** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
 export interface JobRenderers {
@@ -19,12 +20,49 @@ export function hasMessage(job: JobRecord): boolean {
   return job.message.messageId !== undefined || job.message.interaction !== undefined;
 }
 
+/** Whether edits of the job's message are over: its final shown, its message gone, or its DM refused. */
+export function editsOver(job: JobRecord): boolean {
+  return job.finalShownAt !== undefined || job.messageGone === true || job.dmRefused === true;
+}
+
+/** What the edit policy needs to know of a job's message (or its channel line), from its record. */
+export function messageFacts(job: JobRecord, target: 'message' | 'reply'): MessageFacts {
+  const ref: JobMessageRef = target === 'reply' && job.reply ? job.reply : job.message;
+  return {
+    ref,
+    messageCreatedAt: job.createdAt,
+    tokenRefused: job.tokenRefusedAt !== undefined,
+    personal: job.personal === true,
+  };
+}
+
+/** When the job's "result by DM" notice is due (a personal job still running near its token's end). */
+export function dmNoticeDue(
+  job: JobRecord,
+  opts: EditPolicyOptions = DEFAULT_EDIT_POLICY,
+): number | undefined {
+  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job) }, opts);
+}
+
+/** What both drivers report back about a job's message, to be stored with the job. */
+export interface LearnedAbout {
+  /** Discord refused the interaction token: stored with the job (tokenRefused). */
+  tokenRefused?: (jobId: string) => void;
+  /** The member's DMs are closed: stored with the job (dmRefused). */
+  dmRefused?: (jobId: string) => void;
+  /** A personal job's notice is due: the caller stores it (dmNotice) and shows the message again. */
+  dmNoticeDue?: (jobId: string) => void;
+}
+
 /**
  * A job's message kept up to date through the in-process edit queue (the embedded
  * store, one process): each change queues the job's current record, rendered only
  * when it is actually sent, so a storm's intermediate states cost nothing.
  */
 export class QueuedJobMessages implements MessageUpdates {
+  /** Personal jobs' "result by DM" notices, one timer each (unref'd). */
+  private readonly notices = new Map<string, ReturnType<typeof setTimeout>>();
+
   constructor(
     private readonly deps: {
       edits: Pick<EditQueue, 'push'>;
@@ -32,14 +70,43 @@ export class QueuedJobMessages implements MessageUpdates {
       now: () => number;
       /** AutoMod refused the job's text: mark it withheld (its message is then pushed again). */
       onAutoMod?: (jobId: string) => void;
+      learned?: LearnedAbout;
     },
   ) {}
 
   jobChanged(job: JobRecord): void {
-    if (job.finalShownAt !== undefined || job.messageGone === true || !hasMessage(job)) return;
+    if (editsOver(job) || !hasMessage(job)) return;
+    this.scheduleNotice(job);
     this.push(job, 'message', false);
     // A job in its own thread: the channel's one-line reply ends on the final state.
     if (job.reply && isFinal(job)) this.push(job, 'reply', false);
+  }
+
+  /** Stops the notice timers (shutdown). */
+  close(): void {
+    for (const t of this.notices.values()) clearTimeout(t);
+    this.notices.clear();
+  }
+
+  private scheduleNotice(job: JobRecord): void {
+    const due = dmNoticeDue(job);
+    const scheduled = this.notices.get(job.id);
+    if (due === undefined) {
+      if (scheduled !== undefined) clearTimeout(scheduled);
+      this.notices.delete(job.id);
+      return;
+    }
+    const notify = this.deps.learned?.dmNoticeDue;
+    if (scheduled !== undefined || !notify) return;
+    const timer = setTimeout(
+      () => {
+        this.notices.delete(job.id);
+        notify(job.id);
+      },
+      Math.max(0, due - this.deps.now()),
+    );
+    timer.unref();
+    this.notices.set(job.id, timer);
   }
 
   /**
@@ -49,7 +116,9 @@ export class QueuedJobMessages implements MessageUpdates {
   private push(job: JobRecord, target: 'message' | 'reply', bare: boolean): void {
     const { render, renderReply } = this.deps.renderers;
     const onAutoMod = this.deps.onAutoMod;
+    const learned = this.deps.learned;
     const shown = bare ? withoutFreeText(job) : job;
+    const text = bare ? 'bare' : job.textWithheld === true ? 'withheld' : 'member';
     const autoMod =
       onAutoMod === undefined || bare
         ? {}
@@ -57,12 +126,18 @@ export class QueuedJobMessages implements MessageUpdates {
           ? { onAutoMod: () => onAutoMod(job.id) }
           : { onAutoMod: () => this.push(job, target, true) };
     const reply = target === 'reply' && job.reply !== undefined ? job.reply : undefined;
+    const facts = messageFacts(job, target);
     this.deps.edits.push({
       jobId: reply ? replyKey(job.id) : job.id,
-      ref: reply ?? job.message,
-      messageCreatedAt: job.createdAt,
+      ref: facts.ref,
+      messageCreatedAt: facts.messageCreatedAt,
       payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
       final: reply ? true : isFinal(job),
+      text,
+      ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
+      ...(job.personal === true && !reply ? { personal: { userId: job.userId } } : {}),
+      ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(job.id) } : {}),
+      ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
       ...autoMod,
     });
   }
