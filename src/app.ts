@@ -33,6 +33,7 @@ import { AutoModWithholding } from './services/moderation/automod.js';
 import { ResultTakeDown } from './services/moderation/take-down.js';
 import { mediaOperations, renderOperations } from './services/operations/index.js';
 import { createStores } from './services/store/index.js';
+import { lockDataDir } from './services/store/data-dir-lock.js';
 import type { JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
@@ -114,6 +115,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const metrics = createMetrics(config.instanceId);
   const namespace = opts.storeNamespace ?? 'mjb';
 
+  // The embedded store serves one process: a second bot on this DATA_DIR stops here.
+  const dataDirLock = config.store.redisUrl ? undefined : await lockDataDir(config.store.dataDir);
   const stores = await createStores({
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
     dataDir: config.store.dataDir,
@@ -121,6 +124,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     eventWriteMs: Math.max(100, Math.round(config.jobs.webhookSilenceMs / 3)),
     logger: logger.child({ component: 'store' }),
     namespace,
+  }).catch(async (err: unknown) => {
+    await dataDirLock?.release();
+    throw err;
   });
 
   const mediaLog = logger.child({ component: 'media' });
@@ -696,6 +702,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await step('media client', () => media.close());
         await step('downloader', () => downloader.close());
         await step('store', () => stores.close());
+        await step('data dir lock', () => dataDirLock?.release());
         logger.info('stopped');
       })();
       return stopping;
