@@ -573,6 +573,16 @@ export class FakeDiscord {
     return deliverOverHttp(this.#state, state, opts);
   }
 
+  /**
+   * Dispatches an interaction created earlier once more over the gateway, as a session's
+   * RESUME replays what it missed or a connection about to be dropped still delivers it.
+   */
+  redispatch(interactionId: string): void {
+    const state = this.interactions.get(interactionId);
+    if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
+    this.gateway.dispatch('INTERACTION_CREATE', state.payload);
+  }
+
   /** A PING, as Discord sends when the Interactions Endpoint URL is saved (and with bad signatures to test it). */
   sendPing(opts: PostOptions = {}): Promise<HttpDelivery> {
     return sendPing(this.#state, opts);
