@@ -132,6 +132,7 @@ export interface MessageArgs {
   'gallery.reason.timeout': { seconds: string | number };
   'gallery.reason.too_large_for_server': undefined;
   'gallery.reason.too_many_files': { max: string | number };
+  'gallery.reason.unexpected_type': undefined;
   'input.image_too_large': { limit: string | number; name: string | number; size: string | number };
   'input.max_length': { field: string | number; max: number };
   'input.must_be_http_url': { field: string | number };

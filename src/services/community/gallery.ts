@@ -14,6 +14,8 @@ import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } fr
 import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
+import type { Operation } from '../media/types.js';
+import { sniffMedia, type MediaKind, type MediaType } from './media-sniff.js';
 
 /**
  * The gallery: every finished upscale, song and video job posted once to the
@@ -75,17 +77,32 @@ const CHANNEL_CACHE_MS = 10 * 60_000;
 /** Discord's forum (15) and media (16) channels: each job is a post (a thread) of its own. */
 const POST_CHANNEL_TYPES = new Set([15, 16]);
 
-function fileName(url: string, index: number): string {
+/**
+ * A re-hosted file's name: the URL's file name without its extension (sanitised), then the
+ * extension of what its bytes are, never the one the URL claims.
+ */
+function fileName(url: string, index: number, type: MediaType): string {
+  let stem = '';
   try {
-    const last = new URL(url).pathname.split('/').pop() ?? '';
-    const clean = decodeURIComponent(last)
-      .replace(/[^\w.-]+/g, '_')
-      .slice(-80);
-    return clean.includes('.') ? clean : `result-${index + 1}${clean ? `-${clean}` : ''}`;
+    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+    stem = last
+      .replace(/\.[^.]*$/, '')
+      .replace(/[^\w-]+/g, '_')
+      .slice(-60);
   } catch {
-    return `result-${index + 1}`;
+    // An undecodable or unparseable URL: the neutral name.
   }
+  return `${stem === '' || stem === '_' ? `result-${index + 1}` : stem}.${type.ext}`;
 }
+
+/** What each operation's results are; a file whose bytes are anything else is linked, never re-hosted. */
+const GALLERY_KINDS: Record<Operation, readonly MediaKind[]> = {
+  upscale: ['image'],
+  // The songs, their covers and each song's video.
+  song: ['audio', 'image', 'video'],
+  video: ['video'],
+  upload: [],
+};
 
 /** A post title without the job's text: the command and the job id's first characters. */
 export function neutralPostName(job: Pick<JobRecord, 'id' | 'operation'>): string {
@@ -286,7 +303,7 @@ export class GalleryPoster {
    * limit per file (or the whole budget) and shrinks after each file to what was read
    * plus a limit per file still to come, so other posts get the rest at once.
    */
-  private async gather(urls: string[], limit: number): Promise<Gathered> {
+  private async gather(urls: string[], limit: number, kinds: readonly MediaKind[]): Promise<Gathered> {
     const timeoutMs = this.deps.downloadTimeoutMs ?? 30_000;
     const files: RawFile[] = [];
     const linked: Linked[] = [];
@@ -329,11 +346,15 @@ export class GalleryPoster {
           });
           const data = await readBody(res);
           used += data.length;
-          files.push({
-            name: fileName(url, i),
-            data,
-            ...(res.contentType !== undefined ? { contentType: res.contentType } : {}),
-          });
+          // The bytes decide, not the URL's extension nor the server's Content-Type.
+          const type = sniffMedia(data);
+          if (type === undefined || !kinds.includes(type.kind)) {
+            this.deps.logger.warn(
+              { sniffed: type?.contentType ?? 'unknown', declared: res.contentType, allowed: kinds },
+              'gallery file linked: its bytes are not a media type of this job',
+            );
+            failed.push({ url, reason: (tr) => tr.t('gallery.reason.unexpected_type') });
+          } else files.push({ name: fileName(url, i, type), data, contentType: type.contentType });
         } catch (err) {
           failed.push({ url, reason: downloadReason(err, limit, cap, timeoutMs) });
         }
@@ -417,7 +438,7 @@ export class GalleryPoster {
     const limit = await this.uploadLimit(guildId);
     const urls = resultFiles(job.result);
     const where = await this.channelKind(gallery);
-    const { files, linked, release } = await this.gather(urls, limit);
+    const { files, linked, release } = await this.gather(urls, limit, GALLERY_KINDS[job.operation]);
     try {
       // Downloads took a while: post only if the claim is still ours (a paused instance whose
       // claim lapsed and was taken leaves the post to the taker).
