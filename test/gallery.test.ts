@@ -163,6 +163,43 @@ describe('gallery', () => {
     }
   });
 
+  // Regression: `/settings set gallery` accepted a channel the manager could not see or post in.
+  it('a manager cannot aim the gallery at a channel they cannot see or post in (ephemeral, in their language)', async () => {
+    const hidden = h.fake.channelIdByName('general');
+    const manager = h.fake.addUser({ username: 'manager-hidden', permissions: String(1n << 5n) });
+    const attempt = async (permissions: string, locale?: string) => {
+      h.fake.setChannelPermissions(hidden, manager, permissions);
+      const cmd = h.fake.sendCommand({
+        name: 'settings',
+        subcommand: 'set',
+        userId: manager,
+        options: { gallery: hidden },
+        ...(locale !== undefined ? { locale } : {}),
+      });
+      return cmd.message(10_000);
+    };
+    const view = 1n << 10n;
+    const send = 1n << 11n;
+    for (const [perms, locale, phrase] of [
+      [String(send | (1n << 5n)), undefined, 'you need View Channel and Send Messages there yourself'],
+      [String(view | (1n << 5n)), 'de', '„Kanal ansehen“ und „Nachrichten senden“'],
+    ] as const) {
+      const refused = await attempt(perms, locale);
+      expect(refused.ephemeral).toBe(true);
+      expect(refused.content).toContain(`<#${hidden}>`);
+      expect(refused.content).toContain(phrase);
+      expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(galleryId);
+    }
+    // With both (or as an administrator) it is taken; then set back for the other tests.
+    for (const perms of [String(view | send | (1n << 5n)), String(1n << 3n)]) {
+      const ok = await attempt(perms);
+      expect(ok.content).not.toContain('you need View Channel');
+      expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(hidden);
+      await h.app.context.settings.set(h.fake.guildId, { gallery: galleryId });
+    }
+    h.fake.assertNoViolations();
+  });
+
   // Regression: the gallery re-hosted whatever bytes a result URL served, under the URL's
   // extension (an HTML page as `…png`), and printed the links it could not attach as raw markdown.
   it('files are judged by their bytes: an HTML page under .png is linked, a JPEG under .png attached as .jpg', async () => {

@@ -289,6 +289,7 @@ export interface MessageArgs {
   'result.upscale.title': { count: number };
   'result.video.none': undefined;
   'result.video.open': undefined;
+  'settings.gallery_member_no_access': { channel: string | number };
   'settings.gallery_no_access': { channel: string | number };
   'settings.gallery_wrong_type': { channel: string | number };
   'settings.guild_only': undefined;

@@ -399,6 +399,14 @@ export class FakeDiscord {
     return this.#state.addGuild(options);
   }
 
+  /**
+   * A member's permissions in one channel (what the channel's overwrites make of them), as
+   * Discord computes them for a channel an interaction resolves (`resolved.channels[id].permissions`).
+   */
+  setChannelPermissions(channelId: string, userId: string, permissions: string): void {
+    this.#state.channelPermissions.set(`${channelId}:${userId}`, permissions);
+  }
+
   /** Makes a user a member of a guild, with permissions and roles of their own there. */
   addMember(guildId: string, userId: string, options: { permissions?: string; roles?: string[] } = {}): void {
     this.#state.addMember(guildId, userId, options);
