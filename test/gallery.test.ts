@@ -68,7 +68,7 @@ async function startWithGallery(opts: { gallerySend?: boolean; locale?: string }
     fake: {
       guild: {
         ...(opts.locale !== undefined ? { locale: opts.locale } : {}),
-        channels: [{ name: 'general' }, { name: 'gallery', botCanSend: opts.gallerySend ?? true }],
+        channels: [{ name: 'general' }, { name: 'gallery' }],
       },
     },
   });
@@ -81,6 +81,8 @@ async function startWithGallery(opts: { gallerySend?: boolean; locale?: string }
     options: { gallery: galleryId },
   });
   expect(text(await set.message(10_000))).toContain(`<#${galleryId}>`);
+  // Taken away after the gallery was set (set with it, the setting is refused: see below).
+  if (opts.gallerySend === false) h.fake.setBotCanSend(galleryId, false);
   return { h, admin, galleryId };
 }
 
@@ -163,7 +165,7 @@ describe('gallery', () => {
     }
   });
 
-  // Regression: `/settings set gallery` accepted a channel the manager could not see or post in.
+  // Regression: `/settings set gallery` accepted a channel the manager (or the bot) could not see or post in.
   it('a manager cannot aim the gallery at a channel they cannot see or post in (ephemeral, in their language)', async () => {
     const hidden = h.fake.channelIdByName('general');
     const manager = h.fake.addUser({ username: 'manager-hidden', permissions: String(1n << 5n) });
@@ -190,6 +192,13 @@ describe('gallery', () => {
       expect(refused.content).toContain(phrase);
       expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(galleryId);
     }
+    // The manager may, but the bot may not send there: refused too, saying what the bot needs.
+    h.fake.setBotCanSend(hidden, false);
+    const botRefused = await attempt(String(view | send | (1n << 5n)));
+    expect(botRefused.ephemeral).toBe(true);
+    expect(botRefused.content).toContain(`I cannot post in <#${hidden}>`);
+    expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(galleryId);
+    h.fake.setBotCanSend(hidden, true);
     // With both (or as an administrator) it is taken; then set back for the other tests.
     for (const perms of [String(view | send | (1n << 5n)), String(1n << 3n)]) {
       const ok = await attempt(perms);

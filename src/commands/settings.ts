@@ -182,6 +182,14 @@ export const settings = {
       if (Object.keys(patch).length === 0) {
         throw new UserError('nothing_to_set', (t) => t.t('settings.nothing_to_set'));
       }
+      // The bot must be able to post there too (asked of Discord; when it cannot be asked,
+      // the gallery's first post tells, in /settings show).
+      const gallery = patch.gallery;
+      if (gallery !== undefined && (await ctx.community.botMayPostInGallery(guildId, gallery)) === false) {
+        throw new UserError('gallery_no_access', (t) =>
+          t.t('settings.gallery_no_access', { channel: `<#${gallery}>` }),
+        );
+      }
       await ctx.settings.set(guildId, patch);
       content = `${tr.t('settings.saved')}\n\n${await show(ctx, guildId, tr)}`;
     } else {

@@ -399,6 +399,13 @@ export class FakeDiscord {
     return this.#state.addGuild(options);
   }
 
+  /** Whether the bot may send in a channel from now on (a changed overwrite: sends then fail 50013). */
+  setBotCanSend(channelId: string, canSend: boolean): void {
+    const c = this.#state.channels.get(channelId);
+    if (!c) throw new Error(`fake-discord: unknown channel ${channelId}`);
+    c.botCanSend = canSend;
+  }
+
   /**
    * A member's permissions in one channel (what the channel's overwrites make of them), as
    * Discord computes them for a channel an interaction resolves (`resolved.channels[id].permissions`).

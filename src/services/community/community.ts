@@ -87,4 +87,9 @@ export class CommunityService {
     await this.deps.ledger.release({ guildId, userId: job.userId, jobId: job.id, refund });
     if (job.state === 'finished' && this.deps.gallery) await this.deps.gallery.post(job);
   }
+
+  /** Whether the bot may post in a channel chosen as the gallery (undefined: could not tell). */
+  botMayPostInGallery(guildId: string, channelId: string): Promise<boolean | undefined> {
+    return this.deps.gallery ? this.deps.gallery.botMayPost(guildId, channelId) : Promise.resolve(undefined);
+  }
 }

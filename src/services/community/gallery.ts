@@ -118,6 +118,18 @@ export function galleryPostName(
 }
 
 const guildSchema = z.object({ premium_tier: z.number().int().min(0).max(3) });
+const bits = z.string().regex(/^\d{1,20}$/);
+const userSchema = z.object({ id: z.string() });
+const overwritesSchema = z.object({
+  permission_overwrites: z
+    .array(z.object({ id: z.string(), type: z.number().int(), allow: bits, deny: bits }))
+    .nullish(),
+});
+const rolesSchema = z.object({ roles: z.array(z.object({ id: z.string(), permissions: bits })) });
+const memberRolesSchema = z.object({ roles: z.array(z.string()) });
+const ADMINISTRATOR = 1n << 3n;
+/** View Channel, Send Messages (in a forum or media channel: Create Posts), Attach Files. */
+const GALLERY_NEEDS = (1n << 10n) | (1n << 11n) | (1n << 15n);
 const postedSchema = z.object({ id: z.string(), channel_id: z.string() });
 const threadPostedSchema = z.object({ id: z.string(), message: z.object({ id: z.string() }).nullish() });
 const channelSchema = z.object({
@@ -406,6 +418,48 @@ export class GalleryPoster {
 
   private async markPosted(jobId: string): Promise<void> {
     await this.deps.kv.set(this.markKey(jobId), { at: this.deps.now(), posted: true }, POSTED_TTL_MS);
+  }
+
+  /**
+   * Whether the bot may post in `channelId` (View Channel, Send Messages, Attach Files), as
+   * Discord computes it: @everyone and the bot's roles, then the channel's overwrites
+   * (@everyone, roles, the bot itself); Administrator allows all. false when Discord refuses
+   * to show the channel; undefined when Discord could not be asked.
+   */
+  async botMayPost(guildId: string, channelId: string): Promise<boolean | undefined> {
+    try {
+      const me = userSchema.parse(await this.deps.rest.get(Routes.user('@me')));
+      let channel: z.infer<typeof overwritesSchema>;
+      try {
+        channel = overwritesSchema.parse(await this.deps.rest.get(Routes.channel(channelId)));
+      } catch (err) {
+        if (err instanceof DiscordAPIError && (err.status === 403 || err.status === 404)) return false;
+        throw err;
+      }
+      const guild = rolesSchema.parse(await this.deps.rest.get(Routes.guild(guildId)));
+      const member = memberRolesSchema.parse(await this.deps.rest.get(Routes.guildMember(guildId, me.id)));
+      const roleBits = new Map(guild.roles.map((r) => [r.id, BigInt(r.permissions)]));
+      let perms = roleBits.get(guildId) ?? 0n;
+      for (const id of member.roles) perms |= roleBits.get(id) ?? 0n;
+      if ((perms & ADMINISTRATOR) !== 0n) return true;
+      const ows = channel.permission_overwrites ?? [];
+      const apply = (list: typeof ows): void => {
+        let allow = 0n;
+        let deny = 0n;
+        for (const o of list) {
+          allow |= BigInt(o.allow);
+          deny |= BigInt(o.deny);
+        }
+        perms = (perms & ~deny) | allow;
+      };
+      apply(ows.filter((o) => o.id === guildId));
+      apply(ows.filter((o) => o.type === 0 && o.id !== guildId && member.roles.includes(o.id)));
+      apply(ows.filter((o) => o.type === 1 && o.id === me.id));
+      return (perms & GALLERY_NEEDS) === GALLERY_NEEDS;
+    } catch (err) {
+      this.deps.logger.warn({ err, guildId, channelId }, 'could not read the bot’s permissions in a channel');
+      return undefined;
+    }
   }
 
   /**
