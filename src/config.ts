@@ -602,5 +602,21 @@ export function loadDotEnv(file = '.env'): void {
 
 /** Values that must never be printed; the logger redacts them wherever they appear. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.media.apiKey, ...(config.metrics.token ? [config.metrics.token] : [])];
+  return [
+    config.discord.token,
+    config.media.apiKey,
+    ...(config.metrics.token ? [config.metrics.token] : []),
+    ...redisPassword(config.store.redisUrl),
+  ];
+}
+
+/** The password in REDIS_URL (compose's Redis has one), as written and decoded. */
+function redisPassword(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  try {
+    const raw = new URL(url).password;
+    return raw ? [...new Set([raw, decodeURIComponent(raw)])] : [];
+  } catch {
+    return [];
+  }
 }

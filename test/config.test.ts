@@ -454,6 +454,12 @@ describe('parseConfig', () => {
       [REQUIRED.DISCORD_TOKEN, REQUIRED.MEDIA_API_KEY].sort(),
     );
   });
+
+  it('secretsOf lists the password in REDIS_URL (as written and decoded)', () => {
+    const config = parseConfig({ ...REQUIRED, REDIS_URL: 'redis://:s3cret%2Fpass@redis:6379' });
+    expect(secretsOf(config)).toEqual(expect.arrayContaining(['s3cret%2Fpass', 's3cret/pass']));
+    expect(secretsOf(parseConfig({ ...REQUIRED, REDIS_URL: 'redis://redis:6379' }))).toHaveLength(2);
+  });
 });
 
 // ---------------------------------------------------------------------------

@@ -132,6 +132,7 @@ export interface MessageArgs {
   'gallery.reason.timeout': { seconds: string | number };
   'gallery.reason.too_large_for_server': undefined;
   'gallery.reason.too_many_files': { max: string | number };
+  'gallery.reason.unexpected_type': undefined;
   'input.image_too_large': { limit: string | number; name: string | number; size: string | number };
   'input.max_length': { field: string | number; max: number };
   'input.must_be_http_url': { field: string | number };
@@ -311,6 +312,7 @@ export interface MessageArgs {
   'result.upscale.title': { count: number };
   'result.video.none': undefined;
   'result.video.open': undefined;
+  'settings.gallery_member_no_access': { channel: string | number };
   'settings.gallery_no_access': { channel: string | number };
   'settings.gallery_wrong_type': { channel: string | number };
   'settings.guild_only': undefined;

@@ -413,6 +413,21 @@ export class FakeDiscord {
     return this.#state.addGuild(options);
   }
 
+  /** Whether the bot may send in a channel from now on (a changed overwrite: sends then fail 50013). */
+  setBotCanSend(channelId: string, canSend: boolean): void {
+    const c = this.#state.channels.get(channelId);
+    if (!c) throw new Error(`fake-discord: unknown channel ${channelId}`);
+    c.botCanSend = canSend;
+  }
+
+  /**
+   * A member's permissions in one channel (what the channel's overwrites make of them), as
+   * Discord computes them for a channel an interaction resolves (`resolved.channels[id].permissions`).
+   */
+  setChannelPermissions(channelId: string, userId: string, permissions: string): void {
+    this.#state.channelPermissions.set(`${channelId}:${userId}`, permissions);
+  }
+
   /** Makes a user a member of a guild, with permissions and roles of their own there. */
   addMember(guildId: string, userId: string, options: { permissions?: string; roles?: string[] } = {}): void {
     this.#state.addMember(guildId, userId, options);
@@ -602,6 +617,16 @@ export class FakeDiscord {
     const state = this.interactions.get(interactionId);
     if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
     return deliverOverHttp(this.#state, state, opts);
+  }
+
+  /**
+   * Dispatches an interaction created earlier once more over the gateway, as a session's
+   * RESUME replays what it missed or a connection about to be dropped still delivers it.
+   */
+  redispatch(interactionId: string): void {
+    const state = this.interactions.get(interactionId);
+    if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
+    this.gateway.dispatch('INTERACTION_CREATE', state.payload);
   }
 
   /** A PING, as Discord sends when the Interactions Endpoint URL is saved (and with bad signatures to test it). */

@@ -178,6 +178,11 @@ export class FakeState {
   readonly nonces = new Map<string, { messageId: string; at: number }>();
   readonly attachments = new Map<string, StoredAttachment>();
   readonly interactions = new Map<string, InteractionState>();
+  /**
+   * A member's permissions in one channel where they differ from their server-wide ones
+   * (what channel overwrites make of them), keyed `channelId:userId`; see setChannelPermissions.
+   */
+  readonly channelPermissions = new Map<string, string>();
   readonly commands: { global: JsonObject[]; guilds: Map<string, JsonObject[]> } = {
     global: [],
     guilds: new Map(),

@@ -3,6 +3,7 @@ import { resolveAttachment } from './attachments.js';
 import { InteractionContext, offeredCommand } from './command-access.js';
 import {
   DEFAULT_BOT_PERMISSIONS,
+  DEFAULT_MEMBER_PERMISSIONS,
   DM_APP_PERMISSIONS,
   InteractionType,
   uploadLimitForTier,
@@ -286,7 +287,12 @@ function buildOptions(
     }
     if (type === 7 && typeof value === 'string') {
       const c = s.channels.get(value);
-      if (c) resolved.channels[value] = { ...channelJson(s, c, true), permissions: DEFAULT_BOT_PERMISSIONS };
+      // The invoking member's permissions in that channel: set for it, else @everyone's base plus their own.
+      const own = where.guildId !== null ? s.member(where.guildId, where.userId)?.permissions : undefined;
+      const permissions =
+        s.channelPermissions.get(`${value}:${where.userId}`) ??
+        (BigInt(DEFAULT_MEMBER_PERMISSIONS) | BigInt(own ?? '0')).toString();
+      if (c) resolved.channels[value] = { ...channelJson(s, c, true), permissions };
     }
     out.push(opt);
   }

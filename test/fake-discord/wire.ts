@@ -36,7 +36,10 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
     position: c.position,
     parent_id: c.parentId,
     flags: 0,
-    permission_overwrites: [],
+    // A channel the bot may not send in says so as Discord would: an overwrite denying it Send Messages.
+    permission_overwrites: c.botCanSend
+      ? []
+      : [{ id: s.applicationId, type: 1, allow: '0', deny: String(1n << 11n) }],
   };
   if (withGuildId && c.guildId !== null) out['guild_id'] = c.guildId;
   if (c.type === 0 || c.type === 5) {

@@ -173,6 +173,11 @@ export class CommunityService {
     const back = await this.deps.ledger.release({ scope, userId, jobId, refund });
     if (back > 0) this.deps.metrics?.operatorCreditsRefunded.inc(back);
   }
+
+  /** Whether the bot may post in a channel chosen as the gallery (undefined: could not tell). */
+  botMayPostInGallery(guildId: string, channelId: string): Promise<boolean | undefined> {
+    return this.deps.gallery ? this.deps.gallery.botMayPost(guildId, channelId) : Promise.resolve(undefined);
+  }
 }
 
 function refused(refusal: Refusal, personal = false): Admission {

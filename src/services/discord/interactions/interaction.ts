@@ -80,6 +80,11 @@ export interface InteractionOptions {
   ephemeralByDefault?: boolean;
   transport?: AckTransport;
   receivedAt?: number;
+  /**
+   * Whether REST sent this interaction's callback more than once (./callback-retries.ts).
+   * Only then is a 40060 on a first callback our own lost answer; absent: never.
+   */
+  callbackRetried?: (interactionId: string) => boolean;
 }
 
 /** A handler answered something Discord cannot take any more (a form after the acknowledgement). */
@@ -167,6 +172,14 @@ export class BotInteraction {
   #cold = false;
   #ackTimer: NodeJS.Timeout | undefined;
   #options: OptionResolver | undefined;
+  readonly #callbackRetried: (interactionId: string) => boolean;
+  /** A first callback of ours went out and its outcome is unknown (it may have been taken). */
+  #callbackMaybeTaken = false;
+  /**
+   * Another run answered this interaction (40060 on a callback of ours that Discord cannot
+   * have taken before): nothing more is sent for it, every answer throws this.
+   */
+  #foreign: DiscordAPIError | undefined;
 
   constructor(raw: APIInteraction, opts: InteractionOptions) {
     this.raw = raw;
@@ -189,6 +202,7 @@ export class BotInteraction {
     this.#logger = opts.logger;
     this.#transport = opts.transport ?? {};
     this.#ephemeralByDefault = opts.ephemeralByDefault ?? false;
+    this.#callbackRetried = opts.callbackRetried ?? (() => false);
     if (opts.ackAfterMs > 0 && raw.type !== InteractionType.Ping) {
       const elapsed = Date.now() - (opts.receivedAt ?? Date.now());
       this.#ackTimer = setTimeout(() => void this.#autoAck(), Math.max(0, opts.ackAfterMs - elapsed));
@@ -480,23 +494,37 @@ export class BotInteraction {
     clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
     const unanswered = this.#transport.unanswered;
-    // After any answer still on its way: only an interaction nothing answered is reported.
-    if (unanswered) void this.#run(async () => (this.#firstReported ? undefined : unanswered()));
+    // After any answer still on its way: only an interaction nothing answered is reported (one
+    // another run answered gets its HTTP request closed too; Discord ignores that answer).
+    if (unanswered)
+      void this.#run(async () => (this.#firstReported ? undefined : unanswered())).catch(() =>
+        this.#firstReported ? undefined : unanswered(),
+      );
   }
 
   // ---------------------------------------------------------------- internals
 
+  #runQuietly(fn: () => Promise<void>): Promise<void> {
+    return this.#run(fn).catch(() => undefined);
+  }
+
   #run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.#chain.then(fn, fn);
+    const guarded = (): Promise<T> => {
+      if (this.#foreign) throw this.#foreign;
+      return fn();
+    };
+    const next = this.#chain.then(guarded, guarded);
     this.#chain = next.catch(() => undefined);
     return next;
   }
 
   /**
    * The handler's first callback; `taken` records what it made of the interaction. A 40060
-   * ("already acknowledged") here can only be REST's own retry of a callback Discord had
-   * taken (its answer was lost): that answer stands, and a message answer resolves with
-   * the original message (`fetchOriginal`).
+   * ("already acknowledged") is our own answer only after a callback of ours may have been
+   * taken: REST's retry of a callback whose answer was lost (or an earlier callback that
+   * failed without Discord's word). That answer stands, and a message answer resolves with
+   * the original message (`fetchOriginal`). Otherwise another run answered this interaction
+   * (a replayed delivery): it is not ours to act on, and nothing more is sent for it.
    */
   async #first<T>(
     send: () => Promise<T>,
@@ -510,15 +538,31 @@ export class BotInteraction {
       return out;
     } catch (err) {
       if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
+        if (!this.#ours()) {
+          this.#foreign = err;
+          clearTimeout(this.#ackTimer);
+          this.#logger.warn(
+            { interactionId: this.id },
+            'interaction already answered elsewhere (a replayed delivery?); not acting on it',
+          );
+          throw err;
+        }
         this.#logger.info({ interactionId: this.id }, 'callback taken by Discord before its answer was lost');
         taken();
         this.#acknowledged();
         if (!fetchOriginal) return undefined;
         return this.#api.getOriginalReply(this.applicationId, this.token).catch(() => undefined);
       }
+      // Not answered by Discord (a network failure, a 5xx after REST's retries): it may have been taken.
+      if (!(err instanceof DiscordAPIError)) this.#callbackMaybeTaken = true;
       // Not accepted: the acknowledgement timer, still armed, answers in time if nothing else does.
       throw err;
     }
+  }
+
+  /** A 40060 now answers a callback of ours that Discord may have taken earlier. */
+  #ours(): boolean {
+    return this.#callbackMaybeTaken || this.#callbackRetried(this.id);
   }
 
   /**
@@ -584,7 +628,8 @@ export class BotInteraction {
 
   /** Nothing answered in time: a deferral now, in the HTTP response when there is one. */
   #autoAck(): Promise<void> {
-    return this.#run(async () => {
+    // Nothing to acknowledge once another run answered (the chain refuses).
+    return this.#runQuietly(async () => {
       if (this.#state !== 'new') return;
       const body = this.#deferralBody();
       this.#logger.info(
@@ -609,7 +654,11 @@ export class BotInteraction {
       try {
         await this.#sendAck(body);
       } catch (err) {
-        if (!(err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED)) {
+        if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
+          // Answered by another run, not by a lost acknowledgement of ours: its message is not ours to fill.
+          if (!this.#ours()) this.#foreign = err;
+        } else {
+          if (!(err instanceof DiscordAPIError)) this.#callbackMaybeTaken = true;
           this.#logger.warn({ err, interactionId: this.id }, 'could not acknowledge a slow interaction');
         }
       }
