@@ -266,6 +266,24 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     ].map((m) => ({ ...m, id: fake.addUser(m) }));
     /** Each member's Discord client language (the `locale` of their interactions). */
     const locales = new Map<string, string>(members.map((m) => [m.id, 'en-US']));
+    // USER_INSTALL: the members installed the app to their own accounts too, so they can try it
+    // where no server installed the bot: a server of theirs without it, and a DM with the bot.
+    const elsewhere = fake.addGuild({
+      name: 'Elsewhere',
+      botInstalled: false,
+      channels: [
+        { name: 'lounge', topic: 'A server that never installed the bot: your own install works here.' },
+      ],
+    });
+    for (const m of members) {
+      fake.addMember(elsewhere, m.id, { permissions: m.permissions });
+      fake.dmChannelId(m.id);
+    }
+    /** Which channels a member reaches through their own install (the bot is not there, or it is a DM). */
+    const viaOwnInstall = (channelId: string): { userInstall?: true } => {
+      const c = fake.channelList().find((x) => x.id === channelId);
+      return c && (c.guildId === null || c.guildId === elsewhere) ? { userInstall: true } : {};
+    };
     const localeOf = (userId: string) => locales.get(userId) ?? 'en-US';
     // The server's owner, not among the page's members: sets the gallery up as a real admin would.
     const owner = fake.addUser({
@@ -333,6 +351,8 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
           DISCORD_APPLICATION_ID: fake.applicationId,
           DISCORD_GUILD_ID: fake.guildId,
           DISCORD_API_URL: fake.apiUrl,
+          // The job commands, /tasks, /privacy and Upscale image also for user installs (global).
+          USER_INSTALL: 'true',
           MEDIA_API_URL: emulator.url,
           MEDIA_API_KEY: emulator.apiKey,
           PUBLIC_URL: `http://127.0.0.1:${botPort}`,
@@ -456,9 +476,17 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       locales: LOCALES,
       guildLocale: fake.guildLocale,
       // A forum post carries its tags (the page shows them on top of the post).
+      // Each with its place: the playground server, the server without the bot, a member's DM with the bot.
       channels: fake.channelList().map((c) => {
         const post = c.parentId === gallery.id ? fake.thread(c.id) : undefined;
-        return post ? { ...c, appliedTags: post.appliedTags } : c;
+        const dmOf = c.type === 1 ? members.find((m) => fake.dmChannelId(m.id) === c.id)?.id : undefined;
+        const place =
+          c.guildId === elsewhere
+            ? { category: 'Elsewhere · the bot is not here (your own install)' }
+            : c.type === 1
+              ? { category: 'Direct messages', name: 'DM with the bot', dmOf: dmOf ?? null }
+              : { category: 'Text channels' };
+        return { ...c, ...(post ? { appliedTags: post.appliedTags } : {}), ...place };
       }),
       forumTags: { [gallery.id]: galleryTags },
       commands: [...fake.globalCommands, ...fake.guildCommands()],
@@ -561,6 +589,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         userId: b.userId,
         locale: localeOf(b.userId),
         channelId: b.channelId,
+        ...viaOwnInstall(b.channelId),
         options: b.options,
         attachments,
         ...(b.subcommand ? { subcommand: b.subcommand } : {}),
@@ -581,6 +610,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
           targetMessageId: b.messageId,
           userId: b.userId,
           locale: localeOf(b.userId),
+          ...viaOwnInstall(b.channelId),
         });
       } catch (err) {
         const message = (err as Error).message;
@@ -605,6 +635,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         userId: b.userId,
         locale: localeOf(b.userId),
         channelId: b.channelId,
+        ...viaOwnInstall(b.channelId),
         options: b.options,
         focused: b.focused,
         ...(b.subcommand ? { subcommand: b.subcommand } : {}),
@@ -662,6 +693,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         userId: b.userId,
         locale: localeOf(b.userId),
         channelId: b.channelId,
+        ...viaOwnInstall(b.channelId),
         ...(b.values ? { componentType: 3, values: b.values } : {}),
       });
       const cb = await h.response(5000).catch(() => undefined);
@@ -686,6 +718,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         userId: b.userId,
         locale: localeOf(b.userId),
         channelId: b.channelId,
+        ...viaOwnInstall(b.channelId),
         ...(b.messageId ? { messageId: b.messageId } : {}),
         components: b.fields.map((f) =>
           'files' in f

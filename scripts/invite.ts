@@ -8,11 +8,12 @@ import {
   INVITE_SCOPES,
   invitePermissions,
   inviteUrl,
+  userInstallUrl,
 } from '../src/services/discord/registration/invite.js';
 
 loadDotEnv();
 try {
-  const { applicationId, guildId } = parseInviteConfig();
+  const { applicationId, guildId, userInstall } = parseInviteConfig();
   const lines = [
     'Open this URL to add the bot to a server (you need Manage Server there):',
     '',
@@ -21,6 +22,14 @@ try {
     `Scopes: ${INVITE_SCOPES.join(' ')} (the bot user, and its slash commands)`,
     `Permissions: ${invitePermissions().toString()}`,
     ...BOT_PERMISSIONS.map((p) => `  - ${p.name} (${p.bit.toString()}): ${p.why}`),
+    '',
+    'Open this URL to install the app to your own account (use it in any server, in DMs and group DMs):',
+    '',
+    `  ${userInstallUrl(applicationId)}`,
+    '',
+    userInstall
+      ? 'USER_INSTALL=true: the job commands, /tasks, /privacy and Upscale image are registered for it.'
+      : 'It needs USER_INSTALL=true here, and User Install ticked in the Developer Portal (Installation → Installation Contexts).',
     '',
   ];
   process.stdout.write(lines.join('\n'));

@@ -5,9 +5,9 @@
 import { REST } from 'discord.js';
 import { ConfigError, loadDotEnv, parseDiscordConfig } from '../src/config.js';
 import { createLogger, resolveLogFormat } from '../src/logger.js';
-import { commandData } from '../src/commands/index.js';
+import { registrationPlan } from '../src/commands/index.js';
 import { describeStartFailure, StartError } from '../src/start-errors.js';
-import { syncCommands } from '../src/services/discord/registration/command-sync.js';
+import { syncCommandScopes } from '../src/services/discord/registration/command-sync.js';
 
 loadDotEnv();
 try {
@@ -18,14 +18,19 @@ try {
     format: resolveLogFormat(config.logFormat, process.stdout.isTTY),
   });
   const rest = new REST({ api: config.discord.apiUrl }).setToken(config.discord.token);
-  const result = await syncCommands({
+  const results = await syncCommandScopes({
     rest,
     applicationId: config.discord.applicationId,
-    guildId: config.discord.guildId,
-    commands: commandData(),
+    // On demand, every scope: also what an earlier run with USER_INSTALL left globally.
+    scopes: registrationPlan({
+      userInstall: config.userInstall,
+      guildId: config.discord.guildId,
+      everyScope: true,
+    }),
     logger,
   });
-  process.stdout.write(`${result.action}: ${result.count} ${result.scope} commands\n`);
+  for (const result of results)
+    process.stdout.write(`${result.action}: ${result.count} ${result.scope} commands\n`);
 } catch (err) {
   if (err instanceof ConfigError) {
     process.stderr.write(

@@ -4,10 +4,11 @@ import { Routes, type APIInteraction, type APIUser } from 'discord-api-types/v10
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { commandData, commands, components } from './commands/index.js';
+import { commands, components, registrationPlan } from './commands/index.js';
+import { ImageTargets } from './services/jobs/image-targets.js';
 import { createInteractionRouter } from './commands/router.js';
 import type { BotContext } from './commands/types.js';
-import { syncCommands, type SyncResult } from './services/discord/registration/command-sync.js';
+import { syncCommandScopes, type SyncResult } from './services/discord/registration/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edits/edit-queue.js';
 import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
@@ -38,6 +39,10 @@ import { AutoModWithholding } from './services/moderation/automod.js';
 import { ResultTakeDown } from './services/moderation/take-down.js';
 import { mediaOperations, renderOperations } from './services/operations/index.js';
 import { createStores } from './services/store/index.js';
+import { lockDataDir } from './services/store/data-dir-lock.js';
+import { createInteractionClaim } from './services/discord/interactions/interaction-claim.js';
+import { gatewayIntake } from './services/discord/interactions/gateway-intake.js';
+import { trackCallbackRetries } from './services/discord/interactions/callback-retries.js';
 import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { MemberData } from './services/privacy/member-data.js';
@@ -62,8 +67,6 @@ import { JobKeys } from './webhooks/job-keys.js';
 import { GatewayLease } from './services/cluster/gateway-lease.js';
 import { RedisChannelBudget } from './services/cluster/redis-channel-budget.js';
 
-/** How long an interaction id stays claimed: far past its token's 15 min life, so a late redelivery still counts. */
-const INTERACTION_CLAIM_TTL_MS = 60 * 60_000;
 /** Gateway: a command not answering by then is acknowledged on its behalf (Discord allows 3 s in all). */
 const GATEWAY_ACK_AFTER_MS = 1500;
 /** How long a submission may wait out the service's 429s in all (MediaClient's bound). */
@@ -117,7 +120,7 @@ export interface App {
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
   discordReady(): boolean;
   /** Listens, connects to Discord, syncs commands, resumes open jobs. */
-  start(): Promise<{ url: string; commands: SyncResult | undefined }>;
+  start(): Promise<{ url: string; commands: SyncResult[] | undefined }>;
   /** Stops taking webhooks and interactions, lets in-flight edits finish (bounded), closes everything. */
   stop(drainMs?: number): Promise<void>;
 }
@@ -129,6 +132,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
   const metrics = createMetrics(config.instanceId);
   const namespace = opts.storeNamespace ?? 'mjb';
 
+  // The embedded store serves one process: a second bot on this DATA_DIR stops here.
+  const dataDirLock = config.store.redisUrl ? undefined : await lockDataDir(config.store.dataDir);
   const stores = await createStores({
     ...(config.store.redisUrl ? { redisUrl: config.store.redisUrl } : {}),
     dataDir: config.store.dataDir,
@@ -136,6 +141,9 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     eventWriteMs: Math.max(100, Math.round(config.jobs.webhookSilenceMs / 3)),
     logger: logger.child({ component: 'store' }),
     namespace,
+  }).catch(async (err: unknown) => {
+    await dataDirLock?.release();
+    throw err;
   });
 
   const mediaLog = logger.child({ component: 'media' });
@@ -286,6 +294,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     settings: guildSettings,
     ledger,
     costs: config.community.costs,
+    personal: config.userInstall,
     operator: config.operator,
     jobMaxDurationMs: config.jobs.maxDurationMs,
     logger: logger.child({ component: 'community' }),
@@ -494,6 +503,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       now,
     }),
     retention,
+    imageTargets: new ImageTargets({ kv: stores.kv, now }),
+    userInstall: config.userInstall.enabled,
     publicPosts,
     autoMod,
     moderation: new ResultTakeDown({
@@ -522,10 +533,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     opts.interactionAckDeadlineMs ??
     (interactionMode.mode === 'http' ? HTTP_ACK_AFTER_MS : GATEWAY_ACK_AFTER_MS);
   const interactionLog = logger.child({ component: 'interactions' });
+  // A 40060 is our own lost answer only when REST had to send that callback again.
+  const callbackRetried = trackCallbackRetries(callbackRest);
   const run = (raw: APIInteraction, transport?: AckTransport, receivedAt?: number): void => {
     const name = 'data' in raw && raw.data && 'name' in raw.data ? raw.data.name : '';
     const i = new BotInteraction(raw, {
       api: api.interactions,
+      callbackRetried,
       logger: interactionLog,
       ackAfterMs,
       ephemeralByDefault: route.ephemeralCommand(name),
@@ -537,17 +551,13 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       .finally(() => i.dispose());
   };
 
+  const claimInteraction = createInteractionClaim(stores.kv, now);
   const endpoint =
     interactionMode.mode === 'http'
       ? new HttpInteractionEndpoint({
           logger: interactionLog,
           // Set-if-absent in the store every instance shares: one run per interaction id.
-          claim: (id) =>
-            stores.kv.withLock(`interaction:${id}`, async () => {
-              if ((await stores.kv.get(`interaction-seen:${id}`)) !== undefined) return false;
-              await stores.kv.set(`interaction-seen:${id}`, { at: now() }, INTERACTION_CLAIM_TTL_MS);
-              return true;
-            }),
+          claim: claimInteraction,
           run: (raw, exchange, receivedAt) => run(raw, exchange, receivedAt),
         })
       : undefined;
@@ -559,22 +569,17 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
           rest: botRest,
           kv: stores.kv,
           logger: logger.child({ component: 'gateway' }),
-          onInteraction: (raw) => {
-            // Fencing: an instance that lost the gateway lease (paused past it) never acts on
-            // what its dying connection still delivers; the lease's token must still be ours.
-            if (!gatewayLease) return run(raw);
-            void gatewayLease.verify().then(
-              (ok) => {
-                if (ok) run(raw);
-                else
-                  logger.warn(
-                    { interactionId: raw.id },
-                    'interaction ignored: this instance no longer holds the gateway',
-                  );
-              },
-              (err: unknown) => logger.error({ err }, 'gateway lease check failed'),
-            );
-          },
+          // Fenced by the lease (an instance that lost it never acts on what its dying connection
+          // still delivers), then claimed like an HTTP interaction: a replayed dispatch runs once.
+          onInteraction: gatewayIntake({
+            logger: interactionLog,
+            claim: claimInteraction,
+            ...(gatewayLease ? { holdsGateway: () => gatewayLease.verify() } : {}),
+            run: (raw, receivedAt) => run(raw, undefined, receivedAt),
+            answer: async (raw, body) => {
+              await callbackRest.post(Routes.interactionCallback(raw.id, raw.token), { body, auth: false });
+            },
+          }),
         })
       : undefined;
   // http mode: Discord is "ready" once the token has been checked over REST at start.
@@ -702,13 +707,15 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       } else if (gateway) {
         await inPhase('discord', () => gateway.connect());
       }
-      let sync: SyncResult | undefined;
+      let sync: SyncResult[] | undefined;
       try {
-        sync = await syncCommands({
+        sync = await syncCommandScopes({
           rest: botRest,
           applicationId: config.discord.applicationId,
-          guildId: config.discord.guildId,
-          commands: commandData(),
+          scopes: registrationPlan({
+            userInstall: config.userInstall.enabled,
+            guildId: config.discord.guildId,
+          }),
           logger,
         });
       } catch (err) {
@@ -759,6 +766,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         await step('media client', () => media.close());
         await step('downloader', () => downloader.close());
         await step('store', () => stores.close());
+        await step('data dir lock', () => dataDirLock?.release());
         logger.info('stopped');
       })();
       return stopping;

@@ -304,6 +304,12 @@ const schema = z.object({
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
   DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
   CREDIT_COSTS: withDefault(creditCosts, ''),
+  USER_INSTALL: withDefault(bool('also register the job commands for user installs'), 'false'),
+  USER_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished personal jobs per member'), '3'),
+  USER_DAILY_CREDITS: withDefault(
+    int(0, 1_000_000, 'credits per member per UTC day for personal jobs, 0 = no budget'),
+    '20',
+  ),
   ALLOWED_GUILD_IDS: optional(guildIdList),
   OPERATOR_DAILY_CREDITS: withDefault(
     int(0, 1_000_000_000, 'credits all servers and members may spend per UTC day, 0 = no ceiling'),
@@ -378,6 +384,12 @@ export interface Config {
     defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
     costs: Record<CostedCommand, number>;
   };
+  /**
+   * User installs (USER_INSTALL): `enabled` registers the user-installable commands globally
+   * for installs to a member's account; a personal job (no server settings apply) counts
+   * against the member's own limits, across every place they use it.
+   */
+  userInstall: { enabled: boolean; maxActiveJobs: number; dailyCredits: number };
   /** The operator's bounds above every server's settings (design: "Operator limits"). */
   operator: {
     /** ALLOWED_GUILD_IDS: job commands run only in these servers (undefined: any server). */
@@ -483,6 +495,11 @@ function toConfig(e: Env): Config {
       },
       costs: e.CREDIT_COSTS,
     },
+    userInstall: {
+      enabled: e.USER_INSTALL,
+      maxActiveJobs: e.USER_MAX_ACTIVE_JOBS,
+      dailyCredits: e.USER_DAILY_CREDITS,
+    },
     operator: { ...opt('allowedGuildIds', e.ALLOWED_GUILD_IDS), dailyCredits: e.OPERATOR_DAILY_CREDITS },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
@@ -526,6 +543,8 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
  */
 export interface DiscordConfig {
   discord: Config['discord'];
+  /** USER_INSTALL: where the commands are registered (see `registrationPlan`). */
+  userInstall: boolean;
   logLevel: Config['logLevel'];
   logFormat: Config['logFormat'];
 }
@@ -537,6 +556,7 @@ const discordSchema = schema.pick({
   DISCORD_API_URL: true,
   LOG_LEVEL: true,
   LOG_FORMAT: true,
+  USER_INSTALL: true,
 });
 
 export function parseDiscordConfig(env: Record<string, string | undefined> = process.env): DiscordConfig {
@@ -545,22 +565,29 @@ export function parseDiscordConfig(env: Record<string, string | undefined> = pro
   const e = parsed.data;
   return {
     discord: discordOf(e),
+    userInstall: e.USER_INSTALL,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
   };
 }
 
 /** `npm run invite`: the application id (and a guild to preselect), nothing secret. */
-const inviteSchema = schema.pick({ DISCORD_APPLICATION_ID: true, DISCORD_GUILD_ID: true });
+const inviteSchema = schema.pick({
+  DISCORD_APPLICATION_ID: true,
+  DISCORD_GUILD_ID: true,
+  USER_INSTALL: true,
+});
 
 export function parseInviteConfig(env: Record<string, string | undefined> = process.env): {
   applicationId: string;
   guildId?: string;
+  userInstall: boolean;
 } {
   const parsed = inviteSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(problemsOf(parsed.error));
   return {
     applicationId: parsed.data.DISCORD_APPLICATION_ID,
+    userInstall: parsed.data.USER_INSTALL,
     ...opt('guildId', parsed.data.DISCORD_GUILD_ID),
   };
 }
@@ -575,5 +602,21 @@ export function loadDotEnv(file = '.env'): void {
 
 /** Values that must never be printed; the logger redacts them wherever they appear. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.media.apiKey, ...(config.metrics.token ? [config.metrics.token] : [])];
+  return [
+    config.discord.token,
+    config.media.apiKey,
+    ...(config.metrics.token ? [config.metrics.token] : []),
+    ...redisPassword(config.store.redisUrl),
+  ];
+}
+
+/** The password in REDIS_URL (compose's Redis has one), as written and decoded. */
+function redisPassword(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  try {
+    const raw = new URL(url).password;
+    return raw ? [...new Set([raw, decodeURIComponent(raw)])] : [];
+  } catch {
+    return [];
+  }
 }

@@ -5,6 +5,8 @@
  * right variable even when the underlying error is a bare ECONNREFUSED.
  */
 
+import { DataDirInUseError } from './services/store/data-dir-lock.js';
+
 export type StartPhase = 'store' | 'http' | 'metrics-http' | 'discord';
 
 export class StartError extends Error {
@@ -157,6 +159,10 @@ export function describeStartFailure(err: unknown, ctx: StartContext): string {
         }
         const net = firstCode(inner, NETWORK_CODES);
         return `Cannot reach Redis at ${where}${net ? ` (${net})` : ` (${last})`} after waiting ${ctx.redisWaitSeconds} s: check REDIS_URL and that Redis is running.`;
+      }
+      const inUse = all.find((e): e is DataDirInUseError => e instanceof DataDirInUseError);
+      if (inUse) {
+        return `DATA_DIR ${ctx.dataDir} is in use by another bot process${inUse.pid ? ` (pid ${inUse.pid})` : ''}; the embedded store serves one process: stop the other one, give this one its own DATA_DIR, or set REDIS_URL to run several instances.`;
       }
       const fs = firstCode(inner, FS_CODES);
       const sqlite = all.map(codeOf).find((c) => c?.startsWith('SQLITE_'));

@@ -1,8 +1,12 @@
 import { Routes, type RESTPostAPIApplicationCommandsJSONBody } from 'discord.js';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { commandData } from '../src/commands/index.js';
-import { normalizeCommands, syncCommands } from '../src/services/discord/registration/command-sync.js';
+import { commandData, registrationPlan } from '../src/commands/index.js';
+import {
+  normalizeCommands,
+  syncCommandScopes,
+  syncCommands,
+} from '../src/services/discord/registration/command-sync.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };
@@ -101,7 +105,8 @@ function asDiscordReturns(commands: JsonObject[], style: DiscordStyle): JsonObje
       description_localizations: style.withoutLocalizations ? null : (c['description_localizations'] ?? null),
       dm_permission: true,
       contexts: style.forceContexts ? style.contexts : (c['contexts'] ?? style.contexts),
-      integration_types: [0],
+      // Declared ones are echoed; Discord's default otherwise.
+      integration_types: c['integration_types'] ?? [0],
       nsfw: false,
       ...(options.length > 0 || !style.dropEmptyOptions ? { options } : {}),
       ...(style.guildId !== undefined ? { guild_id: style.guildId } : {}),
@@ -143,6 +148,7 @@ describe('normalizeCommands', () => {
       'settings',
       'privacy',
       'Remove result',
+      'Upscale image',
     ]);
   });
 
@@ -345,7 +351,7 @@ describe('syncCommands', () => {
   it('unchanged (global): one GET, no PUT', async () => {
     const { rest, calls } = stubRest(asDiscordReturns(ours(), UNCHANGED_STYLE));
     const r = await syncCommands({ rest, applicationId: APP_ID, commands: code(), logger: silent });
-    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 8 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'global', count: 9 });
     expect(calls).toEqual([
       { method: 'get', route: Routes.applicationCommands(APP_ID), query: WITH_LOCALIZATIONS },
     ]);
@@ -360,7 +366,7 @@ describe('syncCommands', () => {
       commands: code(),
       logger: silent,
     });
-    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 8 });
+    expect(r).toEqual({ action: 'unchanged', scope: 'guild', count: 9 });
     expect(calls).toEqual([
       { method: 'get', route: Routes.applicationGuildCommands(APP_ID, GUILD_ID), query: WITH_LOCALIZATIONS },
     ]);
@@ -370,7 +376,7 @@ describe('syncCommands', () => {
     const { rest, calls } = stubRest([]);
     const commands = code();
     const r = await syncCommands({ rest, applicationId: APP_ID, commands, logger: silent });
-    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 8 });
+    expect(r).toEqual({ action: 'overwritten', scope: 'global', count: 9 });
     expect(calls.map((c) => c.method)).toEqual(['get', 'put']);
     expect(calls[1]?.route).toBe(Routes.applicationCommands(APP_ID));
     expect(calls[1]?.body).toEqual(commands);
@@ -420,5 +426,88 @@ describe('syncCommands', () => {
       syncCommands({ rest, applicationId: APP_ID, commands: code(), logger: silent }),
     ).rejects.toThrow(/Unauthorized/);
     expect(calls.map((c) => c.method)).toEqual(['get']);
+  });
+});
+
+describe('registration scopes (USER_INSTALL)', () => {
+  const JOBS = ['upscale', 'extend-song', 'extend-video', 'training-photos', 'Upscale image'];
+
+  /** A REST stub holding each route's commands as Discord would report them. */
+  function scopedRest() {
+    const held = new Map<string, JsonObject[]>();
+    const calls: RestCall[] = [];
+    const rest = {
+      get: async (route: `/${string}`): Promise<unknown> => {
+        calls.push({ method: 'get', route });
+        return held.get(route) ?? [];
+      },
+      put: async (route: `/${string}`, options?: { body?: unknown }): Promise<unknown> => {
+        calls.push({ method: 'put', route, body: options?.body });
+        const body = JSON.parse(JSON.stringify(options?.body ?? [])) as JsonObject[];
+        held.set(route, asDiscordReturns(body, UNCHANGED_STYLE));
+        return options?.body;
+      },
+    };
+    return { rest, calls, held };
+  }
+
+  it('off (default): every command states integration_types [0], all in the one scope', () => {
+    const plan = registrationPlan({ userInstall: false });
+    expect(plan).toHaveLength(1);
+    expect(plan[0]?.guildId).toBeUndefined();
+    for (const c of plan[0]?.commands ?? []) expect(c.integration_types, c.name).toEqual([0]);
+    expect(plan[0]?.commands).toHaveLength(9);
+  });
+
+  it('on with a server: the user-installable ones globally ([0, 1], jobs in [0, 1, 2]), the rest in the server', () => {
+    const [global, guild] = registrationPlan({ userInstall: true, guildId: GUILD_ID });
+    expect(global?.guildId).toBeUndefined();
+    expect(global?.commands.map((c) => c.name).sort()).toEqual([...JOBS, 'privacy', 'tasks'].sort());
+    for (const c of global?.commands ?? []) {
+      expect(c.integration_types, c.name).toEqual([0, 1]);
+      expect(c.contexts, c.name).toEqual(JOBS.includes(c.name) ? [0, 1, 2] : [0, 1]);
+    }
+    expect(guild?.guildId).toBe(GUILD_ID);
+    expect(guild?.commands.map((c) => c.name).sort()).toEqual(['Remove result', 'settings']);
+    for (const c of guild?.commands ?? []) {
+      expect(c.integration_types).toEqual([0]);
+      expect(c.contexts).toEqual([0]);
+    }
+  });
+
+  it('each scope compared on its own: one PUT per scope that differs, none on a restart, and off again (npm run register) empties the global one', async () => {
+    const { rest, calls, held } = scopedRest();
+    const sync = (userInstall: boolean) =>
+      syncCommandScopes({
+        rest,
+        applicationId: APP_ID,
+        scopes: registrationPlan({ userInstall, guildId: GUILD_ID, everyScope: true }),
+        logger: silent,
+      });
+    const globalRoute = Routes.applicationCommands(APP_ID);
+    const guildRoute = Routes.applicationGuildCommands(APP_ID, GUILD_ID);
+    expect((await sync(true)).map((r) => [r.scope, r.action, r.count])).toEqual([
+      ['global', 'overwritten', 7],
+      ['guild', 'overwritten', 2],
+    ]);
+    calls.length = 0;
+    expect((await sync(true)).map((r) => r.action)).toEqual(['unchanged', 'unchanged']);
+    expect(calls.map((c) => c.method)).toEqual(['get', 'get']);
+    calls.length = 0;
+    // Off again: a start checks the server's scope only (one GET); `npm run register` checks both.
+    const start = await syncCommandScopes({
+      rest,
+      applicationId: APP_ID,
+      scopes: registrationPlan({ userInstall: false, guildId: GUILD_ID }),
+      logger: silent,
+    });
+    expect(start.map((r) => [r.scope, r.action, r.count])).toEqual([['guild', 'overwritten', 9]]);
+    expect(calls.filter((c) => c.method === 'get').map((c) => c.route)).toEqual([guildRoute]);
+    expect((await sync(false)).map((r) => [r.scope, r.action, r.count])).toEqual([
+      ['global', 'overwritten', 0],
+      ['guild', 'unchanged', 9],
+    ]);
+    expect(held.get(globalRoute)).toEqual([]);
+    expect(held.get(guildRoute)?.map((c) => c['integration_types'])).toEqual(Array(9).fill([0]));
   });
 });

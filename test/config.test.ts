@@ -150,6 +150,7 @@ describe('parseConfig', () => {
         defaults: { threads: false, maxActiveJobs: 3, cooldownSeconds: 0, dailyCredits: 0 },
         costs: { upscale: 1, 'extend-song': 2, 'extend-video': 6, 'training-photos': 2 },
       },
+      userInstall: { enabled: false, maxActiveJobs: 3, dailyCredits: 20 },
       operator: { dailyCredits: 0 },
       logLevel: 'info',
       logFormat: 'auto',
@@ -211,6 +212,22 @@ describe('parseConfig', () => {
     const problems = problemsOf({ ...REQUIRED, RETENTION_DAYS: '0', CONSENT_RETENTION_DAYS: 'a year' });
     expect(lineFor(problems, 'RETENTION_DAYS')).toMatch(/at least 1/);
     expect(lineFor(problems, 'CONSENT_RETENTION_DAYS')).toMatch(/whole number/);
+  });
+
+  it('USER_INSTALL and the members’ own limits: off, 3 and 20 by default; bad values one line each', () => {
+    expect(
+      parseConfig({ ...REQUIRED, USER_INSTALL: 'true', USER_MAX_ACTIVE_JOBS: '5', USER_DAILY_CREDITS: '0' })
+        .userInstall,
+    ).toEqual({ enabled: true, maxActiveJobs: 5, dailyCredits: 0 });
+    const problems = problemsOf({
+      ...REQUIRED,
+      USER_INSTALL: 'maybe',
+      USER_MAX_ACTIVE_JOBS: '0',
+      USER_DAILY_CREDITS: '-1',
+    });
+    expect(lineFor(problems, 'USER_INSTALL')).toMatch(/true|false/);
+    expect(lineFor(problems, 'USER_MAX_ACTIVE_JOBS')).toMatch(/at least 1/);
+    expect(lineFor(problems, 'USER_DAILY_CREDITS')).toMatch(/USER_DAILY_CREDITS/);
   });
 
   it('MEDIA_PHOTO_FORMAT=url without PUBLIC_URL is one clear line (the service would fetch the originals)', () => {
@@ -436,6 +453,12 @@ describe('parseConfig', () => {
     expect(secretsOf(parseConfig({ ...REQUIRED })).sort()).toEqual(
       [REQUIRED.DISCORD_TOKEN, REQUIRED.MEDIA_API_KEY].sort(),
     );
+  });
+
+  it('secretsOf lists the password in REDIS_URL (as written and decoded)', () => {
+    const config = parseConfig({ ...REQUIRED, REDIS_URL: 'redis://:s3cret%2Fpass@redis:6379' });
+    expect(secretsOf(config)).toEqual(expect.arrayContaining(['s3cret%2Fpass', 's3cret/pass']));
+    expect(secretsOf(parseConfig({ ...REQUIRED, REDIS_URL: 'redis://redis:6379' }))).toHaveLength(2);
   });
 });
 

@@ -51,7 +51,7 @@ describe('bot process in http interactions mode', () => {
     expect((await fake.sendPing()).body).toEqual({ type: 1 });
     expect((await fake.sendPing({ signature: 'bad' })).status).toBe(401);
     expect((await fake.sendPing({ signature: 'missing' })).status).toBe(401);
-    expect(fake.guildCommands()).toHaveLength(8);
+    expect(fake.guildCommands()).toHaveLength(9);
 
     const cmd = fake.sendCommand({
       name: 'extend-video',

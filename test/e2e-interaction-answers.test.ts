@@ -152,3 +152,39 @@ describe.each(['gateway', 'http'] as const)('the first answer to a job command (
     });
   });
 });
+
+// Regression: gateway mode had no interaction-id claim, and a 40060 was taken as "ours": a
+// replayed INTERACTION_CREATE ran the command again (no cooldown to stop it), took the first
+// job's message as its own and submitted a second paid task.
+describe.each(['gateway', 'http'] as const)('an interaction delivered again (%s)', (mode) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ interactions: mode, webhooks: true });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('after it was answered: nothing runs again, one task, one message', async () => {
+    const tasks = () => [...h.emulator.tasks.values()].filter((t) => !t.fixture).length;
+    const userId = h.fake.addUser({ username: `replay-${mode}`, permissions: String(1n << 11n) });
+    const cmd = h.fake.sendCommand({
+      name: 'extend-song',
+      userId,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[1] },
+    });
+    const done = await cmd.waitForMessage((m) => text(m).includes('Extend song 2'), 15_000);
+    expect(tasks()).toBe(1);
+    const messagesBefore = h.fake.messages.size;
+    if (mode === 'gateway') h.fake.redispatch(cmd.id);
+    else expect((await h.fake.redeliver(cmd.id)).status).toBe(202);
+    // Nothing to wait for when the replay is dropped: give it the time a second run would take.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(tasks()).toBe(1);
+    expect(h.fake.interactionResponses.filter((r) => r.interactionId === cmd.id)).toHaveLength(1);
+    expect(cmd.followUps).toHaveLength(0);
+    expect(h.fake.messages.size).toBe(messagesBefore);
+    expect(text(h.fake.messages.get(done.id) ?? done)).toBe(text(done));
+    h.fake.assertNoViolations();
+  });
+});

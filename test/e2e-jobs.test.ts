@@ -28,10 +28,11 @@ describe.each([
     await h?.close();
   });
 
-  it('registers exactly the eight commands on first start (seven slash commands, one message command)', () => {
+  it('registers exactly the nine commands on first start (seven slash commands, two message commands)', () => {
     const commands = h.fake.guildCommands();
     expect(commands.map((c) => c['name']).sort()).toEqual([
       'Remove result',
+      'Upscale image',
       'extend-song',
       'extend-video',
       'privacy',
@@ -40,7 +41,12 @@ describe.each([
       'training-photos',
       'upscale',
     ]);
-    expect(commands.filter((c) => c['type'] === 3).map((c) => c['name'])).toEqual(['Remove result']);
+    expect(
+      commands
+        .filter((c) => c['type'] === 3)
+        .map((c) => c['name'])
+        .sort(),
+    ).toEqual(['Remove result', 'Upscale image']);
     // Registered with their texts in every language (the fake keeps what was PUT); a message
     // command has a name and no description.
     for (const c of commands) {

@@ -251,3 +251,122 @@ describe('fake Discord: interaction contexts (DM, second guild, locales)', () =>
     expect(fake.responseViolations).toEqual([]);
   });
 });
+
+/** User installs: a server that never installed the app, the member's own install, group DMs. */
+describe('fake Discord: user installs', () => {
+  let t: FakeWithClient;
+  let fake: FakeDiscord;
+  let alice: string;
+  let outside: string;
+  let strict: string;
+  const joined: string[] = [];
+
+  beforeAll(async () => {
+    t = await fakeWithClient({ guild: { name: 'Main' } });
+    fake = t.fake;
+    t.client.on(Events.GuildCreate, (g) => joined.push(g.id));
+    alice = fake.addUser({ username: 'alice' });
+    outside = fake.addGuild({ name: 'Outside', botInstalled: false, channels: [{ name: 'lounge' }] });
+    strict = fake.addGuild({
+      name: 'Strict',
+      botInstalled: false,
+      externalApps: false,
+      channels: [{ name: 'quiet' }],
+    });
+    for (const g of [outside, strict]) fake.addMember(g, alice);
+    await t.client.application!.commands.set([
+      {
+        name: 'anywhere',
+        description: 'a',
+        integrationTypes: [ApplicationIntegrationType.GuildInstall, ApplicationIntegrationType.UserInstall],
+        contexts: [
+          InteractionContextType.Guild,
+          InteractionContextType.BotDM,
+          InteractionContextType.PrivateChannel,
+        ],
+      },
+      { name: 'server-only', description: 's', contexts: [InteractionContextType.Guild] },
+    ]);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  beforeEach(() => {
+    t.handler = async () => undefined;
+    t.errors.length = 0;
+  });
+
+  it('the bot is not in a server that never installed it: no GUILD_CREATE, 50001 for any bot-token call there', async () => {
+    expect(joined).not.toContain(outside);
+    expect(t.client.guilds.cache.has(outside)).toBe(false);
+    const lounge = fake.defaultChannelOf(outside);
+    await expect(t.client.rest.get(`/channels/${lounge}`)).rejects.toMatchObject({ code: 50001 });
+    await expect(
+      t.client.rest.post(`/channels/${lounge}/messages`, { body: { content: 'hi' } }),
+    ).rejects.toMatchObject({ code: 50001 });
+    await expect(t.client.rest.get(`/guilds/${outside}`)).rejects.toMatchObject({ code: 50001 });
+    expect(fake.outsiderRequests.map((r) => r.method)).toEqual(['GET', 'POST', 'GET']);
+  });
+
+  it('there, only the member’s own install reaches the app, and only its user-installable commands', async () => {
+    expect(() => fake.sendCommand({ name: 'anywhere', userId: alice, guildId: outside })).toThrow(
+      /never installed the app/,
+    );
+    expect(() =>
+      fake.sendCommand({ name: 'server-only', userId: alice, guildId: outside, userInstall: true }),
+    ).toThrow(/integration_types/);
+    t.handler = async (i) => {
+      if (i.isChatInputCommand()) await i.reply({ content: 'hello from my own install' });
+    };
+    const cmd = fake.sendCommand({ name: 'anywhere', userId: alice, guildId: outside, userInstall: true });
+    const reply = await cmd.message();
+    expect(cmd.payload['authorizing_integration_owners']).toEqual({ '1': alice });
+    expect(cmd.payload['context']).toBe(0);
+    expect(cmd.payload['guild_id']).toBe(outside);
+    expect(BigInt(String(cmd.payload['app_permissions'])) & PermissionFlagsBits.ManageThreads).toBe(0n);
+    expect(reply.ephemeral).toBe(false);
+    expect(reply.data['interaction_metadata']).toMatchObject({
+      authorizing_integration_owners: { '1': alice },
+    });
+    // In the server that installed the app, the member's install joins the server's.
+    const both = fake.sendCommand({ name: 'anywhere', userId: alice, userInstall: true });
+    expect(both.payload['authorizing_integration_owners']).toEqual({ '0': fake.guildId, '1': alice });
+  });
+
+  it('where the server disallows external apps, every answer is ephemeral', async () => {
+    t.handler = async (i) => {
+      if (!i.isChatInputCommand()) return;
+      await i.reply({ content: 'public, I asked' });
+      await i.followUp({ content: 'me too' });
+    };
+    const cmd = fake.sendCommand({ name: 'anywhere', userId: alice, guildId: strict, userInstall: true });
+    const reply = await cmd.message();
+    expect(reply.ephemeral).toBe(true);
+    expect(Number(reply.data['flags']) & MessageFlags.Ephemeral).toBe(MessageFlags.Ephemeral);
+    await fake.waitFor(() => cmd.followUps.length === 1);
+    expect(cmd.followUps[0]?.ephemeral).toBe(true);
+  });
+
+  it('a group DM is context 2, reached through a user install only', async () => {
+    expect(() => fake.sendCommand({ name: 'anywhere', userId: alice, groupDm: true })).toThrow(
+      /user install/,
+    );
+    t.handler = async (i) => {
+      if (i.isChatInputCommand()) await i.reply({ content: 'in a group DM' });
+    };
+    const cmd = fake.sendCommand({ name: 'anywhere', userId: alice, groupDm: true, userInstall: true });
+    await cmd.message();
+    expect(cmd.payload['context']).toBe(2);
+    expect(cmd.payload['guild_id']).toBeUndefined();
+    expect(cmd.payload['channel']).toMatchObject({ type: ChannelType.GroupDM });
+    expect(cmd.payload['authorizing_integration_owners']).toEqual({ '1': alice });
+    expect(() =>
+      fake.sendCommand({ name: 'server-only', userId: alice, groupDm: true, userInstall: true }),
+    ).toThrow();
+  });
+
+  it('leaves no violations', () => {
+    expect(t.errors).toEqual([]);
+    fake.assertNoViolations();
+  });
+});

@@ -31,13 +31,17 @@ const GUILD = '333333333333333333';
 const GALLERY = '444444444444444444';
 const logger = pino({ level: 'silent' });
 
-/** Files by path: `/sized/<n>` declares its length, `/chunked/<n>` does not; `n` bytes each. */
+/**
+ * Files by path: `/sized/<n>` declares its length, `/chunked/<n>` does not; `n` bytes each,
+ * starting like a PNG (the gallery re-hosts only what its bytes show to be an image here).
+ */
 function fileServer(events: string[]): Server {
   return createServer((req, res) => {
     const [, kind, size, label] = (req.url ?? '').split('/');
     const n = Number(size);
     events.push(`download ${label ?? ''}`);
     const bytes = Buffer.alloc(n, 7);
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(bytes);
     if (kind === 'sized') res.writeHead(200, { 'content-length': String(n) });
     else res.writeHead(200, { 'transfer-encoding': 'chunked' });
     res.end(bytes);
@@ -190,8 +194,8 @@ describe('gallery memory budget', () => {
     expect(await p).toBe('posted');
     expect(posted[0]?.files.map((f) => f.name)).toEqual(['c1.png', 'c2.png']);
     const t = JSON.stringify(posted[0]?.body);
-    expect(t).toContain(`${base}/chunked/${MIB}/c3.png (no memory left for it in this post)`);
-    expect(t).toContain(`${base}/sized/${MIB}/c4.png (no memory left for it in this post)`);
+    expect(t).toContain(`<${base}/chunked/${MIB}/c3.png> (no memory left for it in this post)`);
+    expect(t).toContain(`<${base}/sized/${MIB}/c4.png> (no memory left for it in this post)`);
     expect(memory.available).toBe(memory.capacity);
   });
 
@@ -206,7 +210,7 @@ describe('gallery memory budget', () => {
     expect(await p).toBe('posted');
     expect(posted[0]?.files).toEqual([]);
     expect(JSON.stringify(posted[0]?.body)).toContain(
-      `${base}/sized/${MIB}/d1.png (the bot’s memory for gallery files stayed busy)`,
+      `<${base}/sized/${MIB}/d1.png> (the bot’s memory for gallery files stayed busy)`,
     );
     expect(events.filter((e) => e.startsWith('download'))).toEqual([]);
     held.release();

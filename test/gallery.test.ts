@@ -16,6 +16,7 @@ import { eventually, jobIdInFooter, startHarness, type Harness } from './helpers
 import { isCardMessage, walkComponents } from './helpers/message-text.js';
 import { renderOperations } from '../src/services/operations/index.js';
 import { createJobRenderer } from '../src/services/discord/render/job-render.js';
+import sharp from 'sharp';
 
 const jobRender = createJobRenderer(renderOperations);
 
@@ -58,6 +59,7 @@ interface Attachment {
   url: string;
   filename: string;
   size: number;
+  content_type?: string;
 }
 
 async function startWithGallery(opts: { gallerySend?: boolean; locale?: string } = {}) {
@@ -66,7 +68,7 @@ async function startWithGallery(opts: { gallerySend?: boolean; locale?: string }
     fake: {
       guild: {
         ...(opts.locale !== undefined ? { locale: opts.locale } : {}),
-        channels: [{ name: 'general' }, { name: 'gallery', botCanSend: opts.gallerySend ?? true }],
+        channels: [{ name: 'general' }, { name: 'gallery' }],
       },
     },
   });
@@ -79,6 +81,8 @@ async function startWithGallery(opts: { gallerySend?: boolean; locale?: string }
     options: { gallery: galleryId },
   });
   expect(text(await set.message(10_000))).toContain(`<#${galleryId}>`);
+  // Taken away after the gallery was set (set with it, the setting is refused: see below).
+  if (opts.gallerySend === false) h.fake.setBotCanSend(galleryId, false);
   return { h, admin, galleryId };
 }
 
@@ -152,13 +156,130 @@ describe('gallery', () => {
       expectCardShowingEveryFile(post.data);
       const t = text(post);
       expect(t).toContain('Not attached:');
-      expect(t).toContain(`${urls.find((u) => u.includes('-2.png'))} (over the 10 MiB upload limit)`);
-      expect(t).toContain(`${urls.find((u) => u.includes('-3.png'))} (download failed (HTTP 500))`);
+      expect(t).toContain(`<${urls.find((u) => u.includes('-2.png'))}> (over the 10 MiB upload limit)`);
+      expect(t).toContain(`<${urls.find((u) => u.includes('-3.png'))}> (download failed (HTTP 500))`);
       h.fake.assertNoViolations();
     } finally {
       h.emulator.setFileFault('-2.png', undefined);
       h.emulator.setFileFault('-3.png', undefined);
     }
+  });
+
+  // Regression: `/settings set gallery` accepted a channel the manager (or the bot) could not see or post in.
+  it('a manager cannot aim the gallery at a channel they cannot see or post in (ephemeral, in their language)', async () => {
+    const hidden = h.fake.channelIdByName('general');
+    const manager = h.fake.addUser({ username: 'manager-hidden', permissions: String(1n << 5n) });
+    const attempt = async (permissions: string, locale?: string) => {
+      h.fake.setChannelPermissions(hidden, manager, permissions);
+      const cmd = h.fake.sendCommand({
+        name: 'settings',
+        subcommand: 'set',
+        userId: manager,
+        options: { gallery: hidden },
+        ...(locale !== undefined ? { locale } : {}),
+      });
+      return cmd.message(10_000);
+    };
+    const view = 1n << 10n;
+    const send = 1n << 11n;
+    for (const [perms, locale, phrase] of [
+      [String(send | (1n << 5n)), undefined, 'you need View Channel and Send Messages there yourself'],
+      [String(view | (1n << 5n)), 'de', '„Kanal ansehen“ und „Nachrichten senden“'],
+    ] as const) {
+      const refused = await attempt(perms, locale);
+      expect(refused.ephemeral).toBe(true);
+      expect(refused.content).toContain(`<#${hidden}>`);
+      expect(refused.content).toContain(phrase);
+      expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(galleryId);
+    }
+    // The manager may, but the bot may not send there: refused too, saying what the bot needs.
+    h.fake.setBotCanSend(hidden, false);
+    const botRefused = await attempt(String(view | send | (1n << 5n)));
+    expect(botRefused.ephemeral).toBe(true);
+    expect(botRefused.content).toContain(`I cannot post in <#${hidden}>`);
+    expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(galleryId);
+    h.fake.setBotCanSend(hidden, true);
+    // With both (or as an administrator) it is taken; then set back for the other tests.
+    for (const perms of [String(view | send | (1n << 5n)), String(1n << 3n)]) {
+      const ok = await attempt(perms);
+      expect(ok.content).not.toContain('you need View Channel');
+      expect((await h.app.context.settings.get(h.fake.guildId)).gallery).toBe(hidden);
+      await h.app.context.settings.set(h.fake.guildId, { gallery: galleryId });
+    }
+    h.fake.assertNoViolations();
+  });
+
+  // Regression: the gallery re-hosted whatever bytes a result URL served, under the URL's
+  // extension (an HTML page as `…png`), and printed the links it could not attach as raw markdown.
+  it('files are judged by their bytes: an HTML page under .png is linked, a JPEG under .png attached as .jpg', async () => {
+    const jpeg = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#808' } })
+      .jpeg()
+      .toBuffer();
+    h.emulator.setFileFault('-2.png', {
+      body: Buffer.from('<html><body>[click](https://phish.example) @everyone</body></html>'),
+      contentType: 'image/png',
+    });
+    h.emulator.setFileFault('-4.png', { body: jpeg, contentType: 'image/png' });
+    try {
+      const before = h.fake.channelMessages(galleryId).length;
+      await upscale(h, admin).waitForMessage((m) => text(m).includes('Upscale again'), 15_000);
+      const post = await eventually(() => h.fake.channelMessages(galleryId)[before], 15_000, 'gallery post');
+      const urls = latestUpscaleUrls(h);
+      const stem = (u: string | undefined) =>
+        (u ?? '')
+          .split('/')
+          .pop()
+          ?.replace(/\.png$/, '');
+      const attachments = post.data['attachments'] as unknown as Attachment[];
+      expect(attachments.map((a) => a.filename)).toEqual([
+        `${stem(urls[0])}.png`,
+        `${stem(urls[2])}.png`,
+        `${stem(urls[3])}.jpg`,
+      ]);
+      const jpg = attachments[2];
+      expect(jpg?.content_type).toBe('image/jpeg');
+      expect(Buffer.from(await (await fetch(jpg?.url ?? '')).arrayBuffer()).equals(jpeg)).toBe(true);
+      expectCardShowingEveryFile(post.data);
+      expect(text(post)).toContain(`<${urls[1]}> (its bytes are not a file of this job's kind)`);
+      h.fake.assertNoViolations();
+    } finally {
+      h.emulator.setFileFault('-2.png', undefined);
+      h.emulator.setFileFault('-4.png', undefined);
+    }
+  });
+
+  it('a link it could not attach is printed inert: no markdown, link or mention can come out of it', () => {
+    const hostile = 'https://files.example/a.png?x=)[click](https://phish.example)<@&123>`@everyone`*b*';
+    const job = {
+      id: 'j1',
+      secret: 's',
+      operation: 'upscale',
+      userId: '5',
+      message: { channelId: '6', guildId: '7', messageId: '8' },
+      params: { prompt: 'cat' },
+      state: 'finished',
+      percentage: 100,
+      result: { kind: 'upscale', imageUrls: [hostile] },
+      createdAt: 0,
+      updatedAt: 0,
+      version: 1,
+    } as const;
+    const post = jobRender.renderGalleryPost(
+      job as unknown as Parameters<typeof jobRender.renderGalleryPost>[0],
+      [],
+      [
+        { url: hostile, reason: () => 'download failed' },
+        { url: 'javascript:alert(1)//[x](y)', reason: () => 'no' },
+      ],
+    );
+    const shown = JSON.stringify(post);
+    const line = /Not attached:\\n• (<[^>]*>) \(download failed\)/.exec(shown)?.[1] ?? '';
+    expect(line.startsWith('<https://files.example/a.png?x=')).toBe(true);
+    // Inside the autolink nothing closes it early or opens markdown, a mention or a masked link.
+    expect(line.slice(1, -1)).not.toMatch(/[<>[\]`\s]/);
+    expect(shown).not.toContain('<@&123>');
+    expect(shown).not.toContain('[click](');
+    expect(shown).toContain('javascript:alert(1)//\\\\[x\\\\](y)');
   });
 
   // Regression: Discord took the post but answered 502 (its answer lost); REST's retry
@@ -302,7 +423,7 @@ describe('gallery: languages', () => {
       expect(t).toContain('Zum Auftrag springen');
       expect(t).toContain('Nicht angehängt:');
       expect(t).toContain(
-        `${latestUpscaleUrls(h).find((u) => u.includes('-3.png'))} (Download fehlgeschlagen (HTTP 500))`,
+        `<${latestUpscaleUrls(h).find((u) => u.includes('-3.png'))}> (Download fehlgeschlagen (HTTP 500))`,
       );
       expect(t).not.toContain('Jump to the job');
       h.fake.assertNoViolations();
@@ -481,7 +602,7 @@ describe('gallery: result links to private addresses', () => {
           expect(attachments).toEqual([]);
           for (const url of urls)
             expect(text(post)).toContain(
-              `${url} (refused: the link points to a non-public address (loopback))`,
+              `<${url}> (refused: the link points to a non-public address (loopback))`,
             );
         } else {
           expect(attachments.map((a) => a.filename)).toEqual(names(urls));

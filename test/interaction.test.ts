@@ -24,6 +24,7 @@ import { createInteractionRouter } from '../src/commands/router.js';
 import type { BotContext, ComponentHandler } from '../src/commands/types.js';
 import {
   BotInteraction,
+  FollowUpLimitError,
   TooLateError,
   type AckTransport,
   type MessageBody,
@@ -33,12 +34,14 @@ import {
   type HttpReply,
 } from '../src/services/discord/interactions/http-endpoint.js';
 import { STORE_DOWN_TEXT } from '../src/services/store/errors.js';
+import { trackCallbackRetries } from '../src/services/discord/interactions/callback-retries.js';
 import { t } from '../src/i18n/index.js';
 
 /** The payloads below come from a German member (`locale: 'de'`) of an English server: apologies speak German. */
 const STORE_DOWN_MESSAGE = t('de', STORE_DOWN_TEXT);
 import { interactionRoutes } from '../src/webhooks/interactions.js';
 import {
+  ALREADY_ACKNOWLEDGED,
   RecordingDiscord,
   UNKNOWN_MESSAGE,
   UNKNOWN_WEBHOOK,
@@ -186,10 +189,12 @@ class Bench {
     { handler: Handler; opts: StartOptions; created: (i: BotInteraction) => void; done: (o: Outcome) => void }
   >();
   runs = 0;
+  readonly callbackRetried: (interactionId: string) => boolean;
 
   constructor(discord: RecordingDiscord, mode: Mode) {
     this.discord = discord;
     this.api = new API(discord.rest);
+    this.callbackRetried = trackCallbackRetries(discord.rest);
     this.mode = mode;
     this.endpoint = new HttpInteractionEndpoint({
       logger,
@@ -205,6 +210,7 @@ class Bench {
     this.#pending.delete(raw.id);
     const i = new BotInteraction(raw, {
       api: this.api.interactions,
+      callbackRetried: this.callbackRetried,
       logger,
       ackAfterMs: p.opts.ackAfterMs ?? ACK_AFTER,
       ...(p.opts.ephemeralByDefault ? { ephemeralByDefault: true } : {}),
@@ -331,6 +337,37 @@ describe.each<Mode>(['gateway', 'http'])('answers in time (%s)', (mode) => {
       type: 4,
       data: { content: 'only you', flags: EPHEMERAL, allowed_mentions: mentions },
     });
+  });
+
+  it('a user install the server lacks: at most 5 follow-ups, the 6th refused here without a request', async () => {
+    // Discord caps follow-ups at 5 when only the member's own install brought the interaction.
+    const raw = base(
+      2,
+      { id: nextId(), name: 'tasks', type: 1, options: [] },
+      {
+        authorizing_integration_owners: { '1': USER },
+      },
+    );
+    const s = bench.start(raw, async (i) => {
+      await i.reply({ content: 'first' });
+      for (let n = 0; n < 5; n++) await i.followUp({ content: `more ${n}` }, { ephemeral: true });
+      return i.followUp({ content: 'one too many' }).then(
+        () => 'sent',
+        (e: unknown) => (e instanceof FollowUpLimitError ? e.code : 'other'),
+      );
+    });
+    expect(await result(s)).toBe(40094);
+    expect(discord.lines().filter((l) => l === `POST ${hook(raw)}`)).toHaveLength(5);
+  });
+
+  it('the server’s own install: follow-ups are not capped by the bot', async () => {
+    const raw = command('tasks');
+    const s = bench.start(raw, async (i) => {
+      await i.reply({ content: 'first' });
+      for (let n = 0; n < 6; n++) await i.followUp({ content: `more ${n}` }, { ephemeral: true });
+    });
+    await result(s);
+    expect(discord.lines().filter((l) => l === `POST ${hook(raw)}`)).toHaveLength(6);
   });
 
   it('a reply with a file goes as multipart (payload_json + files[0])', async () => {
@@ -975,6 +1012,68 @@ describe.each<Mode>(['gateway', 'http'])('a first callback whose answer was lost
     if (mode === 'http') expect(await s.http).toEqual({ status: 202 });
   });
 });
+
+describe.each<Mode>(['gateway', 'http'])(
+  'a first callback refused 40060 that was never ours (%s)',
+  (mode) => {
+    // Regression: "40060 means ours" let a replayed delivery of an answered command go on as if
+    // it had answered: it fetched the first run's message, took it as its own and submitted again.
+    it('another run answered: the answer throws, no @original is fetched, nothing else is sent', async () => {
+      const bench = new Bench(discord, mode);
+      const raw = command();
+      discord.fail({ method: 'POST', path: /\/callback$/, answer: ALREADY_ACKNOWLEDGED });
+      const s = bench.start(raw, async (i) => {
+        await i.reply({ content: 'Submitting…' });
+        return 'went on';
+      });
+      await expect(result(s)).rejects.toMatchObject({ code: 40060 });
+      const i = await s.interaction;
+      expect(i.replied).toBe(false);
+      // Later answers of the same run (the router's apology) are refused too, without a request.
+      await expect(i.followUp({ content: 'sorry' })).rejects.toMatchObject({ code: 40060 });
+      await vi.advanceTimersByTimeAsync(ACK_AFTER * 2);
+      expect(discord.lines()).toEqual([callbackOf(raw)]);
+    });
+
+    // Over the gateway the acknowledgement is a callback too (over HTTP it is the HTTP response: ours).
+    it.runIf(mode === 'gateway')(
+      'the automatic acknowledgement refused 40060: the late reply is not sent into the other run’s message',
+      async () => {
+        const bench = new Bench(discord, mode);
+        const raw = command();
+        discord.fail({ method: 'POST', path: /\/callback$/, answer: ALREADY_ACKNOWLEDGED });
+        let go!: () => void;
+        const gate = new Promise<void>((r) => (go = r));
+        const s = bench.start(raw, async (i) => {
+          await gate;
+          return i.reply({ content: 'late' });
+        });
+        await vi.advanceTimersByTimeAsync(ACK_AFTER);
+        await discord.waitForCount(1);
+        await realPause(20);
+        go();
+        await expect(result(s)).rejects.toMatchObject({ code: 40060 });
+        expect(discord.lines()).toEqual([callbackOf(raw)]);
+      },
+    );
+
+    it('after a callback cut without Discord’s answer (reset), a 40060 is ours: answered, the original fetched', async () => {
+      const bench = new Bench(discord, mode);
+      const raw = command();
+      discord.fail({ method: 'POST', path: /\/callback$/, answer: { reset: true } });
+      discord.fail({ method: 'POST', path: /\/callback$/, answer: ALREADY_ACKNOWLEDGED });
+      // REST may retry the cut request itself (its retry then gets the 40060) or give up (the
+      // handler's next answer then does): either way Discord may hold our first callback.
+      const s = bench.start(raw, async (i) => {
+        await i.reply({ content: 'first' }).catch(() => undefined);
+        if (!i.replied) await i.reply({ content: 'second' });
+        return i.replied;
+      });
+      expect(await result(s)).toBe(true);
+      expect(discord.lines().slice(-2)).toEqual([callbackOf(raw), `GET ${hook(raw)}/messages/@original`]);
+    });
+  },
+);
 
 // ================================================================== the HTTP endpoint
 

@@ -77,7 +77,7 @@ for (const redis of [false, true])
 
     it('every command states integration_types [0] (server install) and where it works', () => {
       const registered = h.fake.globalCommands;
-      expect(registered).toHaveLength(9 - 1); // `Upscale image` is not in this branch yet
+      expect(registered).toHaveLength(9);
       for (const c of registered) expect(c['integration_types'], String(c['name'])).toEqual([0]);
       const contexts = Object.fromEntries(registered.map((c) => [c['name'], c['contexts']]));
       expect(contexts).toMatchObject({
@@ -87,6 +87,7 @@ for (const redis of [false, true])
         'training-photos': [0],
         settings: [0],
         'Remove result': [0],
+        'Upscale image': [0],
         tasks: [0, 1],
         privacy: [0, 1],
       });

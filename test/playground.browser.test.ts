@@ -125,7 +125,10 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await pg.fake.waitFor(() => pg.fake.guildCommands().length >= 6, { timeoutMs: 30_000 });
+    // USER_INSTALL: the user-installable commands are global, /settings and Remove result the server's.
+    await pg.fake.waitFor(() => pg.fake.globalCommands.length + pg.fake.guildCommands().length >= 9, {
+      timeoutMs: 30_000,
+    });
     await pg.fake.waitForGatewayReady(30_000);
     general = pg.fake.channelIdByName('general');
     galleryId = pg.fake.channelIdByName('gallery');

@@ -189,6 +189,7 @@ for (const backend of ['sqlite', 'redis'] as const)
           costs: DEFAULT_CREDIT_COSTS,
           operator: {},
           jobMaxDurationMs: DAY,
+          personal: { maxActiveJobs: 3, dailyCredits: 20 },
           logger,
         }),
         retention: { jobDays: 30, consentDays: 365, sessionHours: 24 },

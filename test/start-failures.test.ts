@@ -6,13 +6,13 @@
  * Discord variables only.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
-import { freePort, REDIS_URL } from './helpers/harness.js';
+import { eventually, freePort, REDIS_URL } from './helpers/harness.js';
 import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 import { privateRedis } from './helpers/private-redis.js';
 import { needs } from './helpers/requirements.js';
@@ -49,6 +49,46 @@ function run(args: string[], env: Record<string, string>, timeoutMs = 25_000): P
 }
 
 const startBot = (env: Record<string, string>) => run(['--import', 'tsx', 'src/main.ts'], env);
+const startBotProcess = startBot;
+
+interface RunningBot {
+  pid: number;
+  exitCode(): number | null;
+  /** Sends `signal` and resolves with the exit code once it exited. */
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+/** The bot as a process that started and is ready (GET /readyz 200). */
+async function runningBot(env: Record<string, string>): Promise<RunningBot> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const kill = async (signal: NodeJS.Signals): Promise<number | null> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  try {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the bot exited (${child.exitCode}): ${output}`);
+        const res = await fetch(`http://127.0.0.1:${env.PORT}/readyz`).catch(() => undefined);
+        return res?.status === 200;
+      },
+      90_000,
+      'the bot to be ready',
+    );
+  } catch (err) {
+    await kill('SIGKILL');
+    throw err;
+  }
+  return { pid: child.pid ?? 0, exitCode: () => child.exitCode, kill };
+}
 
 /** The messages of the warn-level JSON log lines (LOG_FORMAT=json) in `stdout`. */
 function warningsIn(stdout: string): string[] {
@@ -80,6 +120,9 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
   let base: Record<string, string>;
   let busy: Server;
   let busyPort: number;
+  // One bot process per DATA_DIR: each start here gets its own (unless the test names one).
+  const startBot = async (env: Record<string, string>): Promise<Run> =>
+    startBotProcess({ DATA_DIR: await mkdtemp(join(dataDir, 'run-')), ...env });
 
   beforeAll(async () => {
     fake = await startFakeDiscord({ warmUpValidators: false });
@@ -92,7 +135,6 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
       MEDIA_API_KEY: 'test-key',
       MEDIA_API_URL: 'http://127.0.0.1:9',
       HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
       LOG_FORMAT: 'json',
     };
     busy = createServer();
@@ -256,6 +298,53 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
     },
   );
 
+  it.concurrent(
+    'a second bot on the DATA_DIR another bot runs on: one line naming it; a killed holder leaves no stale lock',
+    async () => {
+      const shared = await mkdtemp(join(dataDir, 'shared-'));
+      const first = await runningBot({ ...base, DATA_DIR: shared, PORT: String(await freePort()) });
+      try {
+        const r = await startBot({ ...base, DATA_DIR: shared, PORT: String(await freePort()) });
+        expectOneLine(
+          r,
+          new RegExp(
+            `DATA_DIR ${shared.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another bot process \\(pid ${first.pid}\\)`,
+          ),
+          /REDIS_URL/,
+        );
+        expect(first.exitCode()).toBeNull();
+      } finally {
+        await first.kill('SIGKILL');
+      }
+      // The kernel dropped the dead holder's lock: the next bot starts and stops as usual.
+      const next = await runningBot({ ...base, DATA_DIR: shared, PORT: String(await freePort()) });
+      expect(await next.kill('SIGTERM')).toBe(0);
+    },
+    180_000,
+  );
+
+  it.concurrent(
+    'what the bot keeps in DATA_DIR is readable by its user only (0600 files, 0700 directory)',
+    async () => {
+      const dir = join(await mkdtemp(join(dataDir, 'modes-')), 'data');
+      const bot = await runningBot({ ...base, DATA_DIR: dir, PORT: String(await freePort()) });
+      try {
+        expect(((await stat(dir)).mode & 0o777).toString(8)).toBe('700');
+        const files = await readdir(dir);
+        expect(files).toEqual(
+          expect.arrayContaining(['bot.sqlite', 'bot.sqlite-wal', 'bot.sqlite-shm', 'bot.lock', 'bot.pid']),
+        );
+        for (const f of files) {
+          const st = await stat(join(dir, f));
+          expect(`${f} ${(st.mode & 0o777).toString(8)}`).toBe(`${f} ${st.isDirectory() ? '700' : '600'}`);
+        }
+      } finally {
+        await bot.kill('SIGTERM');
+      }
+    },
+    120_000,
+  );
+
   it.concurrent('LOG_LEVEL=debug adds the details (stack) to the logs, still one human line', async () => {
     const r = await startBot({
       ...base,
@@ -326,6 +415,15 @@ describe('npm run invite / register', () => {
       ]) {
         expect(r.stdout).toContain(name);
       }
+      // The user-install link too: commands only, installed to the member's account (integration_type 1).
+      const links = [...r.stdout.matchAll(/https:\/\/discord\.com\/oauth2\/authorize\S+/g)].map(
+        (m) => new URL(m[0]),
+      );
+      const user = links.find((u) => u.searchParams.get('integration_type') === '1');
+      expect(user?.searchParams.get('client_id')).toBe('123456789012345678');
+      expect(user?.searchParams.get('scope')).toBe('applications.commands');
+      expect(user?.searchParams.get('permissions')).toBeNull();
+      expect(r.stdout).toContain('Installation Contexts');
       // Results are Components V2 cards: Embed Links is for the waiting and running messages.
       const embedLinks = r.stdout.split('\n').find((l) => l.includes('Embed Links')) ?? '';
       expect(embedLinks).toContain('waiting and running job messages');

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
 import { REDIS_URL } from './helpers/detect.js';
 import { needs } from './helpers/requirements.js';
@@ -12,6 +12,7 @@ import { pino, type Logger } from 'pino';
 import { createClient } from '@redis/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openBackend, type Backend } from '../src/services/store/backend.js';
+import { DataDirInUseError, lockDataDir } from '../src/services/store/data-dir-lock.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, mergeJob, type StoreOptions, type Stores } from '../src/services/store/index.js';
 import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
@@ -881,6 +882,40 @@ describe('SQLite open: a file another connection holds', () => {
     } finally {
       await lock.release();
     }
+  });
+
+  it('an older world-readable database and its -wal/-shm are narrowed to 0600 on open; a new one is made 0600', async () => {
+    const old = await freshDir();
+    for (const f of ['bot.sqlite', 'bot.sqlite-wal', 'bot.sqlite-shm']) {
+      await writeFile(join(old, f), '');
+      await chmod(join(old, f), 0o644);
+    }
+    const b = await openBackend({ dataDir: old, namespace: 'modes', opTimeoutMs: 2_000, logger });
+    await b.set('k', 1, 60_000);
+    for (const f of await readdir(old))
+      expect(`${f} ${((await stat(join(old, f))).mode & 0o777).toString(8)}`).toBe(`${f} 600`);
+    await b.close();
+    const made = join(await freshDir(), 'new');
+    const c = await openBackend({ dataDir: made, namespace: 'modes', opTimeoutMs: 2_000, logger });
+    await c.set('k', 1, 60_000);
+    expect(((await stat(made)).mode & 0o777).toString(8)).toBe('700');
+    for (const f of await readdir(made))
+      expect(`${f} ${((await stat(join(made, f))).mode & 0o777).toString(8)}`).toBe(`${f} 600`);
+    await c.close();
+  });
+
+  it('DATA_DIR lock: a second holder is refused with the first one’s pid, free again once released', async () => {
+    const dataDir = await freshDir();
+    const first = await lockDataDir(dataDir);
+    const refused = await lockDataDir(dataDir).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(DataDirInUseError);
+    expect(refused).toMatchObject({ pid: process.pid });
+    await first.release();
+    const again = await lockDataDir(dataDir);
+    await again.release();
   });
 
   it('an error other than SQLITE_BUSY is not retried', async () => {

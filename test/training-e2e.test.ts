@@ -677,6 +677,28 @@ describe('/training-photos end to end', () => {
     }
   });
 
+  // Regression: a session kept the signed CDN links of the un-cleaned originals (EXIF, GPS) for
+  // its whole life (24 h), beside the member's ethnicity, gender and age.
+  it('a stored session holds no working link to an original: the links are kept unsigned', async () => {
+    const user = fake.addUser({ username: 'unsigned-links' });
+    const start = fake.sendCommand({
+      name: 'training-photos',
+      subcommand: 'start',
+      userId: user,
+      options: { ethnicity: 'asian', gender: 'female' },
+      attachments: asAttachments(await photoFiles(2, 'kept')),
+    });
+    await start.waitForMessage((m) => m.content.includes('2 / 30 photos'));
+    const [session] = await h.app.context.training.listByMember(user);
+    expect(session?.photos).toHaveLength(2);
+    for (const p of session?.photos ?? []) {
+      expect(new URL(p.url).search).toBe('');
+      // Without its signature the CDN serves nothing.
+      expect((await fetch(p.url)).status).toBe(404);
+    }
+    fake.assertNoViolations();
+  });
+
   it('renews expired CDN links through /attachments/refresh-urls before submitting', async () => {
     const channelId = fake.defaultChannelId;
     const user = fake.addUser({ username: 'late-submitter' });
@@ -722,7 +744,11 @@ describe('/training-photos end to end', () => {
       .filter((r) => r.path === '/attachments/refresh-urls')
       .slice(refreshesBefore);
     expect(refresh).toHaveLength(1);
-    expect(((refresh[0]?.body as JsonObject)['attachment_urls'] as string[]).length).toBe(10);
+    // Every photo's link was kept without its signature (no working link to an original is
+    // stored): all 11 are signed again at submit.
+    const asked = (refresh[0]?.body as JsonObject)['attachment_urls'] as string[];
+    expect(asked).toHaveLength(11);
+    for (const url of asked) expect(new URL(url).search).toBe('');
     expect(uploadRequests().length).toBe(before + 1);
     const [record] = await consentRecords(user);
     expect(receivedHashes(lastUploadTask()!.id)).toEqual(record?.sha256);

@@ -604,7 +604,7 @@ describe('originals for submit', () => {
     expect(discordUrlExpiry('https://example.com/a.png')).toBeUndefined();
   });
 
-  it('refreshes expired links through the given function, then downloads and verifies each photo', async () => {
+  it('keeps Discord links unsigned and signs them again at submit, then downloads and verifies each photo', async () => {
     const calls: string[][] = [];
     const { s } = sessions({
       refreshUrls: (urls) => {
@@ -612,7 +612,7 @@ describe('originals for submit', () => {
         return Promise.resolve({
           refreshed_urls: urls.map((u) => ({
             original: u,
-            refreshed: u.replace(/ex=[0-9a-f]+/, `ex=${exHex(clock + 86_400_000)}`) + '&r=1',
+            refreshed: `${u}?ex=${exHex(clock + 86_400_000)}&is=0&hm=ef`,
           })),
         });
       },
@@ -628,11 +628,13 @@ describe('originals for submit', () => {
     ]);
     clock += 3_600_000; // the first link has expired, the second is still good for hours
     const session = (await s.get(key))!;
+    // Discord links are stored without their signature: no working link to an original is kept.
+    expect(session.photos.map((p) => p.url)).toEqual([expired.url, fresh.url, plain.url]);
     const originals = await s.originals(session);
-    expect(calls).toHaveLength(1);
-    expect(calls[0]).toEqual([session.photos[0]?.url]);
-    expect(originals[0]?.url).toMatch(/&r=1$/);
-    expect(originals[1]?.url).toBe(session.photos[1]?.url);
+    // Both are signed again for the submission (the other link is no Discord one).
+    expect(calls).toEqual([[expired.url, fresh.url]]);
+    expect(originals[0]?.url).toMatch(/\?ex=[0-9a-f]+&is=0&hm=ef$/);
+    expect(originals[1]?.url).toMatch(/\?ex=[0-9a-f]+&is=0&hm=ef$/);
     expect(originals[2]?.url).toBe(plain.url);
     for (const [i, o] of originals.entries()) expect(sha(await o.read())).toBe(session.photos[i]?.sha256);
   });

@@ -409,12 +409,15 @@ async function runMessageCommand(name, messageId) {
   void loadMessages();
 }
 
-const TOP_LEVEL = new Set([0, 5, 15, 16]);
+const TOP_LEVEL = new Set([0, 1, 5, 15, 16]);
 const THREADS = new Set([10, 11, 12]);
-const CHANNEL_ICON = { 0: 'hash', 5: 'megaphone', 15: 'forum', 16: 'forum' };
+const CHANNEL_ICON = { 0: 'hash', 1: 'chat', 5: 'megaphone', 15: 'forum', 16: 'forum' };
 
 function renderChannels() {
-  const top = state.channels.filter((c) => TOP_LEVEL.has(c.type));
+  // A DM is the open member's own (each member has theirs with the bot).
+  const top = state.channels.filter(
+    (c) => TOP_LEVEL.has(c.type) && (c.type !== 1 || c.dmOf === state.userId),
+  );
   const row = (c) =>
     el(
       'button',
@@ -441,19 +444,25 @@ function renderChannels() {
       el('span', { class: 'spine', 'aria-hidden': 'true' }),
       el('span', { text: t.name }),
     );
+  // Grouped by place: the server, the server without the bot (user install), the DMs.
+  const categories = [...new Set(top.map((c) => c.category ?? 'Text channels'))];
   $('#channel-list').replaceChildren(
-    el('div', { class: 'category', text: 'Text channels' }),
-    ...top.flatMap((c) => [
-      row(c),
-      // Only the threads and posts the member follows (and the one open), as Discord's sidebar.
-      ...state.channels
-        .filter(
-          (th) =>
-            th.parentId === c.id &&
-            THREADS.has(th.type) &&
-            (followed().has(th.id) || th.id === state.channelId),
-        )
-        .map(threadRow),
+    ...categories.flatMap((category) => [
+      el('div', { class: 'category', text: category }),
+      ...top
+        .filter((c) => (c.category ?? 'Text channels') === category)
+        .flatMap((c) => [
+          row(c),
+          // Only the threads and posts the member follows (and the one open), as Discord's sidebar.
+          ...state.channels
+            .filter(
+              (th) =>
+                th.parentId === c.id &&
+                THREADS.has(th.type) &&
+                (followed().has(th.id) || th.id === state.channelId),
+            )
+            .map(threadRow),
+        ]),
     ]),
   );
   const c = channel(state.channelId);

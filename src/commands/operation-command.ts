@@ -12,6 +12,7 @@ export function operationCommand(op: Exclude<Operation, 'upload'>): Command {
     // Paid work runs in servers only: fair use and credits are a server's (design: "Where commands work").
     data: { ...input.data, ...where.jobs },
     job: true,
+    userInstall: 'job',
     async execute(i, ctx) {
       const params = input.fromOptions(i.options, { maxImageBytes: ctx.limits.maxImageBytes });
       await startOperation(i, ctx, op, params);

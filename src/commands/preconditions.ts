@@ -1,4 +1,8 @@
-import { PermissionFlagsBits } from 'discord-api-types/v10';
+import {
+  ApplicationIntegrationType,
+  InteractionContextType,
+  PermissionFlagsBits,
+} from 'discord-api-types/v10';
 import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import type { JobRecord } from '../services/store/types.js';
 import { refusalMessage } from '../services/community/community.js';
@@ -46,6 +50,23 @@ export function requireManageServer(i: BotInteraction, guildOnly?: MemberText): 
     throw new UserError('not_manager', (tr) => tr.t('settings.not_manager'));
   }
   return guildId;
+}
+
+/**
+ * Where a job started here is a **personal job** (design: "Anywhere: user installs"): a DM
+ * or group DM, or a server whose `authorizing_integration_owners` shows no install of the bot
+ * by that server (the member's own install brought the command). In a server that installed
+ * the bot every job is a server job, whatever the member installed.
+ */
+export function isPersonalPlace(i: Pick<BotInteraction, 'raw' | 'guildId'>): boolean {
+  if (i.guildId === null) return true;
+  const context = i.raw.context;
+  if (context === InteractionContextType.BotDM || context === InteractionContextType.PrivateChannel)
+    return true;
+  const owners = i.raw.authorizing_integration_owners;
+  // A payload without the map (older API versions) can only come from the server's own install.
+  if (owners === undefined) return false;
+  return owners[ApplicationIntegrationType.GuildInstall] !== i.guildId;
 }
 
 /**

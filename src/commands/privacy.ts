@@ -129,6 +129,7 @@ const FAILURE_KEY = {
 
 export const privacy: Command = {
   data: { ...data, ...where.serverAndDm },
+  userInstall: 'member',
   ephemeral: true,
   async execute(interaction, ctx) {
     const tr = translatorFor(interaction);

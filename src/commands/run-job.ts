@@ -14,6 +14,7 @@ import { checkParams, operationOf } from '../services/operations/index.js';
 import type { ParamsOf } from '../services/operations/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { DEFAULT_LOCALE, t, translatorFor } from '../i18n/index.js';
+import { isPersonalPlace } from './preconditions.js';
 import { UserError, type BotContext } from './types.js';
 
 export interface JobRequest {
@@ -73,12 +74,14 @@ export function toReplyOptions(p: MessageBody | MessagePayload): MessageBody {
  * The job exists with its message before the service can send a webhook.
  */
 export async function runJob(interaction: BotInteraction, ctx: BotContext, req: JobRequest): Promise<void> {
-  // Fair use and credits are a server's: a job never starts without one (a DM, a group DM).
-  const guildId = interaction.guildId;
-  if (guildId === null) {
+  const guildId = interaction.guildId ?? undefined;
+  // A personal job (a user install, a DM) counts against the member's own limits; without
+  // USER_INSTALL job commands stay in servers, where the server's fair use and credits apply.
+  const personal = isPersonalPlace(interaction);
+  if (personal && !ctx.userInstall) {
     throw new UserError('guild_only', (tr) => tr.t('refusal.dm_job_commands'));
   }
-  const member = { guildId, userId: interaction.user.id };
+  const member = { ...(guildId !== undefined ? { guildId } : {}), personal, userId: interaction.user.id };
   // Fair use and credits: checked and reserved before anything is stored or sent. A slow
   // store (the member's fair-use lock is shared with their other commands and finals)
   // is acknowledged on the command's behalf in time (BotInteraction), the job message then
@@ -103,12 +106,13 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
       ...(interaction.guildLocale !== undefined ? { locale: interaction.guildLocale } : {}),
       operation: req.operation,
       userId: interaction.user.id,
+      ...(personal ? { personal: true } : {}),
       params: req.parent
         ? { ...req.params, extended_from: jobMessageLink(req.parent) ?? req.parent.id }
         : req.params,
       message: {
         channelId: interaction.channelId ?? '',
-        guildId,
+        ...(guildId !== undefined ? { guildId } : {}),
         interaction: {
           applicationId: interaction.applicationId,
           token: interaction.token,
@@ -166,8 +170,9 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
       // The interaction webhook still reaches the message for ~15 min.
       ctx.logger.warn({ err, jobId: job.id }, 'could not record the message id');
     }
-    // Before the service call, so no webhook can race the move into the thread.
-    if (!interaction.inThread()) {
+    // Before the service call, so no webhook can race the move into the thread. A personal
+    // job has no thread: the bot is not in its channel, and the server's settings do not apply.
+    if (!personal && guildId !== undefined && !interaction.inThread()) {
       const threads = await ctx.settings
         .get(guildId)
         .then((s) => s.threads)

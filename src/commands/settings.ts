@@ -1,6 +1,6 @@
 import { discordTimestamp as ts } from '../services/shared/format.js';
 import { ChannelType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
-import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import { requireManageServer } from './preconditions.js';
 import { nextUtcMidnight } from '../services/community/fair-use.js';
 import { SETTING_NAMES, type SettingName, type SettingsPatch } from '../services/community/settings.js';
@@ -139,12 +139,38 @@ function balanceLine(ctx: BotContext, tr: Translator): string[] {
   ];
 }
 
+/**
+ * A gallery is a channel the manager can see and post in: Discord sends, with the chosen
+ * channel, the invoking member's permissions there (overwrites included). A manager of the
+ * server could otherwise aim the gallery at a channel hidden from them.
+ */
+function assertManagerCanPost(channel: { id: string; permissions?: string }): void {
+  let perms: bigint | undefined;
+  try {
+    perms = channel.permissions !== undefined ? BigInt(channel.permissions) : undefined;
+  } catch {
+    perms = undefined;
+  }
+  const needed = PermissionFlagsBits.ViewChannel | PermissionFlagsBits.SendMessages;
+  const ok =
+    perms !== undefined &&
+    (hasPermission(perms, PermissionFlagsBits.Administrator) || hasPermission(perms, needed));
+  if (!ok) {
+    throw new UserError('gallery_member_no_access', (t) =>
+      t.t('settings.gallery_member_no_access', { channel: `<#${channel.id}>` }),
+    );
+  }
+}
+
 function patchFrom(i: BotInteraction): SettingsPatch {
   const patch: SettingsPatch = {};
   const threads = i.options.getBoolean('threads');
   if (threads !== null) patch.threads = threads;
   const gallery = i.options.getChannel('gallery');
-  if (gallery !== null) patch.gallery = gallery.id;
+  if (gallery !== null) {
+    assertManagerCanPost(gallery);
+    patch.gallery = gallery.id;
+  }
   const maxActive = i.options.getInteger('max_active_jobs');
   if (maxActive !== null) patch.maxActiveJobs = maxActive;
   const cooldown = i.options.getInteger('cooldown_seconds');
@@ -169,6 +195,14 @@ export const settings = {
       const patch = patchFrom(i);
       if (Object.keys(patch).length === 0) {
         throw new UserError('nothing_to_set', (t) => t.t('settings.nothing_to_set'));
+      }
+      // The bot must be able to post there too (asked of Discord; when it cannot be asked,
+      // the gallery's first post tells, in /settings show).
+      const gallery = patch.gallery;
+      if (gallery !== undefined && (await ctx.community.botMayPostInGallery(guildId, gallery)) === false) {
+        throw new UserError('gallery_no_access', (t) =>
+          t.t('settings.gallery_no_access', { channel: `<#${gallery}>` }),
+        );
       }
       await ctx.settings.set(guildId, patch);
       content = `${tr.t('settings.saved')}\n\n${await show(ctx, guildId, tr)}`;

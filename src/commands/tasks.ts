@@ -236,6 +236,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
         })
       : undefined,
     link ? tr.t('tasks.detail.message', { link }) : undefined,
+    job.personal ? tr.t('tasks.detail.personal') : undefined,
     job.dmRefused === true ? tr.t('tasks.detail.dm_refused') : undefined,
   ].filter((x): x is string => x !== undefined);
   // Retry on every ended job (a reroll of a finished one), once: a failed job's own row may carry it already.
@@ -286,6 +287,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
 export const tasks = {
   // Your own jobs, from a server or a DM with the bot.
   data: { ...data, ...where.serverAndDm },
+  userInstall: 'member',
   ephemeral: true,
   async execute(i, ctx) {
     const tr = translatorFor(i);

@@ -711,6 +711,7 @@ async function modalSubmit(i: BotInteraction, ctx: BotContext): Promise<void> {
 export const trainingPhotos = {
   data: { ...data, ...where.jobs },
   job: true,
+  userInstall: 'job',
   async execute(i: BotInteraction, ctx: BotContext) {
     const sub = i.options.getSubcommand(true);
     switch (sub) {

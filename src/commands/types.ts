@@ -24,6 +24,7 @@ import type { CommunityService } from '../services/community/community.js';
 import type { GuildSettingsStore } from '../services/community/settings.js';
 import type { FairUseLedger } from '../services/community/fair-use.js';
 import type { ThreadApi } from '../services/community/threads.js';
+import type { ImageTargets } from '../services/jobs/image-targets.js';
 
 export { UserError, type MemberText };
 
@@ -84,11 +85,21 @@ export interface BotContext {
   publicPosts: Pick<PublicPosts, 'recordStart' | 'recordRepost' | 'jobOfRepost'>;
   /** How long each kind of member data is kept (RETENTION_DAYS, CONSENT_RETENTION_DAYS, sessions). */
   retention: { jobDays: number; consentDays: number; sessionHours: number };
+  /** `Upscale image`: the image found on a message while the member writes the prompt. */
+  imageTargets: Pick<ImageTargets, 'put' | 'take'>;
+  /** USER_INSTALL: personal jobs (a user install, a DM) may start; else job commands stay in servers. */
+  userInstall: boolean;
   now: () => number;
 }
 
 export interface Command {
   data: RESTPostAPIApplicationCommandsJSONBody;
+  /**
+   * With USER_INSTALL=true, also installable to a member's account (`integration_types` [0, 1]):
+   * `job` commands then work in any server, DM and group DM (`contexts` [0, 1, 2]); `member`
+   * ones keep their contexts. Unset: server install only (`integration_types` [0]), always.
+   */
+  userInstall?: 'job' | 'member';
   /** Starts paid work: refused where the operator allows no jobs (ALLOWED_GUILD_IDS), before anything runs. */
   job?: true;
   /** Answers are private: a late command is deferred ephemerally on its behalf. */

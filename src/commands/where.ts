@@ -2,8 +2,8 @@ import { ApplicationIntegrationType, InteractionContextType } from 'discord-api-
 
 /**
  * Where each command is offered (design: "Where commands work"): every command states its
- * `integration_types` and `contexts` from here, once, so widening them (user installs) is
- * one change. Server install only: with User Install switched on in the Developer Portal a
+ * `integration_types` and `contexts` from here, once; USER_INSTALL widens the commands that
+ * declare `userInstall` in one place (`withInstalls`, src/commands/index.ts). Server install only: with User Install switched on in the Developer Portal a
  * command that stated nothing would also run in servers that never installed the bot.
  */
 const SERVER_INSTALL = [ApplicationIntegrationType.GuildInstall];

@@ -66,6 +66,7 @@ export interface MessageArgs {
   'commands.training-photos.start.options.photoN.description': { n: string | number };
   'commands.training-photos.status.description': undefined;
   'commands.training-photos.submit.description': undefined;
+  'commands.upscale-image.name': undefined;
   'commands.upscale.description': undefined;
   'commands.upscale.options.detail.description': undefined;
   'commands.upscale.options.image.description': undefined;
@@ -131,6 +132,7 @@ export interface MessageArgs {
   'gallery.reason.timeout': { seconds: string | number };
   'gallery.reason.too_large_for_server': undefined;
   'gallery.reason.too_many_files': { max: string | number };
+  'gallery.reason.unexpected_type': undefined;
   'input.image_too_large': { limit: string | number; name: string | number; size: string | number };
   'input.max_length': { field: string | number; max: number };
   'input.must_be_http_url': { field: string | number };
@@ -198,6 +200,8 @@ export interface MessageArgs {
   'jobs.still_running': undefined;
   'modals.extend_video.prompt_label': undefined;
   'modals.extend_video.title': undefined;
+  'modals.upscale_image.prompt_label': undefined;
+  'modals.upscale_image.title': undefined;
   'moderation.automod.message': undefined;
   'moderation.automod.thread_name': undefined;
   'moderation.remove.already_removed': undefined;
@@ -278,6 +282,13 @@ export interface MessageArgs {
   'refusal.dm_job_commands': undefined;
   'refusal.guild_only': undefined;
   'refusal.operator_credits': { resetAt: string | number };
+  'refusal.personal_active_jobs': { count: number; max: string | number };
+  'refusal.personal_credits': {
+    budget: string | number;
+    cost: string | number;
+    left: string | number;
+    resetAt: string | number;
+  };
   'refusal.server_not_allowed': undefined;
   'refusal.stranger': undefined;
   'result.ai_generated': undefined;
@@ -301,6 +312,7 @@ export interface MessageArgs {
   'result.upscale.title': { count: number };
   'result.video.none': undefined;
   'result.video.open': undefined;
+  'settings.gallery_member_no_access': { channel: string | number };
   'settings.gallery_no_access': { channel: string | number };
   'settings.gallery_wrong_type': { channel: string | number };
   'settings.guild_only': undefined;
@@ -343,6 +355,7 @@ export interface MessageArgs {
   'tasks.detail.dm_refused': undefined;
   'tasks.detail.extended_from': { link: string | number };
   'tasks.detail.message': { link: string | number };
+  'tasks.detail.personal': undefined;
   'tasks.detail.timeline': { items: string | number };
   'tasks.empty': undefined;
   'tasks.header': { page: string | number; pages: string | number };
@@ -457,4 +470,6 @@ export interface MessageArgs {
   'units.duration.hours': { h: string | number; m: string | number; s: string | number };
   'units.duration.minutes': { m: string | number; s: string | number };
   'units.duration.seconds': { s: string | number };
+  'upscale_image.expired': undefined;
+  'upscale_image.no_image': undefined;
 }

@@ -257,9 +257,10 @@ export interface Emulator {
   /**
    * Result files whose name contains `match` are served differently from now on: `status`
    * answers that HTTP error instead; `sizeBytes` pads the real file with zeros to that size
-   * (a large result). `undefined` removes the rule.
+   * (a large result); `body` serves other bytes under the file's name, with `contentType`
+   * (a misbehaving or compromised file host). `undefined` removes the rule.
    */
   setFileFault(match: string, fault: FileFault | undefined): void;
 }
 
-export type FileFault = { status: number } | { sizeBytes: number };
+export type FileFault = { status: number } | { sizeBytes: number } | { body: Buffer; contentType: string };

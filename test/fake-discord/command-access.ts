@@ -5,8 +5,11 @@ import type { FakeState } from './state.js';
  * Which registered command Discord offers a member where they are, the way the client
  * decides before any interaction exists: a guild command only in its guild; a global one
  * where its `contexts` (or, without them, `dm_permission`) and `integration_types` allow.
- * The fake's application is installed to guilds (GUILD_INSTALL) only, so a command that is
- * user-installable only is never offered. In a guild, `default_member_permissions` hides a
+ * Which installs authorize the app where the member is (`installs`): the server's
+ * (GUILD_INSTALL, 0) where it installed the app and in a DM with the bot, the member's own
+ * (USER_INSTALL, 1) when they installed it; a command is offered only when one of its
+ * `integration_types` is among them, and a guild command only where the server installed
+ * the app. In a guild, `default_member_permissions` hides a
  * command from members lacking them (administrators and the owner always see it; "0" means
  * administrators only) unless a server admin allowed or denied that member the command
  * (Server Settings → Integrations: `setCommandPermission`).
@@ -20,6 +23,8 @@ export interface Where {
   guildId: string | null;
   context: number;
   userId: string;
+  /** The installs that authorize the app here (0 GUILD_INSTALL, 1 USER_INSTALL). */
+  installs: readonly number[];
 }
 
 const contextName = (c: number): string =>
@@ -55,15 +60,20 @@ export function offeredCommand(
   const global = s.commands.global.find((c) => same(c, name, type));
   const guildScoped = [...s.commands.guilds.keys()].filter((id) => inGuild(id) !== undefined);
   if (!global && guildScoped.length === 0) return undefined;
-  const local = where.guildId !== null ? inGuild(where.guildId) : undefined;
+  const serverInstalled = where.installs.includes(0);
+  const local = where.guildId !== null && serverInstalled ? inGuild(where.guildId) : undefined;
   if (local) {
     checkMemberPermissions(s, local, name, where);
     return local;
   }
   if (!global) return refuse(name, where, `it is registered only in guild(s) ${guildScoped.join(', ')}`);
   const integrations = Array.isArray(global['integration_types']) ? global['integration_types'] : [0];
-  if (!integrations.includes(0))
-    return refuse(name, where, 'its integration_types do not include GUILD_INSTALL (0)');
+  if (!integrations.some((t) => typeof t === 'number' && where.installs.includes(t)))
+    return refuse(
+      name,
+      where,
+      `its integration_types [${integrations.join(', ')}] include none of the installs here [${where.installs.join(', ')}]`,
+    );
   const contexts = global['contexts'];
   if (Array.isArray(contexts)) {
     if (!contexts.includes(where.context))
@@ -73,7 +83,8 @@ export function offeredCommand(
   } else if (where.context === InteractionContext.PrivateChannel) {
     return refuse(name, where, 'a guild-installed app is not offered in private channels');
   }
-  checkMemberPermissions(s, global, name, where);
+  // A server's command permissions govern what its own install offers.
+  if (serverInstalled) checkMemberPermissions(s, global, name, where);
   return global;
 }
 

@@ -74,6 +74,8 @@ export const err = {
   invalidWebhookToken: () => new DiscordHttpError(401, 50027, 'Invalid Webhook Token'),
   emptyMessage: () => new DiscordHttpError(400, 50006, 'Cannot send an empty message'),
   alreadyAcknowledged: () => new DiscordHttpError(400, 40060, 'Interaction has already been acknowledged.'),
+  maxFollowUps: () =>
+    new DiscordHttpError(400, 40094, 'This interaction has hit the maximum number of follow up messages'),
   oldMessageEdits: () =>
     new DiscordHttpError(
       400,

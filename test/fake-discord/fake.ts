@@ -19,7 +19,7 @@ import type { FakeMessage } from './messages.js';
 import { OpenApiSpec } from './openapi.js';
 import type { RateLimitConfig, RateLimiter } from './ratelimit.js';
 import { threads, type ThreadInfo } from './thread-state.js';
-import { channelMessages, postUserMessage } from './routes/messages.js';
+import { channelMessages, postUserMessage, type UserMessageInput } from './routes/messages.js';
 import { USUAL_BOT_ROUTES, createFakeServer } from './server.js';
 import { FakeState, type ForumTag, type InteractionState } from './state.js';
 import type {
@@ -95,6 +95,11 @@ export class FakeDiscord {
   }>;
   /** Requests the fake has no handler for (answered 404 `{code: 0}`): a gap in the fake, or a wrong path. */
   readonly unhandledRequests: Array<{ method: string; path: string; inSpec: boolean }>;
+  /**
+   * Bot-token requests to a guild that never installed the app, or to its channels (answered
+   * 403 50001 Missing Access): a bot doing only what user installs allow has none.
+   */
+  readonly outsiderRequests: Array<{ method: string; path: string; guildId: string }>;
   /** Bodies that only passed thanks to a documented spec quirk (see SPEC_QUIRKS in openapi.ts). */
   readonly specQuirks: SpecQuirkRecord[];
   /** Fake's own responses that do not match the spec (only with `selfCheckResponses`). */
@@ -144,6 +149,7 @@ export class FakeDiscord {
     this.violations = s.violations;
     this.unspecifiedRequests = s.unspecifiedRequests;
     this.unhandledRequests = s.unhandledRequests;
+    this.outsiderRequests = s.outsiderRequests;
     this.specQuirks = s.specQuirks;
     this.responseViolations = s.responseViolations;
     this.interactionResponses = s.interactionResponses;
@@ -240,12 +246,20 @@ export class FakeDiscord {
   }
 
   /** Channels and threads, for a client listing them (the playground). */
-  channelList(): { id: string; name: string; type: number; parentId: string | null }[] {
+  channelList(): {
+    id: string;
+    name: string;
+    type: number;
+    parentId: string | null;
+    /** The guild it is in; null for a DM or a group DM. */
+    guildId: string | null;
+  }[] {
     return [...this.#state.channels.values()].map((c) => ({
       id: c.id,
       name: c.name,
       type: c.type,
       parentId: c.parentId,
+      guildId: c.guildId,
     }));
   }
 
@@ -399,9 +413,29 @@ export class FakeDiscord {
     return this.#state.addGuild(options);
   }
 
+  /** Whether the bot may send in a channel from now on (a changed overwrite: sends then fail 50013). */
+  setBotCanSend(channelId: string, canSend: boolean): void {
+    const c = this.#state.channels.get(channelId);
+    if (!c) throw new Error(`fake-discord: unknown channel ${channelId}`);
+    c.botCanSend = canSend;
+  }
+
+  /**
+   * A member's permissions in one channel (what the channel's overwrites make of them), as
+   * Discord computes them for a channel an interaction resolves (`resolved.channels[id].permissions`).
+   */
+  setChannelPermissions(channelId: string, userId: string, permissions: string): void {
+    this.#state.channelPermissions.set(`${channelId}:${userId}`, permissions);
+  }
+
   /** Makes a user a member of a guild, with permissions and roles of their own there. */
   addMember(guildId: string, userId: string, options: { permissions?: string; roles?: string[] } = {}): void {
     this.#state.addMember(guildId, userId, options);
+  }
+
+  /** A group DM of these users (the bot is not in it; only user installs reach it). */
+  groupDmChannelId(userIds: string[]): string {
+    return this.#state.groupDmChannel(userIds).id;
   }
 
   /** The DM channel between the bot and a user (created on first use). */
@@ -489,8 +523,11 @@ export class FakeDiscord {
     return addAttachment(this.#state, input, channelId);
   }
 
-  /** Simulates a user posting in a channel (MESSAGE_CREATE is dispatched if the bot has GUILD_MESSAGES). */
-  postUserMessage(input: { content: string; channelId?: string; userId?: string }): FakeMessage {
+  /**
+   * Simulates a user posting in a channel, with files (`attachments`) and embeds if given
+   * (MESSAGE_CREATE is dispatched if the bot has GUILD_MESSAGES and is in that server).
+   */
+  postUserMessage(input: UserMessageInput): FakeMessage {
     return postUserMessage(this.#state, input);
   }
 
@@ -580,6 +617,16 @@ export class FakeDiscord {
     const state = this.interactions.get(interactionId);
     if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
     return deliverOverHttp(this.#state, state, opts);
+  }
+
+  /**
+   * Dispatches an interaction created earlier once more over the gateway, as a session's
+   * RESUME replays what it missed or a connection about to be dropped still delivers it.
+   */
+  redispatch(interactionId: string): void {
+    const state = this.interactions.get(interactionId);
+    if (!state) throw new Error(`fake-discord: unknown interaction ${interactionId}`);
+    this.gateway.dispatch('INTERACTION_CREATE', state.payload);
   }
 
   /** A PING, as Discord sends when the Interactions Endpoint URL is saved (and with bad signatures to test it). */

@@ -32,6 +32,12 @@ export function emitMessage(
   // Guild messages need GUILD_MESSAGES, DMs DIRECT_MESSAGES (and no guild_id or member).
   const intent = guildId === null ? GatewayIntent.DirectMessages : GatewayIntent.GuildMessages;
   if (msg.ephemeral || !s.gateway.currentSession || !s.gateway.hasIntent(intent)) return;
+  // The bot sees nothing of a server that never installed it, nor of a group DM.
+  if (
+    (guildId !== null && s.outsiderGuildOf(guildId) !== undefined) ||
+    s.channels.get(msg.channelId)?.type === 3
+  )
+    return;
   if (t === 'MESSAGE_DELETE') {
     const d: JsonObject = { id: msg.id, channel_id: msg.channelId };
     if (guildId !== null) d['guild_id'] = guildId;

@@ -267,6 +267,18 @@ async function onApiRequest(
     record,
   };
 
+  // A server that never installed the app: the bot is no member, any bot-token call there is refused.
+  if (auth === 'bot') {
+    const outside = ['guild_id', 'channel_id', 'thread_id']
+      .map((k) => params[k])
+      .find((id) => id !== undefined && s.outsiderGuildOf(id) !== undefined);
+    if (outside !== undefined) {
+      s.outsiderRequests.push({ method, path, guildId: s.outsiderGuildOf(outside) ?? '' });
+      fail(err.missingAccess());
+      return;
+    }
+  }
+
   // 1. rate limits
   const verdict = s.rateLimiter.check({ method, template: route.template, params, botAuth: auth === 'bot' });
   if (verdict.limited) {

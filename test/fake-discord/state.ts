@@ -113,6 +113,10 @@ export interface GuildState {
   members: Map<string, MemberState>;
   /** AutoMod keyword filter that blocks messages (`setAutoModKeywords`). */
   autoModKeywords: string[];
+  /** The server installed the app (the bot is a member); false: reachable through user installs only. */
+  botInstalled: boolean;
+  /** Members may use external (user-installed) apps here; false: their answers are forced ephemeral. */
+  externalApps: boolean;
 }
 
 export interface InteractionState {
@@ -128,6 +132,12 @@ export interface InteractionState {
   sourceMessageId: string | null;
   originalMessageId: string | null;
   followUpIds: string[];
+  /** Follow-up POSTs accepted (Discord caps them at 5 for a user install the server lacks). */
+  followUpPosts: number;
+  /** Brought only by the user's own install (no GUILD_INSTALL owner): follow-ups capped. */
+  userInstallOnly: boolean;
+  /** The server disallows external apps: every answer is ephemeral whatever its flags. */
+  forceEphemeral: boolean;
   modal: JsonObject | undefined;
   choices: Json[] | undefined;
 }
@@ -168,6 +178,11 @@ export class FakeState {
   readonly nonces = new Map<string, { messageId: string; at: number }>();
   readonly attachments = new Map<string, StoredAttachment>();
   readonly interactions = new Map<string, InteractionState>();
+  /**
+   * A member's permissions in one channel where they differ from their server-wide ones
+   * (what channel overwrites make of them), keyed `channelId:userId`; see setChannelPermissions.
+   */
+  readonly channelPermissions = new Map<string, string>();
   readonly commands: { global: JsonObject[]; guilds: Map<string, JsonObject[]> } = {
     global: [],
     guilds: new Map(),
@@ -187,6 +202,8 @@ export class FakeState {
     handled: boolean;
   }> = [];
   readonly unhandledRequests: Array<{ method: string; path: string; inSpec: boolean }> = [];
+  /** Bot-token requests to a server that never installed the app (refused 403 50001). */
+  readonly outsiderRequests: Array<{ method: string; path: string; guildId: string }> = [];
   readonly specQuirks: SpecQuirkRecord[] = [];
   readonly responseViolations: ResponseViolation[] = [];
   readonly interactionResponses: InteractionCallbackRecord[] = [];
@@ -275,16 +292,22 @@ export class FakeState {
       ownerId: options.ownerId ?? '',
       premiumTier: 0,
       autoModKeywords: [],
-      members: new Map([
-        [
-          this.applicationId,
-          {
-            permissions: DEFAULT_BOT_PERMISSIONS,
-            roles: [],
-            joinedAt: new Date(this.clock.now() - 86_400_000).toISOString(),
-          },
-        ],
-      ]),
+      botInstalled: options.botInstalled ?? true,
+      externalApps: options.externalApps ?? true,
+      members: new Map(
+        options.botInstalled === false
+          ? []
+          : [
+              [
+                this.applicationId,
+                {
+                  permissions: DEFAULT_BOT_PERMISSIONS,
+                  roles: [],
+                  joinedAt: new Date(this.clock.now() - 86_400_000).toISOString(),
+                },
+              ],
+            ],
+      ),
     });
     const channels = options.channels ?? [{ name: 'general' }];
     channels.forEach((c, position) => {
@@ -297,8 +320,8 @@ export class FakeState {
         topic: c.topic ?? null,
         parentId: c.parentId ?? null,
         position,
-        botCanView: c.botCanView ?? true,
-        botCanSend: c.botCanSend ?? true,
+        botCanView: options.botInstalled === false ? false : (c.botCanView ?? true),
+        botCanSend: options.botInstalled === false ? false : (c.botCanSend ?? true),
         guildId: id,
       });
     });
@@ -309,7 +332,11 @@ export class FakeState {
   addGuild(options: FakeGuildOptions & { ownerId?: string }): string {
     const id = this.#createGuild(options);
     this.guild(id).ownerId = options.ownerId ?? this.defaultUserId;
-    if (this.gateway.currentSession && this.gateway.hasIntent(GatewayIntent.Guilds))
+    if (
+      this.guild(id).botInstalled &&
+      this.gateway.currentSession &&
+      this.gateway.hasIntent(GatewayIntent.Guilds)
+    )
       this.gateway.dispatch('GUILD_CREATE', guildCreatePayload(this, id));
     this.changed();
     return id;
@@ -337,6 +364,40 @@ export class FakeState {
     for (const c of this.channels.values())
       if (c.guildId === guildId && (c.type === 0 || c.type === 5)) return c.id;
     throw new Error(`fake-discord: guild ${guildId} has no text channel`);
+  }
+
+  /** The guilds the bot is in (a server that never installed the app is not one). */
+  installedGuildIds(): string[] {
+    return [...this.guilds.values()].filter((g) => g.botInstalled).map((g) => g.id);
+  }
+
+  /**
+   * The guild of a channel, thread or guild id the bot cannot reach because that server never
+   * installed the app (its bot-token routes answer 50001), or `group-dm` for a group DM (the
+   * bot user is in none), else undefined.
+   */
+  outsiderGuildOf(id: string): string | undefined {
+    if (this.channels.get(id)?.type === 3) return 'group-dm';
+    const guildId = this.guilds.has(id) ? id : (this.channels.get(id)?.guildId ?? null);
+    if (guildId === null) return undefined;
+    return this.guilds.get(guildId)?.botInstalled === false ? guildId : undefined;
+  }
+
+  /** A group DM of these users (type 3, no bot member: reachable through user installs only). */
+  groupDmChannel(userIds: string[]): ChannelState {
+    for (const c of this.channels.values()) if (c.type === 3 && c.recipientId === userIds.join(',')) return c;
+    for (const u of userIds) this.user(u);
+    const channel: ChannelState = {
+      ...channelDefaults(this),
+      id: this.snowflakes.next(),
+      name: '',
+      type: 3,
+      recipientId: userIds.join(','),
+      botCanView: false,
+      botCanSend: false,
+    };
+    this.channels.set(channel.id, channel);
+    return channel;
   }
 
   /** The guild a channel is in (null for a DM or an unknown channel). */

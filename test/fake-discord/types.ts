@@ -42,6 +42,19 @@ export interface FakeGuildOptions {
   locale?: string;
   channels?: FakeChannelOptions[];
   ownerId?: string;
+  /**
+   * false: a server that never installed the app. The bot is no member there: it gets no
+   * GUILD_CREATE nor messages, and any bot-token request to the guild or its channels is
+   * answered 403 50001 Missing Access. Members reach the app there only through their own
+   * install (`userInstall: true`). Default true.
+   */
+  botInstalled?: boolean;
+  /**
+   * false: the server disallows external apps (members lack USE_EXTERNAL_APPS): Discord forces
+   * the answers of a user-installed app that the server did not install to be ephemeral.
+   * Default true.
+   */
+  externalApps?: boolean;
 }
 
 export interface FakeUserOptions {
@@ -266,6 +279,14 @@ export interface InteractionCommonInput {
   locale?: string;
   /** Bot permissions in the channel (stringified bitfield). */
   appPermissions?: string;
+  /**
+   * The member's own install of the app brought the interaction: `authorizing_integration_owners`
+   * carries USER_INSTALL ("1": the user), beside GUILD_INSTALL only where the server installed it.
+   * Required in a guild that never installed the app, and in a group DM.
+   */
+  userInstall?: boolean;
+  /** From a group DM (context 2) the user is in, with other users; needs `userInstall`. */
+  groupDm?: boolean;
 }
 
 export type CommandOptionValue = string | number | boolean;
@@ -303,6 +324,8 @@ export interface MessageCommandInput {
   guildId?: string;
   locale?: string;
   appPermissions?: string;
+  /** Through the member's own install (see InteractionCommonInput.userInstall). */
+  userInstall?: boolean;
 }
 
 export interface AutocompleteInput extends InteractionCommonInput {

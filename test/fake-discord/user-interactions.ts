@@ -3,6 +3,7 @@ import { resolveAttachment } from './attachments.js';
 import { InteractionContext, offeredCommand } from './command-access.js';
 import {
   DEFAULT_BOT_PERMISSIONS,
+  DEFAULT_MEMBER_PERMISSIONS,
   DM_APP_PERMISSIONS,
   InteractionType,
   uploadLimitForTier,
@@ -63,33 +64,65 @@ interface Resolved {
   roles: JsonObject;
 }
 
-/** Where an interaction happens: a guild channel (the user's membership there) or the user's DM with the bot. */
+/**
+ * Where an interaction happens: a guild channel (the user's membership there), the user's DM
+ * with the bot or a group DM, and which installs authorize the app there (0 the server's, 1
+ * the user's own).
+ */
 interface Location {
   guildId: string | null;
   channel: ChannelState;
   context: number;
   userId: string;
+  installs: number[];
 }
 
 function locate(s: FakeState, input: InteractionCommonInput, channelId?: string): Location {
   const userId = input.userId ?? s.defaultUserId;
   s.user(userId);
-  if (input.dm) {
+  const user = input.userInstall === true;
+  if (input.dm || input.groupDm) {
     if (input.guildId !== undefined)
       throw new Error('fake-discord: an interaction is in a DM or a guild, not both');
-    return { guildId: null, channel: s.dmChannel(userId), context: InteractionContext.BotDm, userId };
+    if (input.groupDm) {
+      // The bot is in no group DM: only the member's own install reaches it there.
+      if (!user) throw new Error('fake-discord: an app is used in a group DM through a user install only');
+      const given = input.channelId ?? channelId;
+      const channel = given !== undefined ? s.channels.get(given) : s.groupDmChannel([userId]);
+      if (!channel || channel.type !== 3) throw new Error(`fake-discord: ${given ?? ''} is not a group DM`);
+      return { guildId: null, channel, context: InteractionContext.PrivateChannel, userId, installs: [1] };
+    }
+    const channel = s.dmChannel(userId);
+    return { guildId: null, channel, context: InteractionContext.BotDm, userId, installs: user ? [1] : [0] };
   }
   const id = input.channelId ?? channelId ?? s.defaultChannelOf(input.guildId ?? s.guildId);
   const channel = s.channels.get(id);
   if (!channel) throw new Error(`fake-discord: unknown channel ${id}`);
-  if (channel.guildId === null) return { guildId: null, channel, context: InteractionContext.BotDm, userId };
+  if (channel.guildId === null) {
+    if (channel.type === 3) return locate(s, { ...input, groupDm: true, channelId: channel.id }, channel.id);
+    return { guildId: null, channel, context: InteractionContext.BotDm, userId, installs: user ? [1] : [0] };
+  }
   if (input.guildId !== undefined && input.guildId !== channel.guildId)
     throw new Error(`fake-discord: channel ${id} is not in guild ${input.guildId}`);
   if (!s.member(channel.guildId, userId))
     throw new Error(
       `fake-discord: user ${userId} is not a member of guild ${channel.guildId} (addMember first)`,
     );
-  return { guildId: channel.guildId, channel, context: InteractionContext.Guild, userId };
+  const installed = s.guild(channel.guildId).botInstalled;
+  if (!installed && !user)
+    throw new Error(
+      `fake-discord: guild ${channel.guildId} never installed the app: only a user install (userInstall: true) reaches it there`,
+    );
+  const installs = [...(installed ? [0] : []), ...(user ? [1] : [])];
+  return { guildId: channel.guildId, channel, context: InteractionContext.Guild, userId, installs };
+}
+
+/** Discord's `authorizing_integration_owners`: the server (or "0" in a bot DM) and/or the user. */
+function integrationOwners(where: Location): JsonObject {
+  const owners: JsonObject = {};
+  if (where.installs.includes(0)) owners['0'] = where.guildId ?? '0';
+  if (where.installs.includes(1)) owners['1'] = where.userId;
+  return owners;
 }
 
 function interactionBase(
@@ -100,6 +133,7 @@ function interactionBase(
   input: InteractionCommonInput,
 ): InteractionState {
   const { guildId, channel, userId } = where;
+  const userInstallOnly = !where.installs.includes(0);
   const id = s.snowflakes.next();
   const token = `aW50ZXJhY3Rpb246${Buffer.from(`${id}:`).toString('base64url')}${randomBytes(96).toString('base64url')}`;
   const common: JsonObject = {
@@ -121,21 +155,25 @@ function interactionBase(
       ...common,
       app_permissions: appPermissions,
       attachment_size_limit: uploadLimitForTier(0),
-      // GUILD_INSTALL used in the bot's DMs: "0" (Discord's docs).
-      authorizing_integration_owners: { '0': '0' },
+      // GUILD_INSTALL used in the bot's DMs: "0" (Discord's docs); USER_INSTALL: the user.
+      authorizing_integration_owners: integrationOwners(where),
       channel: channelJson(s, channel, false),
-      context: InteractionContext.BotDm,
+      context: where.context,
       user: s.user(userId).user,
     };
   } else {
     const guild = s.guild(guildId);
+    // A user install the server lacks acts with what any app may do in a channel (as in a DM).
     const appPermissions =
-      input.appPermissions ?? s.member(guildId, s.applicationId)?.permissions ?? DEFAULT_BOT_PERMISSIONS;
+      input.appPermissions ??
+      (userInstallOnly
+        ? DM_APP_PERMISSIONS
+        : (s.member(guildId, s.applicationId)?.permissions ?? DEFAULT_BOT_PERMISSIONS));
     payload = {
       ...common,
       app_permissions: appPermissions,
       attachment_size_limit: uploadLimitForTier(guild.premiumTier),
-      authorizing_integration_owners: { '0': guildId },
+      authorizing_integration_owners: integrationOwners(where),
       channel: { ...channelJson(s, channel, true), permissions: appPermissions },
       context: InteractionContext.Guild,
       guild: { id: guildId, locale: guild.locale, features: [] },
@@ -156,6 +194,10 @@ function interactionBase(
     sourceMessageId: null,
     originalMessageId: null,
     followUpIds: [],
+    followUpPosts: 0,
+    userInstallOnly,
+    // Discord forces the answers of an external app ephemeral where the server disallows them.
+    forceEphemeral: userInstallOnly && guildId !== null && !s.guild(guildId).externalApps,
     modal: undefined,
     choices: undefined,
   };
@@ -245,7 +287,12 @@ function buildOptions(
     }
     if (type === 7 && typeof value === 'string') {
       const c = s.channels.get(value);
-      if (c) resolved.channels[value] = { ...channelJson(s, c, true), permissions: DEFAULT_BOT_PERMISSIONS };
+      // The invoking member's permissions in that channel: set for it, else @everyone's base plus their own.
+      const own = where.guildId !== null ? s.member(where.guildId, where.userId)?.permissions : undefined;
+      const permissions =
+        s.channelPermissions.get(`${value}:${where.userId}`) ??
+        (BigInt(DEFAULT_MEMBER_PERMISSIONS) | BigInt(own ?? '0')).toString();
+      if (c) resolved.channels[value] = { ...channelJson(s, c, true), permissions };
     }
     out.push(opt);
   }
@@ -317,6 +364,7 @@ export function sendMessageCommand(s: FakeState, input: MessageCommandInput): In
   if (input.guildId !== undefined) common.guildId = input.guildId;
   if (input.locale !== undefined) common.locale = input.locale;
   if (input.appPermissions !== undefined) common.appPermissions = input.appPermissions;
+  if (input.userInstall !== undefined) common.userInstall = input.userInstall;
   const where = locate(s, common);
   const registered = offeredCommand(s, input.name, 3, where);
   const data: JsonObject = {

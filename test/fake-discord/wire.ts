@@ -10,6 +10,25 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
     const recipient = c.recipientId ? s.users.get(c.recipientId)?.user : undefined;
     return { id: c.id, type: 1, last_message_id: null, flags: 0, recipients: recipient ? [recipient] : [] };
   }
+  if (c.type === 3) {
+    // A group DM: its users (the bot user is never one of them).
+    const ids = (c.recipientId ?? '').split(',');
+    const recipients: JsonObject[] = ids.flatMap((id) => {
+      const u = s.users.get(id);
+      return u ? [u.user] : [];
+    });
+    const owner = ids[0] ?? null;
+    return {
+      id: c.id,
+      type: 3,
+      name: null,
+      icon: null,
+      owner_id: owner,
+      last_message_id: null,
+      flags: 0,
+      recipients,
+    };
+  }
   const out: JsonObject = {
     id: c.id,
     type: c.type,
@@ -17,7 +36,10 @@ export function channelJson(s: FakeState, c: ChannelState, withGuildId: boolean)
     position: c.position,
     parent_id: c.parentId,
     flags: 0,
-    permission_overwrites: [],
+    // A channel the bot may not send in says so as Discord would: an overwrite denying it Send Messages.
+    permission_overwrites: c.botCanSend
+      ? []
+      : [{ id: s.applicationId, type: 1, allow: '0', deny: String(1n << 11n) }],
   };
   if (withGuildId && c.guildId !== null) out['guild_id'] = c.guildId;
   if (c.type === 0 || c.type === 5) {

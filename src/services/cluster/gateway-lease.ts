@@ -10,10 +10,13 @@ import type { LeaseOptions } from './lease-options.js';
  *   succeeds only while the stored value is still its own `id token`.
  * - The others try to take the lease every tryMs (SET only when absent), so a dead
  *   holder is replaced within ttlMs + tryMs (8 s + 1.5 s by default) plus the login, < 15 s.
- * - `holds()` is also bounded locally by the time the lease was last confirmed plus
- *   ttlMs minus a margin: a holder paused past its lease (GC, stopped VM) stops
- *   acting the moment it wakes, before its failed renewal even returns, and then
- *   drops the gateway connection at once (`onLost`).
+ * - `holds()` is bounded locally by the time the lease was last confirmed plus
+ *   ttlMs minus a margin, whatever Redis answers or fails to answer: a holder paused
+ *   past its lease (GC, stopped VM) or cut off from Redis (the others may still reach
+ *   it and take the lease when it expires) stops acting at that deadline and drops
+ *   the gateway connection (`lost`), then tries to take the lease again like any
+ *   standby. Every Redis call is bounded by a timeout, so a black-holed connection
+ *   cannot stall the loop.
  * - `verify()` reads the lease and compares the fencing token: the interaction path
  *   calls it before acting, so an old holder that still has a half-open gateway
  *   socket can never act on an interaction after losing the lease.
@@ -38,10 +41,12 @@ const MARGIN_MS = 1000;
 
 export class GatewayLease {
   private token = 0;
-  /** The last renewal or check failed to reach Redis (as opposed to finding another holder). */
+  /** The last renewal failed to reach Redis (as opposed to finding another holder): logged once. */
   private unreachable = false;
   private confirmedAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Fires at the local deadline of the current tenure unless a renewal moved it. */
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private handlers: GatewayLeaseHandlers | undefined;
   private readonly ttlMs: number;
@@ -64,10 +69,13 @@ export class GatewayLease {
   /** Holding the lease, as far as this instance can tell without asking Redis. */
   holds(): boolean {
     if (this.token === 0) return false;
-    // Redis unreachable: nobody can take the lease meanwhile, so the holder keeps the gateway
-    // (and answers "temporarily unavailable") instead of leaving Discord for the outage.
-    if (this.unreachable) return true;
-    return this.now() < this.confirmedAt + this.ttlMs - Math.min(MARGIN_MS, this.ttlMs / 5);
+    // No exception for "Redis unreachable": from here a partition looks the same as an outage,
+    // and in a partition the others take the lease once it expires in Redis.
+    return this.now() < this.deadline();
+  }
+
+  private deadline(): number {
+    return this.confirmedAt + this.ttlMs - Math.min(MARGIN_MS, this.ttlMs / 5);
   }
 
   /** Asks Redis: the lease still carries this instance's id and fencing token. */
@@ -76,11 +84,10 @@ export class GatewayLease {
     const token = this.token;
     let value: unknown;
     try {
-      value = await this.opts.redis.get(this.key);
+      value = await this.bounded(this.opts.redis.get(this.key));
     } catch {
-      // Redis down: no one else can have taken the lease; act (the store answers "unavailable").
-      this.unreachable = true;
-      return true;
+      // Redis unreachable: before the local deadline nobody else can have taken the lease.
+      return this.holds() && this.token === token;
     }
     return value === this.value(token);
   }
@@ -95,6 +102,7 @@ export class GatewayLease {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.deadlineTimer);
     const token = this.token;
     if (token > 0) {
       this.token = 0;
@@ -105,6 +113,40 @@ export class GatewayLease {
 
   private value(token: number): string {
     return `${this.opts.instanceId} ${token}`;
+  }
+
+  /** A Redis call that gives up after a renewal period: a silent connection must not stall the loop. */
+  private bounded<T>(call: Promise<T>): Promise<T> {
+    const ms = Math.max(100, Math.min(this.opts.renewMs ?? 2500, this.ttlMs / 4));
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
+      call,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  }
+
+  /** (Re)arms the local deadline of this tenure: reaching it without a renewal gives the lease up. */
+  private confirm(token: number, at: number): void {
+    this.confirmedAt = at;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(
+      () => {
+        if (this.token !== token || this.holds()) return;
+        void this.giveUp(token, 'could not renew the lease before it expired');
+      },
+      Math.max(0, this.deadline() - this.now()),
+    );
+    this.deadlineTimer.unref();
+  }
+
+  /** Drops the gateway, then hands the lease back in Redis where it still can (a standby then needs no TTL). */
+  private async giveUp(token: number, reason: string): Promise<void> {
+    await this.lose(token, reason);
+    await this.bounded(this.opts.redis.run('lockRelease', [this.key], [this.value(token)])).catch(
+      () => undefined,
+    );
   }
 
   private schedule(ms: number): void {
@@ -120,38 +162,49 @@ export class GatewayLease {
       const token = this.token;
       let reply: unknown;
       try {
-        reply = await this.opts.redis.run('lockRenew', [this.key], [this.value(token), String(this.ttlMs)]);
+        reply = await this.bounded(
+          this.opts.redis.run('lockRenew', [this.key], [this.value(token), String(this.ttlMs)]),
+        );
       } catch (err) {
-        // Redis unreachable (not another holder): keep the gateway, try again soon.
+        // Redis unreachable (not another holder): keep the gateway until the local deadline
+        // (the deadline timer gives it up then), retrying meanwhile.
         if (!this.unreachable) this.opts.logger.warn({ err }, 'gateway lease renewal failed; retrying');
         this.unreachable = true;
-        this.schedule(500);
+        if (this.token === token && !this.holds())
+          await this.giveUp(token, 'could not renew the lease before it expired');
+        this.schedule(this.token > 0 ? 500 : (this.opts.tryMs ?? 1500));
         return;
       }
-      // Back from an outage, a renewed lease is ours again whatever the local deadline says.
-      const wasUnreachable = this.unreachable;
       this.unreachable = false;
-      if (reply === 1 && (wasUnreachable || this.holds())) this.confirmedAt = sentAt;
+      if (this.token !== token) {
+        // Given up meanwhile (deadline reached while this renewal was on its way): hand it back.
+        if (reply === 1)
+          await this.bounded(this.opts.redis.run('lockRelease', [this.key], [this.value(token)])).catch(
+            () => undefined,
+          );
+      } else if (reply === 1 && this.holds()) this.confirm(token, sentAt);
       else if (reply === 1) {
         // Renewed in Redis, but too late to trust locally: give it up there too, so a standby
         // takes it now rather than after another full lease.
-        await this.lose(token, 'renewal came after the lease deadline');
-        await this.opts.redis.run('lockRelease', [this.key], [this.value(token)]).catch(() => undefined);
+        await this.giveUp(token, 'renewal came after the lease deadline');
       } else await this.lose(token, 'lease lost');
       this.schedule(this.token > 0 ? (this.opts.renewMs ?? 2500) : (this.opts.tryMs ?? 1500));
       return;
     }
     try {
       const token = Number(
-        await this.opts.redis.run(
-          'gatewayAcquire',
-          [this.key, this.fenceKey],
-          [this.opts.instanceId, String(this.ttlMs)],
+        await this.bounded(
+          this.opts.redis.run(
+            'gatewayAcquire',
+            [this.key, this.fenceKey],
+            [this.opts.instanceId, String(this.ttlMs)],
+          ),
         ),
       );
       if (token > 0 && !this.stopped) {
         this.token = token;
-        this.confirmedAt = sentAt;
+        this.unreachable = false;
+        this.confirm(token, sentAt);
         this.opts.logger.info(
           { fencingToken: token },
           'gateway lease acquired: this instance holds the gateway',
@@ -161,8 +214,7 @@ export class GatewayLease {
           .then(() => this.handlers?.acquired(token))
           .catch(async (err: unknown) => {
             this.opts.logger.error({ err }, 'could not take the gateway; handing the lease back');
-            await this.lose(token, 'connect failed');
-            await this.opts.redis.run('lockRelease', [this.key], [this.value(token)]).catch(() => undefined);
+            await this.giveUp(token, 'connect failed');
           });
       }
     } catch (err) {
@@ -174,6 +226,7 @@ export class GatewayLease {
   private async lose(token: number, reason: string): Promise<void> {
     if (this.token !== token) return;
     this.token = 0;
+    clearTimeout(this.deadlineTimer);
     this.opts.logger.warn(
       { fencingToken: token, reason },
       'gateway lease lost: dropping the gateway connection',

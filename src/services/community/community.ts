@@ -8,7 +8,7 @@ import type { JobRecord } from '../store/types.js';
 import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
 import { isTerminalState } from '../store/merge.js';
 import type { Metrics } from '../../metrics.js';
-import type { FairUseLedger, Refusal } from './fair-use.js';
+import { personalScope, type FairUseLedger, type Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { GalleryPoster } from './gallery.js';
 import type { MemberText } from '../operations/input.js';
@@ -20,15 +20,24 @@ export type Admission =
 const ts = (ms: number) => discordTimestamp(ms, 'R', true);
 
 /** What the member reads when a submission is refused (ephemeral), in their language. */
-export function refusalMessage(r: Refusal): MemberText {
+export function refusalMessage(r: Refusal, personal = false): MemberText {
   switch (r.kind) {
     case 'active':
-      return (tr) => tr.t('refusal.active_jobs', { count: r.count, max: r.max });
+      return (tr) =>
+        tr.t(personal ? 'refusal.personal_active_jobs' : 'refusal.active_jobs', {
+          count: r.count,
+          max: r.max,
+        });
     case 'cooldown':
       return (tr) => tr.t('refusal.cooldown', { retryAt: ts(r.retryAt) });
     case 'credits':
       return (tr) =>
-        tr.t('refusal.credits', { left: r.left, budget: r.budget, cost: r.cost, resetAt: ts(r.resetAt) });
+        tr.t(personal ? 'refusal.personal_credits' : 'refusal.credits', {
+          left: r.left,
+          budget: r.budget,
+          cost: r.cost,
+          resetAt: ts(r.resetAt),
+        });
     case 'operator':
       return (tr) => tr.t('refusal.operator_credits', { resetAt: ts(r.resetAt) });
     case 'not_allowed':
@@ -36,14 +45,19 @@ export function refusalMessage(r: Refusal): MemberText {
   }
 }
 
-/** The scope a job's reservation counts against (see FairUseLedger): its server. */
-export const scopeOf = (job: Pick<JobRecord, 'message'>): string | undefined => job.message.guildId;
+/**
+ * The scope a job's reservation counts against (see FairUseLedger): its server, or for a
+ * personal job its member's own (`personal:<user>`, shared by all their personal jobs).
+ */
+export const scopeOf = (job: Pick<JobRecord, 'message' | 'personal' | 'userId'>): string | undefined =>
+  job.personal ? personalScope(job.userId) : job.message.guildId;
 
 /**
  * The server side of every submission: the operator's limits, fair use and credits
  * before the job exists, and what follows a job's end (slot freed, credits back for a
  * job that never started). Every way a job starts (slash commands, buttons, Retry,
- * modals) comes through `admit` (src/commands/run-job.ts).
+ * modals) comes through `admit` (src/commands/run-job.ts). A personal job (a user install,
+ * a DM) counts against its member's own limits instead of a server's settings.
  */
 export class CommunityService {
   private readonly allowed: ReadonlySet<string> | undefined;
@@ -57,6 +71,8 @@ export class CommunityService {
       operator: Pick<Config['operator'], 'allowedGuildIds'>;
       /** The job's maximum duration: a deleted running job's slot is held until then. */
       jobMaxDurationMs: number;
+      /** A member's own limits for personal jobs (USER_MAX_ACTIVE_JOBS, USER_DAILY_CREDITS). */
+      personal: Pick<Config['userInstall'], 'maxActiveJobs' | 'dailyCredits'>;
       logger: Logger;
       gallery?: GalleryPoster;
       metrics?: Pick<Metrics, 'operatorCreditsSpent' | 'operatorCreditsRefunded'>;
@@ -80,30 +96,48 @@ export class CommunityService {
 
   /**
    * Checks and reserves before any service call: the operator's allow-list, then (atomically)
-   * the member's slots and cooldown, the server's credits and the operator's daily ceiling.
+   * the member's slots and cooldown, the scope's credits and the operator's daily ceiling.
+   * The scope is the server's, or the member's own for a personal job (its limits
+   * USER_MAX_ACTIVE_JOBS and USER_DAILY_CREDITS, no server's settings).
    * Throws StoreUnavailableError when the store is down.
    */
-  async admit(input: { guildId: string; userId: string; operation: Operation }): Promise<Admission> {
+  async admit(input: {
+    guildId?: string;
+    /** A personal job: the member's own limits, not the server's settings. */
+    personal?: boolean;
+    userId: string;
+    operation: Operation;
+  }): Promise<Admission> {
     const jobId = randomUUID();
     const cost = this.costOf(input.operation);
-    if (!this.allowsJobsIn(input.guildId)) return refused({ kind: 'not_allowed' });
-    const limits = await this.deps.settings.get(input.guildId);
+    if (!this.allowsJobsIn(input.guildId ?? null)) return refused({ kind: 'not_allowed' });
+    const scope = input.personal ? personalScope(input.userId) : input.guildId;
+    if (scope === undefined) return refused({ kind: 'not_allowed' });
+    const limits = input.personal
+      ? { ...this.deps.personal, cooldownSeconds: 0 }
+      : await this.deps.settings.get(scope);
     const r = await this.deps.ledger.reserve({
-      scope: input.guildId,
+      scope,
       userId: input.userId,
       jobId,
       cost,
       limits,
     });
-    if (!r.ok) return refused(r.refusal);
+    if (!r.ok) return refused(r.refusal, input.personal === true);
     this.deps.metrics?.operatorCreditsSpent.inc(r.operatorCredits);
     return { ok: true, jobId, cost };
   }
 
   /** The reserved job never came to be (store down, Discord refused the reply): slot and credits back. */
-  async cancel(input: { guildId?: string; userId: string; jobId: string }): Promise<void> {
-    if (input.guildId === undefined) return;
-    await this.release(input.guildId, input.userId, input.jobId, true);
+  async cancel(input: {
+    guildId?: string;
+    personal?: boolean;
+    userId: string;
+    jobId: string;
+  }): Promise<void> {
+    const scope = input.personal ? personalScope(input.userId) : input.guildId;
+    if (scope === undefined) return;
+    await this.release(scope, input.userId, input.jobId, true);
   }
 
   /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
@@ -111,7 +145,8 @@ export class CommunityService {
     const scope = scopeOf(job);
     if (scope === undefined) return;
     await this.release(scope, job.userId, job.id, startedNothing(job));
-    if (job.state === 'finished' && this.deps.gallery) await this.deps.gallery.post(job);
+    // A personal job has no gallery: the server's settings do not apply to it.
+    if (job.state === 'finished' && !job.personal && this.deps.gallery) await this.deps.gallery.post(job);
   }
 
   /**
@@ -138,10 +173,15 @@ export class CommunityService {
     const back = await this.deps.ledger.release({ scope, userId, jobId, refund });
     if (back > 0) this.deps.metrics?.operatorCreditsRefunded.inc(back);
   }
+
+  /** Whether the bot may post in a channel chosen as the gallery (undefined: could not tell). */
+  botMayPostInGallery(guildId: string, channelId: string): Promise<boolean | undefined> {
+    return this.deps.gallery ? this.deps.gallery.botMayPost(guildId, channelId) : Promise.resolve(undefined);
+  }
 }
 
-function refused(refusal: Refusal): Admission {
-  return { ok: false, refusal, message: refusalMessage(refusal) };
+function refused(refusal: Refusal, personal = false): Admission {
+  return { ok: false, refusal, message: refusalMessage(refusal, personal) };
 }
 
 /** The job failed before the service took it: its credits come back. */

@@ -14,6 +14,8 @@ import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } fr
 import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
+import type { Operation } from '../media/types.js';
+import { sniffMedia, type MediaKind, type MediaType } from './media-sniff.js';
 
 /**
  * The gallery: every finished upscale, song and video job posted once to the
@@ -75,17 +77,32 @@ const CHANNEL_CACHE_MS = 10 * 60_000;
 /** Discord's forum (15) and media (16) channels: each job is a post (a thread) of its own. */
 const POST_CHANNEL_TYPES = new Set([15, 16]);
 
-function fileName(url: string, index: number): string {
+/**
+ * A re-hosted file's name: the URL's file name without its extension (sanitised), then the
+ * extension of what its bytes are, never the one the URL claims.
+ */
+function fileName(url: string, index: number, type: MediaType): string {
+  let stem = '';
   try {
-    const last = new URL(url).pathname.split('/').pop() ?? '';
-    const clean = decodeURIComponent(last)
-      .replace(/[^\w.-]+/g, '_')
-      .slice(-80);
-    return clean.includes('.') ? clean : `result-${index + 1}${clean ? `-${clean}` : ''}`;
+    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+    stem = last
+      .replace(/\.[^.]*$/, '')
+      .replace(/[^\w-]+/g, '_')
+      .slice(-60);
   } catch {
-    return `result-${index + 1}`;
+    // An undecodable or unparseable URL: the neutral name.
   }
+  return `${stem === '' || stem === '_' ? `result-${index + 1}` : stem}.${type.ext}`;
 }
+
+/** What each operation's results are; a file whose bytes are anything else is linked, never re-hosted. */
+const GALLERY_KINDS: Record<Operation, readonly MediaKind[]> = {
+  upscale: ['image'],
+  // The songs, their covers and each song's video.
+  song: ['audio', 'image', 'video'],
+  video: ['video'],
+  upload: [],
+};
 
 /** A post title without the job's text: the command and the job id's first characters. */
 export function neutralPostName(job: Pick<JobRecord, 'id' | 'operation'>): string {
@@ -101,6 +118,18 @@ export function galleryPostName(
 }
 
 const guildSchema = z.object({ premium_tier: z.number().int().min(0).max(3) });
+const bits = z.string().regex(/^\d{1,20}$/);
+const userSchema = z.object({ id: z.string() });
+const overwritesSchema = z.object({
+  permission_overwrites: z
+    .array(z.object({ id: z.string(), type: z.number().int(), allow: bits, deny: bits }))
+    .nullish(),
+});
+const rolesSchema = z.object({ roles: z.array(z.object({ id: z.string(), permissions: bits })) });
+const memberRolesSchema = z.object({ roles: z.array(z.string()) });
+const ADMINISTRATOR = 1n << 3n;
+/** View Channel, Send Messages (in a forum or media channel: Create Posts), Attach Files. */
+const GALLERY_NEEDS = (1n << 10n) | (1n << 11n) | (1n << 15n);
 const postedSchema = z.object({ id: z.string(), channel_id: z.string() });
 const threadPostedSchema = z.object({ id: z.string(), message: z.object({ id: z.string() }).nullish() });
 const channelSchema = z.object({
@@ -286,7 +315,7 @@ export class GalleryPoster {
    * limit per file (or the whole budget) and shrinks after each file to what was read
    * plus a limit per file still to come, so other posts get the rest at once.
    */
-  private async gather(urls: string[], limit: number): Promise<Gathered> {
+  private async gather(urls: string[], limit: number, kinds: readonly MediaKind[]): Promise<Gathered> {
     const timeoutMs = this.deps.downloadTimeoutMs ?? 30_000;
     const files: RawFile[] = [];
     const linked: Linked[] = [];
@@ -329,11 +358,15 @@ export class GalleryPoster {
           });
           const data = await readBody(res);
           used += data.length;
-          files.push({
-            name: fileName(url, i),
-            data,
-            ...(res.contentType !== undefined ? { contentType: res.contentType } : {}),
-          });
+          // The bytes decide, not the URL's extension nor the server's Content-Type.
+          const type = sniffMedia(data);
+          if (type === undefined || !kinds.includes(type.kind)) {
+            this.deps.logger.warn(
+              { sniffed: type?.contentType ?? 'unknown', declared: res.contentType, allowed: kinds },
+              'gallery file linked: its bytes are not a media type of this job',
+            );
+            failed.push({ url, reason: (tr) => tr.t('gallery.reason.unexpected_type') });
+          } else files.push({ name: fileName(url, i, type), data, contentType: type.contentType });
         } catch (err) {
           failed.push({ url, reason: downloadReason(err, limit, cap, timeoutMs) });
         }
@@ -388,6 +421,48 @@ export class GalleryPoster {
   }
 
   /**
+   * Whether the bot may post in `channelId` (View Channel, Send Messages, Attach Files), as
+   * Discord computes it: @everyone and the bot's roles, then the channel's overwrites
+   * (@everyone, roles, the bot itself); Administrator allows all. false when Discord refuses
+   * to show the channel; undefined when Discord could not be asked.
+   */
+  async botMayPost(guildId: string, channelId: string): Promise<boolean | undefined> {
+    try {
+      const me = userSchema.parse(await this.deps.rest.get(Routes.user('@me')));
+      let channel: z.infer<typeof overwritesSchema>;
+      try {
+        channel = overwritesSchema.parse(await this.deps.rest.get(Routes.channel(channelId)));
+      } catch (err) {
+        if (err instanceof DiscordAPIError && (err.status === 403 || err.status === 404)) return false;
+        throw err;
+      }
+      const guild = rolesSchema.parse(await this.deps.rest.get(Routes.guild(guildId)));
+      const member = memberRolesSchema.parse(await this.deps.rest.get(Routes.guildMember(guildId, me.id)));
+      const roleBits = new Map(guild.roles.map((r) => [r.id, BigInt(r.permissions)]));
+      let perms = roleBits.get(guildId) ?? 0n;
+      for (const id of member.roles) perms |= roleBits.get(id) ?? 0n;
+      if ((perms & ADMINISTRATOR) !== 0n) return true;
+      const ows = channel.permission_overwrites ?? [];
+      const apply = (list: typeof ows): void => {
+        let allow = 0n;
+        let deny = 0n;
+        for (const o of list) {
+          allow |= BigInt(o.allow);
+          deny |= BigInt(o.deny);
+        }
+        perms = (perms & ~deny) | allow;
+      };
+      apply(ows.filter((o) => o.id === guildId));
+      apply(ows.filter((o) => o.type === 0 && o.id !== guildId && member.roles.includes(o.id)));
+      apply(ows.filter((o) => o.type === 1 && o.id === me.id));
+      return (perms & GALLERY_NEEDS) === GALLERY_NEEDS;
+    } catch (err) {
+      this.deps.logger.warn({ err, guildId, channelId }, 'could not read the bot’s permissions in a channel');
+      return undefined;
+    }
+  }
+
+  /**
    * Posts a finished job once: claimed in the store first, so a retry or another
    * process never posts twice; a claim whose instance died lapses and the next
    * caller (the job's next owner) posts. Waits out another instance's live claim
@@ -398,6 +473,7 @@ export class GalleryPoster {
     if (
       job.state !== 'finished' ||
       guildId === undefined ||
+      job.personal === true ||
       job.removed !== undefined ||
       !operations[job.operation].inGallery
     )
@@ -417,7 +493,7 @@ export class GalleryPoster {
     const limit = await this.uploadLimit(guildId);
     const urls = resultFiles(job.result);
     const where = await this.channelKind(gallery);
-    const { files, linked, release } = await this.gather(urls, limit);
+    const { files, linked, release } = await this.gather(urls, limit, GALLERY_KINDS[job.operation]);
     try {
       // Downloads took a while: post only if the claim is still ours (a paused instance whose
       // claim lapsed and was taken leaves the post to the taker).

@@ -25,6 +25,8 @@ export interface NewJob {
   cost?: number;
   /** The server's language (guild_locale), for the job's public messages. */
   locale?: string;
+  /** A personal job (see JobRecord.personal). */
+  personal?: boolean;
 }
 
 export interface LifecycleOptions {
@@ -97,6 +99,7 @@ export class JobLifecycle {
       params: input.params,
       ...(input.cost !== undefined ? { cost: input.cost } : {}),
       ...(input.locale !== undefined ? { locale: input.locale } : {}),
+      ...(input.personal ? { personal: true } : {}),
       state: 'submitting',
       percentage: 0,
       createdAt: now,

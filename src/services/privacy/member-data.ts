@@ -276,6 +276,8 @@ export interface ExportedJob {
   finishedAt?: string;
   galleryPost?: JobRecord['galleryPost'];
   removedByModerator?: string;
+  /** Run through the member's own install (a DM, or a server without the bot): no server's job. */
+  personal?: boolean;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -285,6 +287,7 @@ function exportJob(job: JobRecord): ExportedJob {
     id: job.id,
     command: operations[job.operation].command,
     ...(job.message.guildId !== undefined ? { server: job.message.guildId } : {}),
+    ...(job.personal ? { personal: true } : {}),
     channel: (job.reply ?? job.message).channelId,
     ...(job.message.messageId !== undefined ? { message: job.message.messageId } : {}),
     parameters: job.params,

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import KeyvRedis, { createClient } from '@keyv/redis';
 import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
 import type { Logger } from 'pino';
+import { createPrivateFile, narrowIfPresent } from './data-dir-lock.js';
 import { describeError } from './errors.js';
 import { SCRIPTS, type ScriptName } from './lua-scripts.js';
 
@@ -379,8 +380,12 @@ async function openSqlite(
 ): Promise<Backend> {
   const { namespace, opTimeoutMs } = opts;
   const dir = path.resolve(opts.dataDir);
-  await mkdir(dir, { recursive: true });
+  // Job records, prompts and consent proofs: for the bot's user only (0700, 0600).
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, 'bot.sqlite');
+  await createPrivateFile(file);
+  // Left by an older version with its umask's mode: narrowed as well.
+  for (const side of ['-wal', '-shm']) await narrowIfPresent(file + side);
   const adapter = await openSqliteFile(file, opTimeoutMs, opts.openWaitMs ?? 5 * opTimeoutMs, opts.logger);
   // Keyv prefixes `${namespace}:` (SQLite has no native TTL: Keyv stores `expires`
   // in the value and drops expired rows when read; sweep() removes the rest).

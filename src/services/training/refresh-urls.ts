@@ -25,6 +25,19 @@ export function restRefreshUrls(rest: {
   return (urls) => rest.post('/attachments/refresh-urls', { body: { attachment_urls: urls } });
 }
 
+/**
+ * A Discord attachment link without its signature (`ex`, `is`, `hm`): on its own it opens
+ * nothing, only the bot's `refresh-urls` signs it again. What a session keeps of a photo it
+ * has not sent yet (the original, with its EXIF and GPS). Other links are returned as given.
+ */
+export function unsignedLink(url: string): { url: string; stripped: boolean } {
+  if (discordUrlExpiry(url) === undefined) return { url, stripped: false };
+  const u = new URL(url);
+  u.search = '';
+  u.hash = '';
+  return { url: u.toString(), stripped: true };
+}
+
 /** Epoch ms at which a signed Discord CDN link stops working, or undefined for other links. */
 export function discordUrlExpiry(url: string): number | undefined {
   let u: URL;
@@ -63,7 +76,21 @@ export async function refreshExpiring(
   now: number,
   marginMs: number,
 ): Promise<Map<string, string>> {
-  const due = [...new Set(urls.filter((u) => needsRefresh(u, now, marginMs)))];
+  return refreshLinks(
+    urls.filter((u) => needsRefresh(u, now, marginMs)),
+    refresh,
+  );
+}
+
+/**
+ * A signed link for each given Discord attachment link (keys are the given links), expired
+ * or stripped of its signature alike; links Discord did not renew are absent.
+ */
+export async function refreshLinks(
+  urls: readonly string[],
+  refresh: RefreshUrls,
+): Promise<Map<string, string>> {
+  const due = [...new Set(urls)];
   const out = new Map<string, string>();
   for (let i = 0; i < due.length; i += BATCH) {
     const batch = due.slice(i, i + BATCH);

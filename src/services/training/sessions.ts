@@ -10,11 +10,14 @@
  * the fly to refuse duplicates. No file is ever held in memory as a whole. The
  * session (in the TTL'd key/value store, so it survives a restart) keeps only
  * metadata: attachment id, file name, URL, size, content type, format, sha256.
- * At submit time the bot downloads the photos again, one after the other
+ * The URL is kept WITHOUT its signature (Discord CDN links carry `ex`/`is`/`hm`
+ * query params and open for ~24 h): a stored session holds no working link to
+ * the un-cleaned originals (EXIF, GPS). At submit time the links are signed
+ * again through Discord's `POST /attachments/refresh-urls` (a function passed
+ * in, on the bot's REST: only the bot can), held in memory for the submission
+ * only, and the bot downloads the photos again, one after the other
  * (./upload.ts: each is cleaned of its metadata before it is sent, never the
- * original). Discord CDN links are signed and expire (~24 h, `ex`/`is`/`hm`
- * query params), so links that expire soon are first renewed through Discord's
- * `POST /attachments/refresh-urls` (a function passed in, on the bot's REST).
+ * original).
  * The re-downloaded bytes are hashed and must match the stored sha256, else
  * that photo fails the submission with a clear error and the session is kept.
  * Trade-off: two downloads per photo instead of keeping up to 300 MiB of images
@@ -52,7 +55,13 @@ import {
   type InspectedImage,
 } from './download.js';
 import { IMAGE_FORMATS, baseContentType, formatOfContentType } from './image-sniff.js';
-import { needsRefresh, refreshExpiring, type RefreshUrls } from './refresh-urls.js';
+import {
+  needsRefresh,
+  refreshExpiring,
+  refreshLinks,
+  unsignedLink,
+  type RefreshUrls,
+} from './refresh-urls.js';
 import { inEnglish } from '../operations/fields.js';
 import type { MemberText } from '../operations/input.js';
 
@@ -72,6 +81,8 @@ const photoSchema = z.object({
   format: z.enum(IMAGE_FORMATS),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   addedAt: z.number(),
+  /** `url` is a Discord link kept without its signature: signed again (refresh-urls) at submit. */
+  stripped: z.literal(true).optional(),
 });
 export type TrainingPhoto = z.output<typeof photoSchema>;
 
@@ -380,10 +391,13 @@ export class TrainingSessions {
           refused.push({ name: c.input.name, reason: fullReason() });
           continue;
         }
+        // No working link to the original (EXIF, GPS) is kept: the signature is dropped.
+        const link = unsignedLink(c.input.url);
         const photo: TrainingPhoto = {
           id: c.input.id,
           name: c.input.name,
-          url: c.input.url,
+          url: link.url,
+          ...(link.stripped ? { stripped: true as const } : {}),
           size: c.image.size,
           contentType: baseContentType(c.input.contentType) ?? `image/${c.image.format}`,
           format: c.image.format,
@@ -517,12 +531,21 @@ export class TrainingSessions {
    */
   async originals(session: TrainingSession): Promise<OriginalPhoto[]> {
     const now = this.now();
-    const urls = session.photos.map((p) => p.url);
+    const stripped = session.photos.filter((p) => p.stripped === true);
+    // Sessions stored before links were kept unsigned: their signed links, when they expire soon.
+    const signed = session.photos.filter((p) => p.stripped !== true).map((p) => p.url);
+    const lapsed = (p: TrainingPhoto): boolean => p.stripped === true || needsRefresh(p.url, now, 0);
     let renewed = new Map<string, string>();
     try {
-      renewed = await refreshExpiring(urls, this.refreshUrls, now, REFRESH_MARGIN_MS);
+      renewed = new Map([
+        ...(await refreshLinks(
+          stripped.map((p) => p.url),
+          this.refreshUrls,
+        )),
+        ...(await refreshExpiring(signed, this.refreshUrls, now, REFRESH_MARGIN_MS)),
+      ]);
     } catch (err) {
-      const expired = session.photos.filter((p) => needsRefresh(p.url, now, 0));
+      const expired = session.photos.filter(lapsed);
       this.logger.warn(
         { err, key: session.key, expired: expired.length },
         'could not refresh Discord attachment links',
@@ -533,7 +556,7 @@ export class TrainingSessions {
         );
       }
     }
-    const missing = session.photos.filter((p) => needsRefresh(p.url, now, 0) && !renewed.has(p.url));
+    const missing = session.photos.filter((p) => lapsed(p) && !renewed.has(p.url));
     if (missing.length > 0) {
       throw new TrainingSessionError('refresh_failed', (tr) =>
         tr.t('training.links_expired', { names: tr.list(missing.map((p) => quote(p.name))) }),

@@ -27,6 +27,10 @@ export const fileRoutes = (faults: ReadonlyMap<string, FileFault>, expired: (nam
       for (const [match, fault] of faults) {
         if (!request.params.name.includes(match)) continue;
         if ('status' in fault) return reply.code(fault.status).send(errorsBody(['file unavailable']));
+        if ('body' in fault) {
+          file = { ...found, bytes: fault.body, contentType: fault.contentType };
+          continue;
+        }
         const padded = Buffer.alloc(Math.max(fault.sizeBytes, found.bytes.length));
         found.bytes.copy(padded);
         file = { ...found, bytes: padded };

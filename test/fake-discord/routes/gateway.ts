@@ -25,7 +25,7 @@ export function gatewayHooks(s: FakeState): GatewayHooks {
       v: 10,
       user: { ...s.botUser, verified: true, mfa_enabled: false, email: null },
       user_settings: {},
-      guilds: [...s.guilds.keys()].map((id) => ({ id, unavailable: true })),
+      guilds: s.installedGuildIds().map((id) => ({ id, unavailable: true })),
       private_channels: [],
       relationships: [],
       presences: [],
@@ -37,7 +37,7 @@ export function gatewayHooks(s: FakeState): GatewayHooks {
     }),
     guildCreates: (session) =>
       (session.intents & GatewayIntent.Guilds) !== 0
-        ? [...s.guilds.keys()].map((id) => guildCreatePayload(s, id))
+        ? s.installedGuildIds().map((id) => guildCreatePayload(s, id))
         : [],
   };
 }

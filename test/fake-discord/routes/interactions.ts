@@ -28,7 +28,9 @@ function interactionMetadata(
     id: state.id,
     type: state.type,
     user,
-    authorizing_integration_owners: { '0': s.guildOf(state.channelId) ?? '0' },
+    authorizing_integration_owners: isRecord(state.payload['authorizing_integration_owners'])
+      ? (state.payload['authorizing_integration_owners'] as JsonObject)
+      : { '0': s.guildOf(state.channelId) ?? '0' },
   };
   if (state.type === InteractionType.ApplicationCommand) {
     const d = state.payload['data'] as JsonObject;
@@ -38,6 +40,13 @@ function interactionMetadata(
   if (state.sourceMessageId) meta['interacted_message_id'] = state.sourceMessageId;
   if (originalResponseId) meta['original_response_message_id'] = originalResponseId;
   return meta;
+}
+
+/** An ephemeral message carries the EPHEMERAL flag, also when Discord (not the body) made it so. */
+function withEphemeralFlag(data: JsonObject, ephemeral: boolean): JsonObject {
+  if (!ephemeral) return data;
+  const flags = typeof data['flags'] === 'number' ? data['flags'] : 0;
+  return { ...data, flags: flags | MessageFlag.Ephemeral };
 }
 
 /** Resolves the interaction behind a webhook route, enforcing the 15-minute token lifetime. */
@@ -79,9 +88,14 @@ function webhookMessage(s: FakeState, ctx: HandlerContext): FakeMessage {
   return msg;
 }
 
+/** Discord's cap on follow-ups of an interaction a user install brought where the server has no install. */
+const MAX_USER_INSTALL_FOLLOW_UPS = 5;
+
 function followUp(s: FakeState, ctx: HandlerContext): HandlerResult {
   const state = webhookInteraction(s, ctx);
   if (state.callbacks.length === 0) throw err.unknownWebhook();
+  if (state.userInstallOnly && state.followUpPosts >= MAX_USER_INSTALL_FOLLOW_UPS) throw err.maxFollowUps();
+  state.followUpPosts++;
   const body = bodyObject(ctx);
   const original = state.originalMessageId ? s.messages.get(state.originalMessageId) : undefined;
   // Discord: after a deferred reply, the first follow-up fills in the "thinking…" message instead of creating one.
@@ -89,7 +103,7 @@ function followUp(s: FakeState, ctx: HandlerContext): HandlerResult {
     return { status: 200, body: editMessage(s, original, ctx, body, 'webhook') };
   }
   const requestedFlags = typeof body['flags'] === 'number' ? body['flags'] : 0;
-  const ephemeral = (requestedFlags & MessageFlag.Ephemeral) !== 0;
+  const ephemeral = state.forceEphemeral || (requestedFlags & MessageFlag.Ephemeral) !== 0;
   const id = s.snowflakes.next();
   const base = baseMessage(
     s,
@@ -105,7 +119,10 @@ function followUp(s: FakeState, ctx: HandlerContext): HandlerResult {
   if (state.originalMessageId) {
     base['message_reference'] = messageReference(s, state.channelId, state.originalMessageId);
   }
-  const data = applyMessageBody(s, base, body, ctx.files, 'create', state.channelId, ephemeral);
+  const data = withEphemeralFlag(
+    applyMessageBody(s, base, body, ctx.files, 'create', state.channelId, ephemeral),
+    ephemeral,
+  );
   checkMessageRules(s, data, ctx, { body });
   const msg = new FakeMessage({
     id,
@@ -167,7 +184,8 @@ export function interactionCallback(s: FakeState, ctx: HandlerContext): HandlerR
     type === CallbackType.DeferredChannelMessageWithSource
   ) {
     const requestedFlags = typeof data['flags'] === 'number' ? data['flags'] : 0;
-    const ephemeral = (requestedFlags & MessageFlag.Ephemeral) !== 0;
+    // Where the server disallows external apps, Discord turns every answer ephemeral.
+    const ephemeral = state.forceEphemeral || (requestedFlags & MessageFlag.Ephemeral) !== 0;
     const id = s.snowflakes.next();
     const msgType =
       state.type === InteractionType.ApplicationCommand
@@ -194,7 +212,10 @@ export function interactionCallback(s: FakeState, ctx: HandlerContext): HandlerR
     if (type === CallbackType.DeferredChannelMessageWithSource) {
       dataOut = { ...base, flags: MessageFlag.Loading | (ephemeral ? MessageFlag.Ephemeral : 0) };
     } else {
-      dataOut = applyMessageBody(s, base, data, ctx.files, 'create', state.channelId, ephemeral);
+      dataOut = withEphemeralFlag(
+        applyMessageBody(s, base, data, ctx.files, 'create', state.channelId, ephemeral),
+        ephemeral,
+      );
       checkMessageRules(s, dataOut, ctx, { body: data, prefix: ['data'] });
     }
     message = new FakeMessage({

@@ -14,6 +14,8 @@ import { checkThreadWritable } from '../thread-state.js';
 import { bodyObject, type HandlerContext, type Router } from '../router.js';
 import type { ChannelState, FakeState } from '../state.js';
 import { baseMessage } from '../wire.js';
+import { resolveAttachment } from '../attachments.js';
+import type { AttachmentRef } from '../types.js';
 
 /** Messages family: `/channels/{channel_id}/messages[/{message_id}]` (list, create, get, edit, delete). */
 
@@ -148,10 +150,17 @@ export function registerMessageRoutes(r: Router, s: FakeState): void {
 }
 
 /** Simulates a user posting in a channel (MESSAGE_CREATE is dispatched if the bot has GUILD_MESSAGES). */
-export function postUserMessage(
-  s: FakeState,
-  input: { content: string; channelId?: string; userId?: string },
-): FakeMessage {
+export interface UserMessageInput {
+  content: string;
+  channelId?: string;
+  userId?: string;
+  /** Files posted with it (registered as the channel's attachments, in order). */
+  attachments?: AttachmentRef[];
+  /** Embeds as Discord shows them (e.g. `{ type: 'image', url, thumbnail: { url } }` for a posted image link). */
+  embeds?: JsonObject[];
+}
+
+export function postUserMessage(s: FakeState, input: UserMessageInput): FakeMessage {
   const channelId = input.channelId ?? s.defaultChannelId;
   const user = s.user(input.userId ?? s.defaultUserId);
   const id = s.snowflakes.next();
@@ -165,6 +174,12 @@ export function postUserMessage(
     data: baseMessage(s, id, channelId, user.user, 0, 0),
   });
   msg.data['content'] = input.content;
+  if (input.attachments)
+    // A member's own upload is a lasting attachment (not an interaction's ephemeral one).
+    msg.data['attachments'] = input.attachments.map((ref) =>
+      resolveAttachment(s, typeof ref === 'string' ? ref : { ephemeral: false, ...ref }, channelId),
+    );
+  if (input.embeds) msg.data['embeds'] = input.embeds.map((e) => ({ ...e }));
   s.messages.set(id, msg);
   emitMessage(s, 'MESSAGE_CREATE', msg);
   s.changed();

@@ -46,6 +46,22 @@ export function parseExtendVideoModalId(customId: string): string | undefined {
   return m?.[1];
 }
 
+/**
+ * The prompt form of `Upscale image`: `modal:upscale-image:{channelId}:{messageId}`, the message
+ * it was used on (a form carries no state: the image found there waits in the store under the
+ * member and that message, see ImageTargets).
+ */
+export interface UpscaleImageModal {
+  channelId: string;
+  messageId: string;
+}
+export const upscaleImageModalId = (t: UpscaleImageModal): string =>
+  `modal:upscale-image:${t.channelId}:${t.messageId}`;
+export function parseUpscaleImageModalId(customId: string): UpscaleImageModal | undefined {
+  const m = /^modal:upscale-image:(\d{17,20}):(\d{17,20})$/.exec(customId);
+  return m?.[1] && m[2] ? { channelId: m[1], messageId: m[2] } : undefined;
+}
+
 /** The job centre (/tasks): paging (the invoker's own list), Re-post and Refresh of one job. */
 export type TasksButton =
   | { kind: 'page'; userId: string; page: number }

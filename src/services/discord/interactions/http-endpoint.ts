@@ -7,6 +7,7 @@ import {
 } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import { STORE_DOWN_TEXT } from '../../store/errors.js';
+import { withTimeout } from './interaction-claim.js';
 import { translatorFor, type Translator } from '../../../i18n/index.js';
 
 /**
@@ -133,14 +134,6 @@ export class HttpInteractionEndpoint {
       }
     });
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** An ephemeral apology as the HTTP answer (autocomplete: no choices). */

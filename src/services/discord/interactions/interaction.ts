@@ -2,6 +2,7 @@ import type { InteractionsAPI } from '@discordjs/core/http-only';
 import { DiscordAPIError, type RawFile } from '@discordjs/rest';
 import {
   ApplicationCommandType,
+  ApplicationIntegrationType,
   ChannelType,
   ComponentType,
   InteractionResponseType,
@@ -79,6 +80,11 @@ export interface InteractionOptions {
   ephemeralByDefault?: boolean;
   transport?: AckTransport;
   receivedAt?: number;
+  /**
+   * Whether REST sent this interaction's callback more than once (./callback-retries.ts).
+   * Only then is a 40060 on a first callback our own lost answer; absent: never.
+   */
+  callbackRetried?: (interactionId: string) => boolean;
 }
 
 /** A handler answered something Discord cannot take any more (a form after the acknowledgement). */
@@ -86,6 +92,18 @@ export class TooLateError extends Error {
   constructor(what: string) {
     super(`${what}: the interaction was already acknowledged`);
     this.name = 'TooLateError';
+  }
+}
+
+/** Discord's cap on follow-ups of an interaction brought by a user install only. */
+export const MAX_USER_INSTALL_FOLLOW_UPS = 5;
+
+/** The 6th follow-up of a user-installed app's interaction: Discord would answer 40094. */
+export class FollowUpLimitError extends Error {
+  readonly code = 40094;
+  constructor() {
+    super(`an interaction of a user-installed app takes at most ${MAX_USER_INSTALL_FOLLOW_UPS} follow-ups`);
+    this.name = 'FollowUpLimitError';
   }
 }
 
@@ -128,6 +146,8 @@ export class BotInteraction {
   readonly #logger: Logger;
   readonly #transport: AckTransport;
   readonly #ephemeralByDefault: boolean;
+  /** Brought by the member's own install only: Discord caps its follow-ups (#followUp). */
+  readonly #userInstallOnly: boolean;
   #state: State = 'new';
   #deferral: Deferral | undefined;
   /** The handler's first callback has been reported to the transport. */
@@ -143,6 +163,8 @@ export class BotInteraction {
    */
   #wanted: { ephemeral: boolean } | undefined;
   #chain: Promise<unknown> = Promise.resolve();
+  /** Follow-ups sent (counted against Discord's cap for user-installed apps). */
+  #followUps = 0;
   /**
    * Acknowledged in the HTTP response: Discord may take a moment to turn it into the
    * deferred message, so the first webhook call after it retries "unknown" briefly.
@@ -150,6 +172,14 @@ export class BotInteraction {
   #cold = false;
   #ackTimer: NodeJS.Timeout | undefined;
   #options: OptionResolver | undefined;
+  readonly #callbackRetried: (interactionId: string) => boolean;
+  /** A first callback of ours went out and its outcome is unknown (it may have been taken). */
+  #callbackMaybeTaken = false;
+  /**
+   * Another run answered this interaction (40060 on a callback of ours that Discord cannot
+   * have taken before): nothing more is sent for it, every answer throws this.
+   */
+  #foreign: DiscordAPIError | undefined;
 
   constructor(raw: APIInteraction, opts: InteractionOptions) {
     this.raw = raw;
@@ -165,10 +195,14 @@ export class BotInteraction {
     this.guildLocale = raw.guild_locale ?? undefined;
     this.memberPermissions = parsePermissions(member?.permissions);
     this.createdTimestamp = snowflakeTime(raw.id);
+    this.#userInstallOnly =
+      raw.authorizing_integration_owners !== undefined &&
+      raw.authorizing_integration_owners[ApplicationIntegrationType.GuildInstall] === undefined;
     this.#api = opts.api;
     this.#logger = opts.logger;
     this.#transport = opts.transport ?? {};
     this.#ephemeralByDefault = opts.ephemeralByDefault ?? false;
+    this.#callbackRetried = opts.callbackRetried ?? (() => false);
     if (opts.ackAfterMs > 0 && raw.type !== InteractionType.Ping) {
       const elapsed = Date.now() - (opts.receivedAt ?? Date.now());
       this.#ackTimer = setTimeout(() => void this.#autoAck(), Math.max(0, opts.ackAfterMs - elapsed));
@@ -331,7 +365,7 @@ export class BotInteraction {
         return this.#fillDeferral(data, isEphemeral(flags));
       }
       // After an answer: a new message.
-      return this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+      return this.#webhook(() => this.#followUp(data));
     });
   }
 
@@ -412,7 +446,7 @@ export class BotInteraction {
   followUp(body: MessageBody, opts: ReplyOptions = {}): Promise<APIMessage> {
     const flags = withEphemeral(body.flags, opts.ephemeral);
     const data = withDefaults({ ...body, ...(flags !== undefined ? { flags } : {}) });
-    return this.#run(() => this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data)));
+    return this.#run(() => this.#webhook(() => this.#followUp(data)));
   }
 
   deleteReply(messageId?: string): Promise<void> {
@@ -460,23 +494,37 @@ export class BotInteraction {
     clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
     const unanswered = this.#transport.unanswered;
-    // After any answer still on its way: only an interaction nothing answered is reported.
-    if (unanswered) void this.#run(async () => (this.#firstReported ? undefined : unanswered()));
+    // After any answer still on its way: only an interaction nothing answered is reported (one
+    // another run answered gets its HTTP request closed too; Discord ignores that answer).
+    if (unanswered)
+      void this.#run(async () => (this.#firstReported ? undefined : unanswered())).catch(() =>
+        this.#firstReported ? undefined : unanswered(),
+      );
   }
 
   // ---------------------------------------------------------------- internals
 
+  #runQuietly(fn: () => Promise<void>): Promise<void> {
+    return this.#run(fn).catch(() => undefined);
+  }
+
   #run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.#chain.then(fn, fn);
+    const guarded = (): Promise<T> => {
+      if (this.#foreign) throw this.#foreign;
+      return fn();
+    };
+    const next = this.#chain.then(guarded, guarded);
     this.#chain = next.catch(() => undefined);
     return next;
   }
 
   /**
    * The handler's first callback; `taken` records what it made of the interaction. A 40060
-   * ("already acknowledged") here can only be REST's own retry of a callback Discord had
-   * taken (its answer was lost): that answer stands, and a message answer resolves with
-   * the original message (`fetchOriginal`).
+   * ("already acknowledged") is our own answer only after a callback of ours may have been
+   * taken: REST's retry of a callback whose answer was lost (or an earlier callback that
+   * failed without Discord's word). That answer stands, and a message answer resolves with
+   * the original message (`fetchOriginal`). Otherwise another run answered this interaction
+   * (a replayed delivery): it is not ours to act on, and nothing more is sent for it.
    */
   async #first<T>(
     send: () => Promise<T>,
@@ -490,15 +538,31 @@ export class BotInteraction {
       return out;
     } catch (err) {
       if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
+        if (!this.#ours()) {
+          this.#foreign = err;
+          clearTimeout(this.#ackTimer);
+          this.#logger.warn(
+            { interactionId: this.id },
+            'interaction already answered elsewhere (a replayed delivery?); not acting on it',
+          );
+          throw err;
+        }
         this.#logger.info({ interactionId: this.id }, 'callback taken by Discord before its answer was lost');
         taken();
         this.#acknowledged();
         if (!fetchOriginal) return undefined;
         return this.#api.getOriginalReply(this.applicationId, this.token).catch(() => undefined);
       }
+      // Not answered by Discord (a network failure, a 5xx after REST's retries): it may have been taken.
+      if (!(err instanceof DiscordAPIError)) this.#callbackMaybeTaken = true;
       // Not accepted: the acknowledgement timer, still armed, answers in time if nothing else does.
       throw err;
     }
+  }
+
+  /** A 40060 now answers a callback of ours that Discord may have taken earlier. */
+  #ours(): boolean {
+    return this.#callbackMaybeTaken || this.#callbackRetried(this.id);
   }
 
   /**
@@ -516,9 +580,22 @@ export class BotInteraction {
         () => undefined,
       );
     }
-    const msg = await this.#webhook(() => this.#api.followUp(this.applicationId, this.token, data));
+    const msg = await this.#webhook(() => this.#followUp(data));
     this.#original = msg.id;
     return msg;
+  }
+
+  /**
+   * One follow-up message. Discord allows an app only 5 per interaction when the member's own
+   * install brought it (no server install: `authorizing_integration_owners` has no "0"): the
+   * 6th is refused here (40094) instead of spending a request Discord would refuse.
+   */
+  #followUp(data: MessageBody): Promise<APIMessage> {
+    if (this.#userInstallOnly && this.#followUps >= MAX_USER_INSTALL_FOLLOW_UPS) {
+      return Promise.reject(new FollowUpLimitError());
+    }
+    this.#followUps++;
+    return this.#api.followUp(this.applicationId, this.token, data);
   }
 
   #acknowledged(): void {
@@ -551,7 +628,8 @@ export class BotInteraction {
 
   /** Nothing answered in time: a deferral now, in the HTTP response when there is one. */
   #autoAck(): Promise<void> {
-    return this.#run(async () => {
+    // Nothing to acknowledge once another run answered (the chain refuses).
+    return this.#runQuietly(async () => {
       if (this.#state !== 'new') return;
       const body = this.#deferralBody();
       this.#logger.info(
@@ -576,7 +654,11 @@ export class BotInteraction {
       try {
         await this.#sendAck(body);
       } catch (err) {
-        if (!(err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED)) {
+        if (err instanceof DiscordAPIError && err.code === ALREADY_ACKNOWLEDGED) {
+          // Answered by another run, not by a lost acknowledgement of ours: its message is not ours to fill.
+          if (!this.#ours()) this.#foreign = err;
+        } else {
+          if (!(err instanceof DiscordAPIError)) this.#callbackMaybeTaken = true;
           this.#logger.warn({ err, interactionId: this.id }, 'could not acknowledge a slow interaction');
         }
       }

@@ -121,3 +121,28 @@ export async function syncCommands(opts: {
   opts.logger.info({ scope, count: opts.commands.length }, 'slash commands registered');
   return { action: 'overwritten', scope, count: opts.commands.length };
 }
+
+/**
+ * Every scope the plan names (`registrationPlan`: global, and DISCORD_GUILD_ID's server when
+ * set), each compared on its own and overwritten in one bulk PUT only when it differs.
+ */
+export async function syncCommandScopes(opts: {
+  rest: Pick<REST, 'get' | 'put'>;
+  applicationId: string;
+  scopes: ReadonlyArray<{ guildId?: string; commands: readonly RESTPostAPIApplicationCommandsJSONBody[] }>;
+  logger: Logger;
+}): Promise<SyncResult[]> {
+  const out: SyncResult[] = [];
+  for (const scope of opts.scopes) {
+    out.push(
+      await syncCommands({
+        rest: opts.rest,
+        applicationId: opts.applicationId,
+        guildId: scope.guildId,
+        commands: scope.commands,
+        logger: opts.logger,
+      }),
+    );
+  }
+  return out;
+}

@@ -61,3 +61,15 @@ export function inviteUrl(applicationId: string, guildId?: string): string {
   }
   return url.toString();
 }
+
+/**
+ * The OAuth2 URL that installs the app to a member's own account (USER_INSTALL): commands
+ * only, no bot user and no permissions (the bot is in none of the places it is then used).
+ */
+export function userInstallUrl(applicationId: string): string {
+  const url = new URL('https://discord.com/oauth2/authorize');
+  url.searchParams.set('client_id', applicationId);
+  url.searchParams.set('integration_type', '1');
+  url.searchParams.set('scope', OAuth2Scopes.ApplicationsCommands);
+  return url.toString();
+}

@@ -507,6 +507,16 @@ export function renderThreadLine(job: JobRecord, tr: Translator = jobTranslator(
   };
 }
 
+/**
+ * A result URL printed as it is, never as markdown: `<…>` (an autolink without a preview) of
+ * its percent-encoded form, so nothing in it can close the link, mask another one or mention
+ * anyone; a URL that is no http(s) one is shown as escaped text.
+ */
+function linkedUrl(url: string): string {
+  const safe = safeHttpUrl(url);
+  return safe !== undefined ? `<${safe}>` : truncate(escapeMarkdown(url), 200);
+}
+
 type GalleryPost = CardPayload & { attachments: { id: string; filename: string }[] };
 /** A result file that could not ride along to the gallery, and why. */
 type Linked = { url: string; reason: (tr: Translator) => string };
@@ -528,7 +538,10 @@ function renderGalleryPost(
     files: attachments,
     links:
       linked.length > 0
-        ? [tr.t('gallery.not_attached'), ...linked.map((l) => `• ${l.url} (${truncate(l.reason(tr), 80)})`)]
+        ? [
+            tr.t('gallery.not_attached'),
+            ...linked.map((l) => `• ${linkedUrl(l.url)} (${truncate(l.reason(tr), 80)})`),
+          ]
         : [],
     rows: [],
   });
