@@ -28,7 +28,7 @@ const snowflake = z.string().regex(/^\d{1,20}$/);
 const userRef = z.looseObject({ id: snowflake });
 
 /**
- * The parts the bot relies on before discord.js builds the interaction: ids, the
+ * The parts the bot relies on before it wraps the interaction (BotInteraction): ids, the
  * token, the invoking user (`user` in DMs, `member.user` in guilds) and `data`.
  */
 const interactionSchema = z.union([

@@ -22,7 +22,7 @@ export interface WebhookDeps {
   /** What a finished result of each operation carries (the operations registry's). */
   operations: ResultOutputs;
   metrics?: Metrics;
-  /** Memo of job secrets; the app shares it with JobService so its own jobs are known before the first delivery. */
+  /** Memo of job secrets; the app shares it with JobLifecycle so its own jobs are known before the first delivery. */
   keys?: JobKeys;
   /** Per-source budget of failed authentications (default DEFAULT_AUTH_FAILURE_LIMIT). */
   authFailures?: AuthFailureLimit;

@@ -140,7 +140,7 @@ export class CommunityService {
     await this.release(scope, input.userId, input.jobId, true);
   }
 
-  /** JobService `onFinal`: frees the member's slot; a job that failed before the service took it is refunded. */
+  /** After-final work (AfterFinalWork): frees the member's slot; a job that failed before the service took it is refunded. */
   async jobEnded(job: JobRecord): Promise<void> {
     const scope = scopeOf(job);
     if (scope === undefined) return;
