@@ -62,7 +62,8 @@ describe('deploy: compose file and load balancer config agree', () => {
     expect(bot).not.toMatch(/container_name|INSTANCE_ID:/); // each replica its own name
     // Every replica the same DATA_DIR (the Dockerfile's /data): any of them serves /photos/.
     expect(bot).toContain('- bot-data:/data');
-    expect(bot).toContain('REDIS_URL: redis://redis:6379');
+    // Redis asks for a password (deploy/redis-start.sh): the replicas' URL carries it.
+    expect(bot).toContain('REDIS_URL: redis://:${REDIS_PASSWORD:?set REDIS_PASSWORD in .env}@redis:6379');
   });
 });
 

@@ -848,7 +848,7 @@ describe('renderGalleryPost: the result card with the files attached', () => {
     expect(attachments).toEqual([{ id: '0', filename: 'image_1.png' }]);
     const text = cardText(p);
     expect(text).toContain('添付できなかったファイル:');
-    expect(text).toContain(`• ${img(2)} (download failed (HTTP 500))`);
+    expect(text).toContain(`• <${img(2)}> (download failed (HTTP 500))`);
     expect(text).toContain('ジョブへ移動');
     expect(galleryUrls(p)).toEqual(['attachment://image_1.png']);
   });
