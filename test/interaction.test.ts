@@ -1035,8 +1035,10 @@ describe.each<Mode>(['gateway', 'http'])(
       expect(discord.lines()).toEqual([callbackOf(raw)]);
     });
 
-    // Over the gateway the acknowledgement is a callback too (over HTTP it is the HTTP response: ours).
-    it.runIf(mode === 'gateway')(
+    // Over the gateway the acknowledgement is a callback too (over HTTP it is the HTTP response:
+    // ours, so the case does not exist there and is not declared, rather than reported skipped).
+    const gatewayOnly = mode === 'gateway' ? it : () => undefined;
+    gatewayOnly(
       'the automatic acknowledgement refused 40060: the late reply is not sent into the other run’s message',
       async () => {
         const bench = new Bench(discord, mode);
