@@ -488,6 +488,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       posts: publicPosts,
       cleanup: new PublicCleanup({
         rest: botRest,
+        interactionRest,
+        interactionFreshMs: DEFAULT_EDIT_QUEUE_OPTIONS.interactionFreshMs,
         budget: editBudget,
         gallery,
         renderRemoved: renderRemovedAtRequest,

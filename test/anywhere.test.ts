@@ -8,7 +8,7 @@
  * settings; `/tasks` and `/privacy` know them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InteractionHandle } from './fake-discord/index.js';
+import { startFakeDiscord, type FakeDiscord, type InteractionHandle } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import { customIds, messageText } from './helpers/message-text.js';
 import { uniquePng } from './helpers/photos.js';
@@ -183,6 +183,131 @@ for (const redis of [false, true])
         expect(refused.ephemeral).toBe(true);
         expect(refused.content).toMatch(/credit limit for all servers/);
         expect(upscaleTasks(h)).toHaveLength(before);
+      });
+    });
+
+    describe('/privacy delete of personal jobs (the app clock follows the fake Discord’s)', () => {
+      let fake: FakeDiscord;
+      let h: Harness;
+      let carol: string;
+      let outside: string;
+      let lounge: string;
+      let png: Buffer;
+
+      const upscale = (prompt: string) =>
+        h.fake.sendCommand({
+          name: 'upscale',
+          userId: carol,
+          userInstall: true,
+          guildId: outside,
+          options: { prompt },
+          attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+        });
+      const finished = async (prompt: string) => {
+        const msg = await upscale(prompt).waitForMessage(
+          (m) => messageText(m).includes('Upscale again'),
+          20_000,
+        );
+        const job = await eventually(
+          async () => {
+            const j = await h.app.store.getByMessageId(msg.id);
+            return j?.settledAt !== undefined ? j : undefined;
+          },
+          20_000,
+          'the settled job',
+        );
+        return { msg, job };
+      };
+
+      beforeAll(async () => {
+        png = await uniquePng();
+        fake = await startFakeDiscord({ warmUpValidators: true });
+        h = await startHarness({
+          webhooks: true,
+          ...(redis ? { redis: true } : {}),
+          reuse: { fake },
+          now: () => fake.now(),
+          env: { USER_INSTALL: 'true', USER_DAILY_CREDITS: '10' },
+        });
+        carol = h.fake.addUser({ username: 'carol', permissions: MEMBER });
+        outside = h.fake.addGuild({ name: 'Elsewhere', botInstalled: false, channels: [{ name: 'lounge' }] });
+        h.fake.addMember(outside, carol, { permissions: MEMBER });
+        lounge = h.fake.defaultChannelOf(outside);
+      }, 60_000);
+      afterAll(async () => {
+        await h?.close();
+        await fake?.close();
+      });
+
+      it('a fresh message is replaced through its interaction; an old one and a Re-post there are reported as Discord’s, never retried, and no bot-token request reaches that server', async () => {
+        const old = await finished('an old cat');
+        // Re-post of it from /tasks, in that server: answered through the interaction, indexed as personal.
+        const detail = await h.fake
+          .sendCommand({
+            name: 'tasks',
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+            options: { id: old.job.id },
+          })
+          .message(10_000);
+        const repostId = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const repost = await h.fake
+          .sendButton({
+            customId: repostId,
+            messageId: detail.id,
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        expect(repost.ephemeral).toBe(false);
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${old.job.id}`)) ?? {}).includes(
+              repost.id,
+            ),
+          10_000,
+          'the Re-post indexed',
+        );
+        // The first job's interaction token is past its use; a second job's is fresh.
+        h.fake.advanceTime(15 * 60_000);
+        const fresh = await finished('a fresh cat');
+
+        const ask = await h.fake
+          .sendCommand({
+            name: 'privacy',
+            subcommand: 'delete',
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        const confirm = customIds(ask).find((id) => id.startsWith('privacy:delete')) ?? '';
+        const answer = await h.fake
+          .sendButton({
+            customId: confirm,
+            messageId: ask.id,
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .waitForMessage((m) => m.content.startsWith('Deleted:'), 30_000);
+
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        // The fresh job's message: replaced through its interaction token.
+        expect(messageText(h.fake.messages.get(fresh.msg.id))).toContain("Removed at the member's request.");
+        expect(answer.content).toMatch(/1 job message replaced/);
+        expect(answer.content).not.toMatch(/Discord refused/);
+        // The old message and the Re-post: Discord's to keep, said so, and nothing left to retry.
+        expect(messageText(h.fake.messages.get(old.msg.id))).toContain('Upscale again');
+        expect(answer.content).toMatch(/can no longer change 2 messages/);
+        expect(answer.content).toContain(`job message in <#${lounge}>`);
+        expect(answer.content).toContain(`Re-post in <#${lounge}>`);
+        expect(await h.app.kv.get(`public-posts:${old.job.id}`)).toBeUndefined();
+        expect(await h.app.kv.get(`public-posts:${fresh.job.id}`)).toBeUndefined();
+        h.fake.assertNoViolations();
       });
     });
 
