@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord, type InteractionHandle } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import { customIds, messageText } from './helpers/message-text.js';
-import { uniquePng } from './helpers/photos.js';
+import { photoFiles, uniquePng } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
 
 const MEMBER = String((1n << 10n) | (1n << 11n));
@@ -186,7 +186,7 @@ for (const redis of [false, true])
       });
     });
 
-    describe('/privacy delete of personal jobs (the app clock follows the fake Discord’s)', () => {
+    describe('personal places over time (the app clock follows the fake Discord’s)', () => {
       let fake: FakeDiscord;
       let h: Harness;
       let carol: string;
@@ -239,7 +239,51 @@ for (const redis of [false, true])
         await fake?.close();
       });
 
-      it('a fresh message is replaced through its interaction; an old one and a Re-post there are reported as Discord’s, never retried, and no bot-token request reaches that server', async () => {
+      it('/training-photos: the session message only through an interaction; past its token a fresh one from the next interaction', async () => {
+        const dave = h.fake.addUser({ username: 'dave', permissions: MEMBER });
+        h.fake.addMember(outside, dave, { permissions: MEMBER });
+        const photos = (files: { filename: string; bytes: Buffer }[]) =>
+          Object.fromEntries(files.map((f, n) => [`photo${n + 1}`, f]));
+        const command = (subcommand: string, files: { filename: string; bytes: Buffer }[], options = {}) =>
+          h.fake.sendCommand({
+            name: 'training-photos',
+            subcommand,
+            userId: dave,
+            guildId: outside,
+            userInstall: true,
+            options,
+            attachments: photos(files),
+          });
+        const start = command('start', await photoFiles(3, 'dave-start'), {
+          ethnicity: 'white',
+          gender: 'male',
+        });
+        const first = await start.waitForMessage((m) => m.content.includes('3 / 30 photos'), 10_000);
+        expect(first.ephemeral).toBe(false);
+        // The start's token is past its use: the session message cannot be edited any more.
+        h.fake.advanceTime(15 * 60_000);
+        const add = command('add', await photoFiles(2, 'dave-add'));
+        const fresh = await eventually(
+          () => add.followUps.find((m) => !m.ephemeral && m.content.includes('5 / 30 photos')),
+          10_000,
+          'a fresh session message through the add',
+        );
+        expect(fresh.id).not.toBe(first.id);
+        expect(h.fake.messages.get(first.id)?.content).toContain('3 / 30 photos');
+        // The fresh message is the session's now, edited through the interaction that posted it.
+        const more = command('add', await photoFiles(1, 'dave-more'));
+        await more.waitForMessage((m) => m.content.startsWith('Added'), 10_000);
+        await eventually(
+          () => h.fake.messages.get(fresh.id)?.content.includes('6 / 30 photos'),
+          10_000,
+          'the fresh session message updated',
+        );
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
+      it('/privacy delete: a fresh message is replaced through its interaction; an old one and a Re-post there are reported as Discord’s, never retried, and no bot-token request reaches that server', async () => {
         const old = await finished('an old cat');
         // Re-post of it from /tasks, in that server: answered through the interaction, indexed as personal.
         const detail = await h.fake
