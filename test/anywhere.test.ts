@@ -13,6 +13,7 @@ import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import { customIds, messageText } from './helpers/message-text.js';
 import { photoFiles, uniquePng } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 
 const MEMBER = String((1n << 10n) | (1n << 11n));
 const JOB_COMMANDS = ['upscale', 'extend-song', 'extend-video', 'training-photos', 'Upscale image'];
@@ -227,7 +228,7 @@ for (const redis of [false, true])
           ...(redis ? { redis: true } : {}),
           reuse: { fake },
           now: () => fake.now(),
-          env: { USER_INSTALL: 'true', USER_DAILY_CREDITS: '10' },
+          env: { USER_INSTALL: 'true', USER_DAILY_CREDITS: '100', USER_MAX_ACTIVE_JOBS: '5' },
         });
         carol = h.fake.addUser({ username: 'carol', permissions: MEMBER });
         outside = h.fake.addGuild({ name: 'Elsewhere', botInstalled: false, channels: [{ name: 'lounge' }] });
@@ -280,6 +281,59 @@ for (const redis of [false, true])
         );
         expect(h.fake.outsiderRequests).toEqual([]);
         expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
+      it('/privacy delete: a result sent by DM (past the token) is replaced there with the bot token; the live message is Discord’s', async () => {
+        const erin = h.fake.addUser({ username: 'erin', permissions: MEMBER });
+        h.fake.addMember(outside, erin, { permissions: MEMBER });
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const before = new Set(h.emulator.tasks.keys());
+        const cmd = h.fake.sendCommand({
+          name: 'extend-song',
+          userId: erin,
+          guildId: outside,
+          userInstall: true,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const task = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !before.has(t.id)),
+          10_000,
+          'the song task',
+        );
+        const live = await cmd.message(10_000);
+        const job = await eventually(() => h.app.store.getByTaskId(task.id), 10_000, 'the job');
+        expect(job.personal).toBe(true);
+        // Past the token: the final goes to erin by DM, in the bot's own DM channel with her.
+        h.fake.advanceTime(15 * 60_000);
+        h.emulator.finish(task.id);
+        const dm = h.fake.dmChannelId(erin);
+        const sent = await eventually(
+          () => h.fake.channelMessages(dm, true).find((m) => messageText(m).includes('Extend')),
+          20_000,
+          'the result by DM',
+        );
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${job.id}`)) ?? {}).includes(sent.id),
+          10_000,
+          'the DM indexed',
+        );
+
+        const ask = await h.fake
+          .sendCommand({ name: 'privacy', subcommand: 'delete', userId: erin, dm: true, userInstall: true })
+          .message(10_000);
+        const confirm = customIds(ask).find((id) => id.startsWith('privacy:delete')) ?? '';
+        const answer = await h.fake
+          .sendButton({ customId: confirm, messageId: ask.id, userId: erin, dm: true, userInstall: true })
+          .waitForMessage((m) => m.content.startsWith('Deleted:'), 30_000);
+        expect(messageText(h.fake.messages.get(sent.id))).toContain("Removed at the member's request.");
+        expect(answer.content).toMatch(/1 job message replaced/);
+        expect(answer.content).toMatch(/can no longer change 1 message/);
+        expect(answer.content).toContain(`job message in <#${lounge}>`);
+        expect(messageText(h.fake.messages.get(live.id))).not.toContain("Removed at the member's request.");
+        expect(await h.app.kv.get(`public-posts:${job.id}`)).toBeUndefined();
+        expect(h.fake.outsiderRequests).toEqual([]);
         h.fake.assertNoViolations();
       });
 

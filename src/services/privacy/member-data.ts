@@ -356,6 +356,7 @@ function exportTrace(t: PostTrace) {
     ...(t.reply ? { channelLine: t.reply } : {}),
     ...(t.thread !== undefined ? { thread: t.thread } : {}),
     ...(t.gallery ? { galleryPost: t.gallery } : {}),
+    ...(t.dm ? { directMessage: t.dm } : {}),
     ...(t.reposts.length > 0 ? { reposts: t.reposts } : {}),
   };
 }

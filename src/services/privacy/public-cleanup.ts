@@ -208,15 +208,28 @@ export class PublicCleanup {
         'privacy: Re-post refused',
       );
     }
-    // Only a refused Re-post in a server with the bot is kept, for the next deletion.
-    const { message: _changed, ...rest } = trace;
-    const left =
-      reposts.refused.length > 0 ? { ...rest, reposts: reposts.refused.map((r) => r.ref) } : undefined;
+    const { message: _changed, dm: _sent, ...rest } = trace;
+    const kept: PostTrace = { ...rest, reposts: reposts.refused.map((r) => r.ref) };
+    const body = this.deps.renderRemoved(trace.locale);
+    // Its result sent by DM: the bot's own DM channel with the member, which the bot token reaches.
+    if (trace.dm) {
+      try {
+        await this.edit(trace.dm, body);
+        tally.messages++;
+      } catch (err) {
+        if (!isGoneOnDiscord(err)) {
+          kept.dm = trace.dm;
+          tally.failures.push({ what: 'message', channelId: trace.dm.channelId, reason: why(err) });
+          this.deps.logger.warn({ err, jobId: trace.jobId }, 'privacy: the DM of a result refused');
+        }
+      }
+    }
+    // Only what the bot token reaches (a Re-post in a server with the bot, the DM) is kept for a retry.
+    const left = kept.reposts.length > 0 || kept.dm !== undefined ? kept : undefined;
     const ref = trace.message;
     if (!ref) return left;
     const i = live?.interaction;
     if (i && live?.tokenRefused !== true && this.deps.now() - i.createdAt < this.deps.interactionFreshMs) {
-      const body = this.deps.renderRemoved(trace.locale);
       try {
         await this.deps.interactionRest.patch(
           Routes.webhookMessage(i.applicationId, i.token, i.messageId ?? '@original'),

@@ -43,6 +43,8 @@ const traceSchema = z.object({
   /** The job's thread, named after its prompt. */
   thread: z.string().optional(),
   gallery: messageRef.extend({ threadId: z.string().optional() }).optional(),
+  /** A personal job's result sent by DM, in the bot's own DM channel with the member (the bot token reaches it). */
+  dm: messageRef.optional(),
   reposts: z.array(repostRef),
 });
 export type PostTrace = z.output<typeof traceSchema>;
@@ -127,6 +129,13 @@ export class PublicPosts {
       if (!t.reposts.some((r) => r.messageId === posted.messageId)) t.reposts.push(posted);
     });
     await this.deps.kv.set(repostKey(posted.messageId), { jobId: job.id }, TRACE_TTL_MS);
+  }
+
+  /** A personal job's final sent to the member by DM (after its interaction token). */
+  recordDirectMessage(job: JobRecord, posted: PostedMessage): Promise<void> {
+    return this.update(job, (t) => {
+      t.dm = posted;
+    });
   }
 
   /** The job a Re-post shows (undefined: not a Re-post the index knows). */
