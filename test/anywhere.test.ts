@@ -284,6 +284,150 @@ for (const redis of [false, true])
         h.fake.assertNoViolations();
       });
 
+      it('every path a personal job reaches (AutoMod, next step, Retry, /tasks Refresh and Re-post, a result by DM and its button) sends nothing with the bot token to that server', async () => {
+        const finn = h.fake.addUser({ username: 'finn', permissions: MEMBER });
+        h.fake.addMember(outside, finn, { permissions: MEMBER });
+        const here = { guildId: outside, userInstall: true } as const;
+        const jobsOf = () => h.app.store.listByUser(finn, 50);
+        const settled = (id: string) =>
+          eventually(
+            async () => {
+              const j = await h.app.store.get(id);
+              return j?.settledAt !== undefined ? j : undefined;
+            },
+            20_000,
+            'the job settled',
+          );
+        // AutoMod of that server refuses the prompt: shown without it, the member told once.
+        h.fake.setAutoModKeywords(outside, ['forbidden']);
+        const first = h.fake.sendCommand({
+          name: 'upscale',
+          userId: finn,
+          ...here,
+          options: { prompt: 'a forbidden cat' },
+          attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+        });
+        const result = await first.waitForMessage((m) => messageText(m).includes('Upscale again'), 20_000);
+        const upscaled = await settled((await h.app.store.getByMessageId(result.id))?.id ?? '');
+        expect(upscaled.personal).toBe(true);
+        expect(upscaled.textWithheld).toBe(true);
+        expect(h.fake.autoModBlocks.length).toBeGreaterThan(0);
+        h.fake.setAutoModKeywords(outside, []);
+
+        // A next step from the result.
+        const again = customIds(result).find((id) => id.startsWith('next:upscale-again:')) ?? '';
+        h.fake.sendButton({ customId: again, messageId: result.id, userId: finn, ...here });
+        const next = await eventually(
+          async () => (await jobsOf()).find((j) => j.params['extended_from'] !== undefined),
+          20_000,
+          'the next step',
+        );
+        expect(next.personal).toBe(true);
+        await settled(next.id);
+
+        // A failed song, then Retry.
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const known = new Set(h.emulator.tasks.keys());
+        const song = h.fake.sendCommand({
+          name: 'extend-song',
+          userId: finn,
+          ...here,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const task = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !known.has(t.id)),
+          10_000,
+          'the song task',
+        );
+        h.emulator.fail(task.id);
+        const failed = await song.waitForMessage(
+          (m) => customIds(m).some((id) => id.startsWith('next:retry:')),
+          20_000,
+        );
+        const failedJob = await settled((await h.app.store.getByTaskId(task.id))?.id ?? '');
+        const retry = customIds(failed).find((id) => id.startsWith('next:retry:')) ?? '';
+        const count = (await jobsOf()).length;
+        h.fake.sendButton({ customId: retry, messageId: failed.id, userId: finn, ...here });
+        const retried = await eventually(
+          async () => {
+            const jobs = await jobsOf();
+            return jobs.length > count
+              ? jobs.find(
+                  (j) =>
+                    j.id !== failedJob.id && j.operation === 'song' && j.createdAt >= failedJob.createdAt,
+                )
+              : undefined;
+          },
+          20_000,
+          'the retried job',
+        );
+        expect(retried.personal).toBe(true);
+        await settled(retried.id);
+
+        // /tasks id: → Refresh and Re-post.
+        const detail = await h.fake
+          .sendCommand({ name: 'tasks', userId: finn, ...here, options: { id: upscaled.id } })
+          .message(10_000);
+        const refresh = customIds(detail).find((id) => id.startsWith('tasks:refresh:')) ?? '';
+        await h.fake
+          .sendButton({ customId: refresh, messageId: detail.id, userId: finn, ...here })
+          .response(10_000);
+        const repost = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const reposted = await h.fake
+          .sendButton({ customId: repost, messageId: detail.id, userId: finn, ...here })
+          .message(10_000);
+        expect(reposted.channelId).toBe(lounge);
+
+        // A song past its token: the result by DM, and a next step from there.
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const known2 = new Set(h.emulator.tasks.keys());
+        h.fake.sendCommand({
+          name: 'extend-song',
+          userId: finn,
+          ...here,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const late = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !known2.has(t.id)),
+          10_000,
+          'the late song task',
+        );
+        await eventually(() => h.app.store.getByTaskId(late.id), 10_000, 'the late job');
+        h.fake.advanceTime(15 * 60_000);
+        h.emulator.finish(late.id);
+        const dm = h.fake.dmChannelId(finn);
+        const byDm = await eventually(
+          () =>
+            h.fake.channelMessages(dm, true).find((m) => customIds(m).some((id) => id.startsWith('next:'))),
+          20_000,
+          'the result by DM',
+        );
+        const step = customIds(byDm).find((id) => id.startsWith('next:')) ?? '';
+        const before = (await jobsOf()).length;
+        const press = h.fake.sendButton({
+          customId: step,
+          messageId: byDm.id,
+          userId: finn,
+          dm: true,
+          userInstall: true,
+        });
+        await press.response(10_000);
+        const fromDm = await eventually(
+          async () => {
+            const jobs = await jobsOf();
+            return jobs.length > before ? jobs[0] : undefined;
+          },
+          20_000,
+          'the job from the DM result',
+        );
+        expect(fromDm.personal).toBe(true);
+        await settled(fromDm.id);
+
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
       it('/privacy delete: a result sent by DM (past the token) is replaced there with the bot token; the live message is Discord’s', async () => {
         const erin = h.fake.addUser({ username: 'erin', permissions: MEMBER });
         h.fake.addMember(outside, erin, { permissions: MEMBER });
