@@ -428,6 +428,57 @@ for (const redis of [false, true])
         h.fake.assertNoViolations();
       });
 
+      it('Remove result of a server job leaves its Re-post in a personal place alone (no bot-token request there)', async () => {
+        const gina = h.fake.addUser({ username: 'gina', permissions: MEMBER });
+        const mod = h.fake.addUser({
+          username: 'mod',
+          permissions: String((1n << 10n) | (1n << 11n) | (1n << 13n)),
+        });
+        h.fake.addMember(outside, gina, { permissions: MEMBER });
+        const msg = await h.fake
+          .sendCommand({
+            name: 'upscale',
+            userId: gina,
+            options: { prompt: 'a server cat' },
+            attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+          })
+          .waitForMessage((m) => messageText(m).includes('Upscale again'), 20_000);
+        const job = await eventually(() => h.app.store.getByMessageId(msg.id), 10_000, 'the job');
+        expect(job.personal).toBeUndefined();
+        const detail = await h.fake
+          .sendCommand({
+            name: 'tasks',
+            userId: gina,
+            guildId: outside,
+            userInstall: true,
+            options: { id: job.id },
+          })
+          .message(10_000);
+        const repostId = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const repost = await h.fake
+          .sendButton({
+            customId: repostId,
+            messageId: detail.id,
+            userId: gina,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        expect(repost.channelId).toBe(lounge);
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${job.id}`)) ?? {}).includes(repost.id),
+          10_000,
+          'the Re-post indexed',
+        );
+        await h.fake
+          .sendMessageCommand({ name: 'Remove result', userId: mod, targetMessageId: msg.id })
+          .message(10_000);
+        expect((await h.app.store.get(job.id))?.removed?.by).toBe(mod);
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.messages.get(repost.id)?.deleted).not.toBe(true);
+      });
+
       it('/privacy delete: a result sent by DM (past the token) is replaced there with the bot token; the live message is Discord’s', async () => {
         const erin = h.fake.addUser({ username: 'erin', permissions: MEMBER });
         h.fake.addMember(outside, erin, { permissions: MEMBER });
