@@ -5,7 +5,11 @@
  * Discord needs for user installs (global, integration_types [0, 1], job contexts [0, 1, 2]);
  * personal jobs in a server that never installed the bot, in a DM and in a group DM, answered
  * through the interaction only and counted against the member's own limits, not the server's
- * settings; `/tasks` and `/privacy` know them.
+ * settings; `/tasks` and `/privacy` know them. Over time (the app clock follows the fake's): a
+ * training session's message past its token, every path a personal job reaches, Remove result of a
+ * Re-post made there, and `/privacy delete` of personal jobs (a fresh message through its token, an
+ * old one reported as Discord's, a result sent by DM replaced there), never a bot-token request to a
+ * place without the bot.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord, type InteractionHandle } from './fake-discord/index.js';
