@@ -360,6 +360,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       queueDepth: (n) => metrics.editQueueDepth.set(n),
     },
   });
+  // A personal job's result sent by DM: indexed with its public posts, so /privacy delete reaches it.
+  const indexDirectMessage = async (jobId: string, posted: { channelId: string; messageId: string }) => {
+    const job = await stores.jobs.get(jobId);
+    if (job) await publicPosts.recordDirectMessage(job, posted);
+  };
   let messages: MessageUpdates & Partial<EditDelivery>;
   let checks: CheckScheduler;
   let afterFinal: AfterFinalQueue;
@@ -379,6 +384,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       now,
       onAutoMod: (id) => autoMod.refused(id, 'message'),
       onDmNoticeDue: (id) => lifecycle.noticeDm(id),
+      onDirectMessage: (id, posted) => indexDirectMessage(id, posted),
     });
     messages = bullEdits;
     checks = new BullChecks(bull, check, {
@@ -397,6 +403,10 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
         tokenRefused: (id) => void lifecycle.mark(id, { tokenRefused: true }).catch(() => undefined),
         dmRefused: (id) => void lifecycle.mark(id, { dmRefused: true }).catch(() => undefined),
         dmNoticeDue: (id) => void lifecycle.noticeDm(id).catch(() => undefined),
+        directMessage: (id, posted) =>
+          void indexDirectMessage(id, posted).catch((err: unknown) =>
+            logger.warn({ err, jobId: id }, 'could not index the DM of a result'),
+          ),
       },
     });
     messages = queuedMessages;
@@ -488,6 +498,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       posts: publicPosts,
       cleanup: new PublicCleanup({
         rest: botRest,
+        interactionRest,
+        interactionFreshMs: DEFAULT_EDIT_QUEUE_OPTIONS.interactionFreshMs,
         budget: editBudget,
         gallery,
         renderRemoved: renderRemovedAtRequest,

@@ -5,14 +5,19 @@
  * Discord needs for user installs (global, integration_types [0, 1], job contexts [0, 1, 2]);
  * personal jobs in a server that never installed the bot, in a DM and in a group DM, answered
  * through the interaction only and counted against the member's own limits, not the server's
- * settings; `/tasks` and `/privacy` know them.
+ * settings; `/tasks` and `/privacy` know them. Over time (the app clock follows the fake's): a
+ * training session's message past its token, every path a personal job reaches, Remove result of a
+ * Re-post made there, and `/privacy delete` of personal jobs (a fresh message through its token, an
+ * old one reported as Discord's, a result sent by DM replaced there), never a bot-token request to a
+ * place without the bot.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InteractionHandle } from './fake-discord/index.js';
+import { startFakeDiscord, type FakeDiscord, type InteractionHandle } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import { customIds, messageText } from './helpers/message-text.js';
-import { uniquePng } from './helpers/photos.js';
+import { photoFiles, uniquePng } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
+import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 
 const MEMBER = String((1n << 10n) | (1n << 11n));
 const JOB_COMMANDS = ['upscale', 'extend-song', 'extend-video', 'training-photos', 'Upscale image'];
@@ -183,6 +188,423 @@ for (const redis of [false, true])
         expect(refused.ephemeral).toBe(true);
         expect(refused.content).toMatch(/credit limit for all servers/);
         expect(upscaleTasks(h)).toHaveLength(before);
+      });
+    });
+
+    describe('personal places over time (the app clock follows the fake Discord’s)', () => {
+      let fake: FakeDiscord;
+      let h: Harness;
+      let carol: string;
+      let outside: string;
+      let lounge: string;
+      let png: Buffer;
+
+      const upscale = (prompt: string) =>
+        h.fake.sendCommand({
+          name: 'upscale',
+          userId: carol,
+          userInstall: true,
+          guildId: outside,
+          options: { prompt },
+          attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+        });
+      const finished = async (prompt: string) => {
+        const msg = await upscale(prompt).waitForMessage(
+          (m) => messageText(m).includes('Upscale again'),
+          20_000,
+        );
+        const job = await eventually(
+          async () => {
+            const j = await h.app.store.getByMessageId(msg.id);
+            return j?.settledAt !== undefined ? j : undefined;
+          },
+          20_000,
+          'the settled job',
+        );
+        return { msg, job };
+      };
+
+      beforeAll(async () => {
+        png = await uniquePng();
+        fake = await startFakeDiscord({ warmUpValidators: true });
+        h = await startHarness({
+          webhooks: true,
+          ...(redis ? { redis: true } : {}),
+          reuse: { fake },
+          now: () => fake.now(),
+          env: { USER_INSTALL: 'true', USER_DAILY_CREDITS: '100', USER_MAX_ACTIVE_JOBS: '5' },
+        });
+        carol = h.fake.addUser({ username: 'carol', permissions: MEMBER });
+        outside = h.fake.addGuild({ name: 'Elsewhere', botInstalled: false, channels: [{ name: 'lounge' }] });
+        h.fake.addMember(outside, carol, { permissions: MEMBER });
+        lounge = h.fake.defaultChannelOf(outside);
+      }, 60_000);
+      afterAll(async () => {
+        await h?.close();
+        await fake?.close();
+      });
+
+      it('/training-photos: the session message only through an interaction; past its token a fresh one from the next interaction', async () => {
+        const dave = h.fake.addUser({ username: 'dave', permissions: MEMBER });
+        h.fake.addMember(outside, dave, { permissions: MEMBER });
+        const photos = (files: { filename: string; bytes: Buffer }[]) =>
+          Object.fromEntries(files.map((f, n) => [`photo${n + 1}`, f]));
+        const command = (subcommand: string, files: { filename: string; bytes: Buffer }[], options = {}) =>
+          h.fake.sendCommand({
+            name: 'training-photos',
+            subcommand,
+            userId: dave,
+            guildId: outside,
+            userInstall: true,
+            options,
+            attachments: photos(files),
+          });
+        const start = command('start', await photoFiles(3, 'dave-start'), {
+          ethnicity: 'white',
+          gender: 'male',
+        });
+        const first = await start.waitForMessage((m) => m.content.includes('3 / 30 photos'), 10_000);
+        expect(first.ephemeral).toBe(false);
+        // The start's token is past its use: the session message cannot be edited any more.
+        h.fake.advanceTime(15 * 60_000);
+        const add = command('add', await photoFiles(2, 'dave-add'));
+        const fresh = await eventually(
+          () => add.followUps.find((m) => !m.ephemeral && m.content.includes('5 / 30 photos')),
+          10_000,
+          'a fresh session message through the add',
+        );
+        expect(fresh.id).not.toBe(first.id);
+        expect(h.fake.messages.get(first.id)?.content).toContain('3 / 30 photos');
+        // The fresh message is the session's now, edited through the interaction that posted it.
+        const more = command('add', await photoFiles(1, 'dave-more'));
+        await more.waitForMessage((m) => m.content.startsWith('Added'), 10_000);
+        await eventually(
+          () => h.fake.messages.get(fresh.id)?.content.includes('6 / 30 photos'),
+          10_000,
+          'the fresh session message updated',
+        );
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
+      it('every path a personal job reaches (AutoMod, next step, Retry, /tasks Refresh and Re-post, a result by DM and its button) sends nothing with the bot token to that server', async () => {
+        const finn = h.fake.addUser({ username: 'finn', permissions: MEMBER });
+        h.fake.addMember(outside, finn, { permissions: MEMBER });
+        const here = { guildId: outside, userInstall: true } as const;
+        const jobsOf = () => h.app.store.listByUser(finn, 50);
+        const settled = (id: string) =>
+          eventually(
+            async () => {
+              const j = await h.app.store.get(id);
+              return j?.settledAt !== undefined ? j : undefined;
+            },
+            20_000,
+            'the job settled',
+          );
+        // AutoMod of that server refuses the prompt: shown without it, the member told once.
+        h.fake.setAutoModKeywords(outside, ['forbidden']);
+        const first = h.fake.sendCommand({
+          name: 'upscale',
+          userId: finn,
+          ...here,
+          options: { prompt: 'a forbidden cat' },
+          attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+        });
+        const result = await first.waitForMessage((m) => messageText(m).includes('Upscale again'), 20_000);
+        const upscaled = await settled((await h.app.store.getByMessageId(result.id))?.id ?? '');
+        expect(upscaled.personal).toBe(true);
+        expect(upscaled.textWithheld).toBe(true);
+        expect(h.fake.autoModBlocks.length).toBeGreaterThan(0);
+        h.fake.setAutoModKeywords(outside, []);
+
+        // A next step from the result.
+        const again = customIds(result).find((id) => id.startsWith('next:upscale-again:')) ?? '';
+        h.fake.sendButton({ customId: again, messageId: result.id, userId: finn, ...here });
+        const next = await eventually(
+          async () => (await jobsOf()).find((j) => j.params['extended_from'] !== undefined),
+          20_000,
+          'the next step',
+        );
+        expect(next.personal).toBe(true);
+        await settled(next.id);
+
+        // A failed song, then Retry.
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const known = new Set(h.emulator.tasks.keys());
+        const song = h.fake.sendCommand({
+          name: 'extend-song',
+          userId: finn,
+          ...here,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const task = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !known.has(t.id)),
+          10_000,
+          'the song task',
+        );
+        h.emulator.fail(task.id);
+        const failed = await song.waitForMessage(
+          (m) => customIds(m).some((id) => id.startsWith('next:retry:')),
+          20_000,
+        );
+        const failedJob = await settled((await h.app.store.getByTaskId(task.id))?.id ?? '');
+        const retry = customIds(failed).find((id) => id.startsWith('next:retry:')) ?? '';
+        const count = (await jobsOf()).length;
+        h.fake.sendButton({ customId: retry, messageId: failed.id, userId: finn, ...here });
+        const retried = await eventually(
+          async () => {
+            const jobs = await jobsOf();
+            return jobs.length > count
+              ? jobs.find(
+                  (j) =>
+                    j.id !== failedJob.id && j.operation === 'song' && j.createdAt >= failedJob.createdAt,
+                )
+              : undefined;
+          },
+          20_000,
+          'the retried job',
+        );
+        expect(retried.personal).toBe(true);
+        await settled(retried.id);
+
+        // /tasks id: → Refresh and Re-post.
+        const detail = await h.fake
+          .sendCommand({ name: 'tasks', userId: finn, ...here, options: { id: upscaled.id } })
+          .message(10_000);
+        const refresh = customIds(detail).find((id) => id.startsWith('tasks:refresh:')) ?? '';
+        await h.fake
+          .sendButton({ customId: refresh, messageId: detail.id, userId: finn, ...here })
+          .response(10_000);
+        const repost = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const reposted = await h.fake
+          .sendButton({ customId: repost, messageId: detail.id, userId: finn, ...here })
+          .message(10_000);
+        expect(reposted.channelId).toBe(lounge);
+
+        // A song past its token: the result by DM, and a next step from there.
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const known2 = new Set(h.emulator.tasks.keys());
+        h.fake.sendCommand({
+          name: 'extend-song',
+          userId: finn,
+          ...here,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const late = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !known2.has(t.id)),
+          10_000,
+          'the late song task',
+        );
+        await eventually(() => h.app.store.getByTaskId(late.id), 10_000, 'the late job');
+        h.fake.advanceTime(15 * 60_000);
+        h.emulator.finish(late.id);
+        const dm = h.fake.dmChannelId(finn);
+        const byDm = await eventually(
+          () =>
+            h.fake.channelMessages(dm, true).find((m) => customIds(m).some((id) => id.startsWith('next:'))),
+          20_000,
+          'the result by DM',
+        );
+        const step = customIds(byDm).find((id) => id.startsWith('next:')) ?? '';
+        const before = (await jobsOf()).length;
+        const press = h.fake.sendButton({
+          customId: step,
+          messageId: byDm.id,
+          userId: finn,
+          dm: true,
+          userInstall: true,
+        });
+        await press.response(10_000);
+        const fromDm = await eventually(
+          async () => {
+            const jobs = await jobsOf();
+            return jobs.length > before ? jobs[0] : undefined;
+          },
+          20_000,
+          'the job from the DM result',
+        );
+        expect(fromDm.personal).toBe(true);
+        await settled(fromDm.id);
+
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
+      it('Remove result of a server job leaves its Re-post in a personal place alone (no bot-token request there)', async () => {
+        const gina = h.fake.addUser({ username: 'gina', permissions: MEMBER });
+        const mod = h.fake.addUser({
+          username: 'mod',
+          permissions: String((1n << 10n) | (1n << 11n) | (1n << 13n)),
+        });
+        h.fake.addMember(outside, gina, { permissions: MEMBER });
+        const msg = await h.fake
+          .sendCommand({
+            name: 'upscale',
+            userId: gina,
+            options: { prompt: 'a server cat' },
+            attachments: { image: { filename: 'cat.png', contentType: 'image/png', bytes: png } },
+          })
+          .waitForMessage((m) => messageText(m).includes('Upscale again'), 20_000);
+        const job = await eventually(() => h.app.store.getByMessageId(msg.id), 10_000, 'the job');
+        expect(job.personal).toBeUndefined();
+        const detail = await h.fake
+          .sendCommand({
+            name: 'tasks',
+            userId: gina,
+            guildId: outside,
+            userInstall: true,
+            options: { id: job.id },
+          })
+          .message(10_000);
+        const repostId = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const repost = await h.fake
+          .sendButton({
+            customId: repostId,
+            messageId: detail.id,
+            userId: gina,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        expect(repost.channelId).toBe(lounge);
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${job.id}`)) ?? {}).includes(repost.id),
+          10_000,
+          'the Re-post indexed',
+        );
+        await h.fake
+          .sendMessageCommand({ name: 'Remove result', userId: mod, targetMessageId: msg.id })
+          .message(10_000);
+        expect((await h.app.store.get(job.id))?.removed?.by).toBe(mod);
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.messages.get(repost.id)?.deleted).not.toBe(true);
+      });
+
+      it('/privacy delete: a result sent by DM (past the token) is replaced there with the bot token; the live message is Discord’s', async () => {
+        const erin = h.fake.addUser({ username: 'erin', permissions: MEMBER });
+        h.fake.addMember(outside, erin, { permissions: MEMBER });
+        h.emulator.nextScenario({ steps: [20], stepMs: 100, hold: true });
+        const before = new Set(h.emulator.tasks.keys());
+        const cmd = h.fake.sendCommand({
+          name: 'extend-song',
+          userId: erin,
+          guildId: outside,
+          userInstall: true,
+          options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+        });
+        const task = await eventually(
+          () => [...h.emulator.tasks.values()].find((t) => !t.fixture && !before.has(t.id)),
+          10_000,
+          'the song task',
+        );
+        const live = await cmd.message(10_000);
+        const job = await eventually(() => h.app.store.getByTaskId(task.id), 10_000, 'the job');
+        expect(job.personal).toBe(true);
+        // Past the token: the final goes to erin by DM, in the bot's own DM channel with her.
+        h.fake.advanceTime(15 * 60_000);
+        h.emulator.finish(task.id);
+        const dm = h.fake.dmChannelId(erin);
+        const sent = await eventually(
+          () => h.fake.channelMessages(dm, true).find((m) => messageText(m).includes('Extend')),
+          20_000,
+          'the result by DM',
+        );
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${job.id}`)) ?? {}).includes(sent.id),
+          10_000,
+          'the DM indexed',
+        );
+
+        const ask = await h.fake
+          .sendCommand({ name: 'privacy', subcommand: 'delete', userId: erin, dm: true, userInstall: true })
+          .message(10_000);
+        const confirm = customIds(ask).find((id) => id.startsWith('privacy:delete')) ?? '';
+        const answer = await h.fake
+          .sendButton({ customId: confirm, messageId: ask.id, userId: erin, dm: true, userInstall: true })
+          .waitForMessage((m) => m.content.startsWith('Deleted:'), 30_000);
+        expect(messageText(h.fake.messages.get(sent.id))).toContain("Removed at the member's request.");
+        expect(answer.content).toMatch(/1 job message replaced/);
+        expect(answer.content).toMatch(/can no longer change 1 message/);
+        expect(answer.content).toContain(`job message in <#${lounge}>`);
+        expect(messageText(h.fake.messages.get(live.id))).not.toContain("Removed at the member's request.");
+        expect(await h.app.kv.get(`public-posts:${job.id}`)).toBeUndefined();
+        expect(h.fake.outsiderRequests).toEqual([]);
+        h.fake.assertNoViolations();
+      });
+
+      it('/privacy delete: a fresh message is replaced through its interaction; an old one and a Re-post there are reported as Discord’s, never retried, and no bot-token request reaches that server', async () => {
+        const old = await finished('an old cat');
+        // Re-post of it from /tasks, in that server: answered through the interaction, indexed as personal.
+        const detail = await h.fake
+          .sendCommand({
+            name: 'tasks',
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+            options: { id: old.job.id },
+          })
+          .message(10_000);
+        const repostId = customIds(detail).find((id) => id.startsWith('tasks:repost:')) ?? '';
+        const repost = await h.fake
+          .sendButton({
+            customId: repostId,
+            messageId: detail.id,
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        expect(repost.ephemeral).toBe(false);
+        await eventually(
+          async () =>
+            JSON.stringify((await h.app.kv.get<object>(`public-posts:${old.job.id}`)) ?? {}).includes(
+              repost.id,
+            ),
+          10_000,
+          'the Re-post indexed',
+        );
+        // The first job's interaction token is past its use; a second job's is fresh.
+        h.fake.advanceTime(15 * 60_000);
+        const fresh = await finished('a fresh cat');
+
+        const ask = await h.fake
+          .sendCommand({
+            name: 'privacy',
+            subcommand: 'delete',
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .message(10_000);
+        const confirm = customIds(ask).find((id) => id.startsWith('privacy:delete')) ?? '';
+        const answer = await h.fake
+          .sendButton({
+            customId: confirm,
+            messageId: ask.id,
+            userId: carol,
+            guildId: outside,
+            userInstall: true,
+          })
+          .waitForMessage((m) => m.content.startsWith('Deleted:'), 30_000);
+
+        expect(h.fake.outsiderRequests).toEqual([]);
+        expect(h.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+        // The fresh job's message: replaced through its interaction token.
+        expect(messageText(h.fake.messages.get(fresh.msg.id))).toContain("Removed at the member's request.");
+        expect(answer.content).toMatch(/1 job message replaced/);
+        expect(answer.content).not.toMatch(/Discord refused/);
+        // The old message and the Re-post: Discord's to keep, said so, and nothing left to retry.
+        expect(messageText(h.fake.messages.get(old.msg.id))).toContain('Upscale again');
+        expect(answer.content).toMatch(/can no longer change 2 messages/);
+        expect(answer.content).toContain(`job message in <#${lounge}>`);
+        expect(answer.content).toContain(`Re-post in <#${lounge}>`);
+        expect(await h.app.kv.get(`public-posts:${old.job.id}`)).toBeUndefined();
+        expect(await h.app.kv.get(`public-posts:${fresh.job.id}`)).toBeUndefined();
+        h.fake.assertNoViolations();
       });
     });
 

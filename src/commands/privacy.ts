@@ -184,6 +184,14 @@ export const privacyButtons: ComponentHandler = {
       if (report.failures.length > FAILURES_SHOWN)
         lines.push(tr.t('result.more', { count: report.failures.length - FAILURES_SHOWN }));
     }
+    if (report.keptByDiscord.length > 0) {
+      // Personal jobs' messages past their interaction: the bot has no way to them, nor retries.
+      lines.push(tr.t('privacy.delete.kept_by_discord', { count: report.keptByDiscord.length }));
+      for (const k of report.keptByDiscord.slice(0, FAILURES_SHOWN))
+        lines.push(`• ${tr.t(FAILURE_KEY[k.what], { channel: `<#${k.channelId}>` })}`);
+      if (report.keptByDiscord.length > FAILURES_SHOWN)
+        lines.push(tr.t('result.more', { count: report.keptByDiscord.length - FAILURES_SHOWN }));
+    }
     if (report.consentsKept > 0)
       lines.push(
         tr.t('privacy.delete.kept', { consents: report.consentsKept, days: ctx.retention.consentDays }),

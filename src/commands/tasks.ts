@@ -7,7 +7,7 @@ import {
   type APIComponentInMessageActionRow,
 } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
-import { mayActOnJob } from './preconditions.js';
+import { isPersonalPlace, mayActOnJob } from './preconditions.js';
 import { isFinal } from '../services/store/merge.js';
 import {
   JOB_ID,
@@ -342,7 +342,12 @@ export const tasksButtons: ComponentHandler = {
       const channelId = posted?.channel_id ?? i.channelId;
       if (posted && channelId !== null)
         await ctx.publicPosts
-          .recordRepost(job, { channelId, messageId: posted.id })
+          .recordRepost(job, {
+            channelId,
+            messageId: posted.id,
+            // Posted through this interaction: where the bot is not in, only that interaction reaches it.
+            ...(isPersonalPlace(i) ? { personal: true as const } : {}),
+          })
           .catch((err: unknown) => ctx.logger.warn({ err, jobId: job.id }, 'could not index a Re-post'));
       else ctx.logger.warn({ jobId: job.id }, 'a Re-post whose message Discord did not name is not indexed');
       return;

@@ -6,6 +6,7 @@ import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/m
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/interactions/custom-ids.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
 import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
+import { isPersonalPlace } from './preconditions.js';
 import {
   MIN_ADULT_AGE,
   renderAddResult,
@@ -158,8 +159,8 @@ const sessionMessageKey = (messageId: string): string => `training-message:${mes
 /**
  * Queues an edit of a session's public message on the bot's one edit path
  * (coalesced, rate-budgeted, through the interaction webhook that posted it
- * while its token is fresh, else the channel edit with the bot token; see
- * EditQueue). `final`: the message is closed (submitted, cancelled) and never
+ * while its token is fresh, else the channel edit with the bot token, except in
+ * a personal place, where the bot is not in the channel; see EditQueue). `final`: the message is closed (submitted, cancelled) and never
  * edited again. `original`: edit the interaction's `@original` (the message a
  * component sits on) rather than a message of its webhook by id. Returns false
  * when the routing rules cannot reach the message any more (the caller may post
@@ -176,7 +177,8 @@ function editSessionMessage(
   const final = opts.final ?? false;
   const target = {
     channelId: ref.channelId,
-    messageId: ref.id,
+    // The channel route (bot token) needs this id: a personal place's message never takes it.
+    ...(ref.personal === true ? {} : { messageId: ref.id }),
     interaction: {
       applicationId: ref.applicationId,
       token: ref.token,
@@ -212,6 +214,7 @@ function replyRef(i: BotInteraction, messageId: string, channelId: string): Sess
     applicationId: i.applicationId,
     token: i.token,
     createdAt: i.createdTimestamp,
+    ...(isPersonalPlace(i) ? { personal: true as const } : {}),
   };
 }
 

@@ -255,6 +255,7 @@ export interface MessageArgs {
   'privacy.delete.failure.repost': { channel: string | number };
   'privacy.delete.failure.thread': { channel: string | number };
   'privacy.delete.kept': { consents: number; days: number };
+  'privacy.delete.kept_by_discord': { count: number };
   'privacy.delete.not_yours': undefined;
   'privacy.delete.nothing': undefined;
   'privacy.delete.public': { messages: number; reposts: number; threads: number };

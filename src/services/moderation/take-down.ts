@@ -104,7 +104,9 @@ export class ResultTakeDown {
       this.deps.logger.warn({ err, jobId: job.id }, 'could not read a removed result’s Re-posts');
       return { deleted: 0, failed: 1 };
     }
-    const out = await deleteMessages(this.deps.rest, trace?.reposts ?? []);
+    // A Re-post answered in a place the bot is not in (a user install's) takes no bot-token request.
+    const reachable = (trace?.reposts ?? []).filter((r) => r.personal !== true);
+    const out = await deleteMessages(this.deps.rest, reachable);
     for (const { ref, err } of out.refused)
       this.deps.logger.warn({ err, channelId: ref.channelId }, 'could not delete a removed result’s Re-post');
     return { deleted: out.deleted, failed: out.refused.length };

@@ -10,7 +10,7 @@ import type { TrainingSession, TrainingSessions } from '../training/sessions.js'
 import type { ConsentRecord, ConsentStore } from './consent-store.js';
 import type { CommunityService } from '../community/community.js';
 import { mergeTraces, traceOfJob, type PostTrace, type PublicPosts } from './public-posts.js';
-import { emptyTally, type CleanupFailure, type PublicCleanup } from './public-cleanup.js';
+import { emptyTally, type CleanupFailure, type KeptByDiscord, type PublicCleanup } from './public-cleanup.js';
 
 /**
  * What the bot keeps about one member, in every server: their job records, open
@@ -60,6 +60,8 @@ export interface DeletionReport {
   threads: number;
   /** What Discord refused (no permission, …): kept in the trace, so a later deletion retries. */
   failures: CleanupFailure[];
+  /** Messages in places the bot is not in (personal jobs) that it can no longer change: Discord keeps them. */
+  keptByDiscord: KeptByDiscord[];
   /** Consent records kept, minimal, as proof. */
   consentsKept: number;
 }
@@ -209,7 +211,11 @@ export class MemberData {
         done.add(job.id);
         // Once the record is gone nothing renders the job again: now its messages.
         const trace = mergeTraces(await this.deps.posts.get(job.id), traceOfJob(job));
-        await this.deps.posts.settle(trace, await this.deps.cleanup.clean(trace, tally));
+        // A personal job's message can change only through its interaction, which only the record knows.
+        const live = job.personal
+          ? { interaction: job.message.interaction, tokenRefused: job.tokenRefusedAt !== undefined }
+          : undefined;
+        await this.deps.posts.settle(trace, await this.deps.cleanup.clean(trace, tally, live));
       }
     }
     await this.deps.jobs.clearUserIndex(userId);
@@ -231,6 +237,7 @@ export class MemberData {
       messages: tally.messages,
       threads: tally.threads,
       failures: tally.failures,
+      keptByDiscord: tally.keptByDiscord,
       consentsKept: await this.deps.consents.minimizeForMember(userId),
     };
     this.deps.logger.info(
@@ -244,6 +251,7 @@ export class MemberData {
         messages: report.messages,
         threads: report.threads,
         failures: report.failures.length,
+        keptByDiscord: report.keptByDiscord.length,
       },
       'privacy: member data deleted at their request',
     );
@@ -343,10 +351,12 @@ function exportTrace(t: PostTrace) {
   return {
     job: t.jobId,
     ...(t.guildId !== undefined ? { server: t.guildId } : {}),
+    ...(t.personal ? { personal: true } : {}),
     ...(t.message ? { message: t.message } : {}),
     ...(t.reply ? { channelLine: t.reply } : {}),
     ...(t.thread !== undefined ? { thread: t.thread } : {}),
     ...(t.gallery ? { galleryPost: t.gallery } : {}),
+    ...(t.dm ? { directMessage: t.dm } : {}),
     ...(t.reposts.length > 0 ? { reposts: t.reposts } : {}),
   };
 }

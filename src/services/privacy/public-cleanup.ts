@@ -7,6 +7,8 @@ import type { ChannelBudget } from '../discord/edits/channel-budget.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { MessagePayload } from '../discord/render/limits.js';
 import type { GalleryPostRef } from '../store/types.js';
+import { editBody } from '../discord/render/limits.js';
+import type { JobMessageRef } from '../store/types.js';
 import type { PostedMessage, PostTrace } from './public-posts.js';
 
 /**
@@ -16,6 +18,11 @@ import type { PostedMessage, PostTrace } from './public-posts.js';
  * after the prompt, renamed to a neutral name. Everything goes with the bot token, each
  * message edit within the channel's edit budget. A message already gone counts as done;
  * what Discord refuses is reported (and kept in the trace, so a later deletion can retry).
+ * A personal job's message, and a Re-post answered in a place the bot is not in, never get
+ * a bot-token request (Discord refuses it, 50001, and counts it toward its ban of IPs that
+ * send 10,000 invalid requests): the message goes through the job's interaction token
+ * while it is fresh; else it is reported as kept by Discord and forgotten (no retry can
+ * ever reach it).
  */
 
 export interface CleanupTally {
@@ -25,6 +32,19 @@ export interface CleanupTally {
   threads: number;
   /** What could not be done (the member is told each). */
   failures: CleanupFailure[];
+  /** Messages in places the bot is not in, which no one but Discord can change now (the member is told each). */
+  keptByDiscord: KeptByDiscord[];
+}
+
+export interface KeptByDiscord {
+  what: 'repost' | 'message';
+  channelId: string;
+}
+
+/** What the job's record still knows of its message when it is deleted (its interaction token). */
+export interface LiveMessage {
+  interaction?: JobMessageRef['interaction'];
+  tokenRefused: boolean;
 }
 
 export interface CleanupFailure {
@@ -40,10 +60,15 @@ export const emptyTally = (): CleanupTally => ({
   messages: 0,
   threads: 0,
   failures: [],
+  keptByDiscord: [],
 });
 
 export interface PublicCleanupDeps {
   rest: Pick<REST, 'get' | 'patch' | 'delete'>;
+  /** The interaction webhooks' REST (no bot token): a personal job's message while its token is fresh. */
+  interactionRest: Pick<REST, 'patch'>;
+  /** How long an interaction token is used (the edit policy's `interactionFreshMs`). */
+  interactionFreshMs: number;
   /** The channels' edit budget the job edits share. */
   budget: ChannelBudget;
   gallery: { takeDown(job: { id: string; galleryPost?: GalleryPostRef }): Promise<TakeDown> };
@@ -86,8 +111,9 @@ export class PublicCleanup {
   constructor(private readonly deps: PublicCleanupDeps) {}
 
   /** Takes the trace's messages down; resolves with what is left of it (undefined: nothing). */
-  async clean(trace: PostTrace, tally: CleanupTally): Promise<PostTrace | undefined> {
+  async clean(trace: PostTrace, tally: CleanupTally, live?: LiveMessage): Promise<PostTrace | undefined> {
     const left: PostTrace = { ...trace, reposts: [] };
+    if (trace.personal === true) return this.cleanPersonal(trace, tally, live);
     const fail = (what: CleanupFailure['what'], channelId: string, err: unknown): void => {
       tally.failures.push({ what, channelId, reason: why(err) });
       this.deps.logger.warn(
@@ -109,7 +135,7 @@ export class PublicCleanup {
         if (down.kind === 'deleted') tally.galleryPosts++;
       }
     }
-    const reposts = await deleteMessages(this.deps.rest, trace.reposts);
+    const reposts = await deleteMessages(this.deps.rest, this.reachable(trace, tally));
     tally.reposts += reposts.deleted;
     for (const { ref, err } of reposts.refused) {
       left.reposts.push(ref);
@@ -161,6 +187,76 @@ export class PublicCleanup {
       left.message === undefined &&
       left.reply === undefined;
     return nothingLeft ? undefined : left;
+  }
+
+  /**
+   * A personal job: its message only through its interaction token, while fresh and never
+   * refused; else (or refused now) it is Discord's to keep. Nothing of it is kept for a retry.
+   */
+  private async cleanPersonal(
+    trace: PostTrace,
+    tally: CleanupTally,
+    live: LiveMessage | undefined,
+  ): Promise<PostTrace | undefined> {
+    // Re-posts of a personal job were answered where it ran, or in a server: each by its own place.
+    const reposts = await deleteMessages(this.deps.rest, this.reachable(trace, tally));
+    tally.reposts += reposts.deleted;
+    for (const { ref, err } of reposts.refused) {
+      tally.failures.push({ what: 'repost', channelId: ref.channelId, reason: why(err) });
+      this.deps.logger.warn(
+        { err, jobId: trace.jobId, channelId: ref.channelId },
+        'privacy: Re-post refused',
+      );
+    }
+    const { message: _changed, dm: _sent, ...rest } = trace;
+    const kept: PostTrace = { ...rest, reposts: reposts.refused.map((r) => r.ref) };
+    const body = this.deps.renderRemoved(trace.locale);
+    // Its result sent by DM: the bot's own DM channel with the member, which the bot token reaches.
+    if (trace.dm) {
+      try {
+        await this.edit(trace.dm, body);
+        tally.messages++;
+      } catch (err) {
+        if (!isGoneOnDiscord(err)) {
+          kept.dm = trace.dm;
+          tally.failures.push({ what: 'message', channelId: trace.dm.channelId, reason: why(err) });
+          this.deps.logger.warn({ err, jobId: trace.jobId }, 'privacy: the DM of a result refused');
+        }
+      }
+    }
+    // Only what the bot token reaches (a Re-post in a server with the bot, the DM) is kept for a retry.
+    const left = kept.reposts.length > 0 || kept.dm !== undefined ? kept : undefined;
+    const ref = trace.message;
+    if (!ref) return left;
+    const i = live?.interaction;
+    if (i && live?.tokenRefused !== true && this.deps.now() - i.createdAt < this.deps.interactionFreshMs) {
+      try {
+        await this.deps.interactionRest.patch(
+          Routes.webhookMessage(i.applicationId, i.token, i.messageId ?? '@original'),
+          { body: { ...editBody(body), attachments: [] }, auth: false },
+        );
+        tally.messages++;
+        return left;
+      } catch (err) {
+        if (isGoneOnDiscord(err)) return left;
+        this.deps.logger.info(
+          { err, jobId: trace.jobId },
+          'privacy: a personal job’s message refused through its interaction',
+        );
+      }
+    }
+    tally.keptByDiscord.push({ what: 'message', channelId: ref.channelId });
+    return left;
+  }
+
+  /** The trace's Re-posts the bot token may reach; the others are reported as kept by Discord. */
+  private reachable(trace: PostTrace, tally: CleanupTally): PostedMessage[] {
+    const out: PostedMessage[] = [];
+    for (const r of trace.reposts) {
+      if (r.personal === true) tally.keptByDiscord.push({ what: 'repost', channelId: r.channelId });
+      else out.push({ channelId: r.channelId, messageId: r.messageId });
+    }
+    return out;
   }
 
   /** One message edit within the channel's budget (attachments go: the replacement keeps no file). */

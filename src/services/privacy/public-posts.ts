@@ -10,6 +10,10 @@
  *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
  * A trace is written once the job's messages are posted (its start), then changed under
  * the KV lock of its key (gallery post, Re-post), so two instances keep both.
+ * `personal` (the job's message, or a Re-post made there) marks a place the bot is not in
+ * (a user install's DM, group DM or server without the bot): no bot-token request may go
+ * there, so a deletion changes it through the job's interaction token while it is fresh, or
+ * reports it as kept by Discord (never kept for a retry).
  */
 import { z } from 'zod';
 import { OPERATIONS } from '../media/types.js';
@@ -17,6 +21,9 @@ import type { JobRecord, LockingKeyValueStore, SortedIndexStore } from '../store
 
 const messageRef = z.object({ channelId: z.string(), messageId: z.string() });
 export type PostedMessage = z.output<typeof messageRef>;
+/** A Re-post: `personal` when it was answered in a place the bot is not in. */
+const repostRef = messageRef.extend({ personal: z.literal(true).optional() });
+export type RepostRef = z.output<typeof repostRef>;
 
 const traceSchema = z.object({
   v: z.literal(1),
@@ -27,6 +34,8 @@ const traceSchema = z.object({
   /** The server's language when the job started: its neutral replacement speaks it. */
   locale: z.string().optional(),
   createdAt: z.number(),
+  /** A personal job (JobRecord.personal): its message is in a place the bot is not in. */
+  personal: z.literal(true).optional(),
   /** The job's live message (in its thread when it has one). */
   message: messageRef.optional(),
   /** The channel line linking the job's thread. */
@@ -34,7 +43,9 @@ const traceSchema = z.object({
   /** The job's thread, named after its prompt. */
   thread: z.string().optional(),
   gallery: messageRef.extend({ threadId: z.string().optional() }).optional(),
-  reposts: z.array(messageRef),
+  /** A personal job's result sent by DM, in the bot's own DM channel with the member (the bot token reaches it). */
+  dm: messageRef.optional(),
+  reposts: z.array(repostRef),
 });
 export type PostTrace = z.output<typeof traceSchema>;
 
@@ -65,6 +76,7 @@ export function traceOfJob(job: JobRecord): PostTrace {
     operation: job.operation,
     ...(job.locale !== undefined ? { locale: job.locale } : {}),
     createdAt: job.createdAt,
+    ...(job.personal === true ? { personal: true as const } : {}),
     ...(message ? { message } : {}),
     ...(reply ? { reply } : {}),
     // A job with a channel line lives in its thread: the live message's channel is the thread.
@@ -112,11 +124,18 @@ export class PublicPosts {
   }
 
   /** A Re-post of the job's result (`/tasks id:` → Re-post). */
-  async recordRepost(job: JobRecord, posted: PostedMessage): Promise<void> {
+  async recordRepost(job: JobRecord, posted: RepostRef): Promise<void> {
     await this.update(job, (t) => {
       if (!t.reposts.some((r) => r.messageId === posted.messageId)) t.reposts.push(posted);
     });
     await this.deps.kv.set(repostKey(posted.messageId), { jobId: job.id }, TRACE_TTL_MS);
+  }
+
+  /** A personal job's final sent to the member by DM (after its interaction token). */
+  recordDirectMessage(job: JobRecord, posted: PostedMessage): Promise<void> {
+    return this.update(job, (t) => {
+      t.dm = posted;
+    });
   }
 
   /** The job a Re-post shows (undefined: not a Re-post the index knows). */

@@ -96,6 +96,8 @@ export interface JobEditsDeps {
   onDmNoticeDue?: (jobId: string) => Promise<void>;
   /** The edit reached Discord (latency metric, tests). */
   onDelivered?: (jobId: string, final: boolean) => void;
+  /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
+  onDirectMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => Promise<void>;
 }
 
 export class BullJobEdits implements MessageUpdates {
@@ -317,6 +319,10 @@ export class BullJobEdits implements MessageUpdates {
               .catch(() => undefined);
           }
           if (final && target === 'message') await this.record(jobId, { finalShown: true });
+          if (outcome.kind === 'ok' && outcome.posted)
+            await this.deps.onDirectMessage?.(jobId, outcome.posted).catch((err: unknown) => {
+              this.log.warn({ err, jobId }, 'could not index the DM of a result');
+            });
           this.deps.onDelivered?.(jobId, final);
           return;
         case 'retry':
@@ -403,7 +409,7 @@ export class BullJobEdits implements MessageUpdates {
     route: Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>,
     record: JobRecord,
     payload: MessagePayload,
-  ): Promise<{ kind: 'ok' } | Failure> {
+  ): Promise<{ kind: 'ok'; posted?: { channelId: string; messageId: string } } | Failure> {
     try {
       if (route.route === 'interaction') {
         await this.deps.transport.editInteractionOriginal(
@@ -413,7 +419,10 @@ export class BullJobEdits implements MessageUpdates {
           ...(route.messageId ? [route.messageId] : []),
         );
       } else if (route.route === 'dm') {
-        await this.deps.transport.sendDirectMessage(record.userId, payload, record.id);
+        return {
+          kind: 'ok',
+          posted: await this.deps.transport.sendDirectMessage(record.userId, payload, record.id),
+        };
       } else {
         await this.deps.transport.editChannelMessage(route.channelId, route.messageId, payload);
         this.deps.budget.settled(route.channelId, this.now());

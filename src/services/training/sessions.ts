@@ -93,6 +93,12 @@ const messageRefSchema = z.object({
   applicationId: z.string(),
   token: z.string(),
   createdAt: z.number(),
+  /**
+   * Posted where the bot is not in (a user install's DM, group DM or server without the
+   * bot): only its interaction's token can edit it; once that is too old a fresh message
+   * comes from the member's next interaction.
+   */
+  personal: z.literal(true).optional(),
 });
 export type SessionMessageRef = z.output<typeof messageRefSchema>;
 

@@ -73,6 +73,8 @@ export interface EditRequest {
   onTokenRefused?: () => void;
   /** The member's DMs are closed (50007): the caller records it with the job; its result stays in /tasks. */
   onDmRefused?: () => void;
+  /** The final went by DM: where it is (the bot's own DM channel), for /privacy delete. */
+  onDirectMessage?: (posted: { channelId: string; messageId: string }) => void;
   /**
    * Discord's AutoMod refused this body (200000, 200001): the caller renders the message
    * again (without the member's text, or, `text: 'withheld'` already, without any free
@@ -133,6 +135,7 @@ interface Slot {
   onAutoMod: (() => void) | undefined;
   onTokenRefused: (() => void) | undefined;
   onDmRefused: (() => void) | undefined;
+  onDirectMessage: ((posted: { channelId: string; messageId: string }) => void) | undefined;
   text: 'member' | 'withheld' | 'bare';
   personal: { userId: string } | undefined;
   messageCreatedAt: number;
@@ -203,6 +206,7 @@ export class EditQueue {
         onAutoMod: req.onAutoMod,
         onTokenRefused: req.onTokenRefused,
         onDmRefused: req.onDmRefused,
+        onDirectMessage: req.onDirectMessage,
         text: req.text ?? 'member',
         personal: req.personal,
         messageCreatedAt: req.messageCreatedAt,
@@ -226,6 +230,7 @@ export class EditQueue {
     slot.onAutoMod = req.onAutoMod;
     slot.onTokenRefused = req.onTokenRefused;
     slot.onDmRefused = req.onDmRefused;
+    slot.onDirectMessage = req.onDirectMessage;
     slot.text = req.text ?? 'member';
     slot.personal = req.personal;
     // Learned here or by anyone before (the job's record): a refused token is never used again.
@@ -522,7 +527,9 @@ export class EditQueue {
         );
       } else if (target.route === 'dm') {
         if (!slot.personal) throw new Error('a DM route without a member');
-        await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
+        const posted = await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
+        const told = slot.onDirectMessage;
+        if (told) this.safeCall(() => told(posted));
       } else {
         await this.deps.transport.editChannelMessage(target.channelId, target.messageId, payload);
       }

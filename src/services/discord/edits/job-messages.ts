@@ -52,6 +52,8 @@ export interface LearnedAbout {
   dmRefused?: (jobId: string) => void;
   /** A personal job's notice is due: the caller stores it (dmNotice) and shows the message again. */
   dmNoticeDue?: (jobId: string) => void;
+  /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
+  directMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => void;
 }
 
 /**
@@ -138,6 +140,12 @@ export class QueuedJobMessages implements MessageUpdates {
       ...(job.personal === true && !reply ? { personal: { userId: job.userId } } : {}),
       ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(job.id) } : {}),
       ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
+      ...(learned?.directMessage
+        ? {
+            onDirectMessage: (p: { channelId: string; messageId: string }) =>
+              learned.directMessage?.(job.id, p),
+          }
+        : {}),
       ...autoMod,
     });
   }
