@@ -486,7 +486,9 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
             : c.type === 1
               ? { category: 'Direct messages', name: 'DM with the bot', dmOf: dmOf ?? null }
               : { category: 'Text channels' };
-        return { ...c, ...(post ? { appliedTags: post.appliedTags } : {}), ...place };
+        // ownInstall: reached only through the member's own install (the bot is not there).
+        const ownInstall = viaOwnInstall(c.id).userInstall === true;
+        return { ...c, ...(post ? { appliedTags: post.appliedTags } : {}), ...place, ownInstall };
       }),
       forumTags: { [gallery.id]: galleryTags },
       commands: [...fake.globalCommands, ...fake.guildCommands()],
@@ -676,10 +678,23 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       return { now: fake.now(), tags, posts };
     });
 
-    // A member's plain message (the bot reads none: it runs with the Guilds intent only).
+    // A member's plain message, with the files attached to it (up to 10, as Discord takes; text,
+    // files or both). The bot reads none (it runs with the Guilds intent only), but its message
+    // commands get one in resolved.messages: `Upscale image` on a posted image.
     app.post('/api/say', async (req) => {
-      const b = ref.extend({ content: z.string().min(1).max(2000) }).parse(req.body);
-      return { id: fake.postUserMessage(b).id };
+      const b = ref
+        .extend({ content: z.string().max(2000).default(''), files: z.array(fileSchema).max(10).default([]) })
+        .refine((m) => m.content.trim() !== '' || m.files.length > 0, 'a message needs text or a file')
+        .parse(req.body);
+      const msg = fake.postUserMessage({
+        userId: b.userId,
+        channelId: b.channelId,
+        content: b.content,
+        ...(b.files.length
+          ? { attachments: b.files.map((f) => ({ ...toAttachment(f), ephemeral: false })) }
+          : {}),
+      });
+      return { id: msg.id };
     });
 
     app.post('/api/button', async (req) => {
