@@ -927,6 +927,43 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     }
   });
 
+  it('an image link a member posts: Discord embeds it, and Upscale image takes the embedded image', async () => {
+    // A picture the emulator serves: the first upscaled image of the card above.
+    const cards = JSON.stringify(pg.fake.channelMessages(general).map((m) => m.data));
+    const link = new RegExp(`${pg.emulator.url}/files/[^"\\s]+?\\.png`).exec(cards)?.[0] ?? '';
+    expect(link).not.toBe('');
+    await page.selectOption('#user', alice);
+    try {
+      await clearComposer(page);
+      await page.fill('#text', `this one again: ${link}`);
+      await page.keyboard.press('Enter');
+      await poll(() => newestBy(general, alice)?.data['content']).toBe(`this one again: ${link}`);
+      const posted = newestBy(general, alice);
+      expect(posted?.data['embeds']).toEqual([
+        { type: 'image', url: link, thumbnail: { url: link, proxy_url: link } },
+      ]);
+      const postedId = posted?.id ?? '';
+      // Drawn once: the embed's picture, not also the page's own link preview.
+      const pictures = page.locator(`article[data-id="${postedId}"] img:not(.emoji)`);
+      await poll(() => pictures.count(), { timeout: 20_000 }).toBe(1);
+
+      const tasksBefore = upscaleTasks().length;
+      await useFromApps(postedId, 'Upscale image');
+      await poll(() => page.locator('#modal').isVisible(), { timeout: 20_000 }).toBe(true);
+      await page.locator('#modal-fields textarea[name="prompt"]').fill('the same, from a link');
+      await page.locator('#modal-form button[type="submit"]').click();
+      const card = page
+        .locator('#message-list article.msg')
+        .filter({ has: page.locator('button', { hasText: 'Upscale again' }) })
+        .filter({ hasText: 'the same, from a link' });
+      await poll(() => card.count(), { timeout: 60_000 }).toBe(1);
+      expect(upscaleTasks().length).toBe(tasksBefore + 1);
+      expect(JSON.stringify(upscaleTasks().at(-1)?.params)).toContain(link);
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+  });
+
   it("where the bot is not installed: an image dropped on the channel, then Upscale image runs through the member's own install", async () => {
     const lounge = pg.fake.channelIdByName('lounge');
     await page.selectOption('#user', mod);

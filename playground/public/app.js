@@ -192,7 +192,11 @@ function welcome() {
           el('code', { text: 'song-parent-0001' }),
           ', or ',
           el('code', { text: '/upscale' }),
-          ' with an image.',
+          ' with an image. Or post an image (',
+          el('kbd', { text: '+' }),
+          ' or drop it here) and right-click it: Apps → ',
+          el('code', { text: 'Upscale image' }),
+          '.',
         ),
   );
 }
