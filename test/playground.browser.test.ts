@@ -1022,6 +1022,34 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     }
   });
 
+  it("where the bot is not installed and in the DM with it, the / picker offers what the member's own install brings", async () => {
+    const lounge = pg.fake.channelIdByName('lounge');
+    const dm = pg.fake.dmChannelId(ada);
+    const labels = () => page.locator('.picker-label').allInnerTexts();
+    try {
+      // Ada manages the playground server, not Elsewhere: /settings (that server's command) is not
+      // offered there, the user-installable commands are.
+      await page.click(`[data-channel="${lounge}"]`);
+      await poll(() => page.locator('#channel-title').innerText()).toContain('lounge');
+      await clearComposer(page);
+      await page.fill('#text', '/');
+      await poll(labels).toContain('/upscale');
+      expect(await labels()).toContain('/tasks');
+      expect((await labels()).filter((l) => l.startsWith('/settings'))).toEqual([]);
+      // The DM with the bot: no /settings either.
+      await clearComposer(page);
+      await page.click(`[data-channel="${dm}"]`);
+      await poll(() => page.locator(`[data-channel="${dm}"]`).getAttribute('aria-current')).toBe('true');
+      await page.fill('#text', '/');
+      await poll(labels).toContain('/privacy show');
+      expect((await labels()).filter((l) => l.startsWith('/settings'))).toEqual([]);
+      await clearComposer(page);
+    } finally {
+      await page.click(`[data-channel="${general}"]`);
+      await poll(() => page.locator('#composer').isVisible()).toBe(true);
+    }
+  });
+
   it("/privacy delete removes the member's gallery posts (the bot holds the invite's Manage Threads)", async () => {
     const mine = () =>
       pg.fake
