@@ -710,9 +710,8 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
         userId: b.userId,
         channelId: b.channelId,
         content: b.content,
-        ...(b.files.length
-          ? { attachments: b.files.map((f) => ({ ...toAttachment(f), ephemeral: false })) }
-          : {}),
+        // A member's own upload: a lasting attachment (the local Discord's default for one).
+        ...(b.files.length ? { attachments: b.files.map(toAttachment) } : {}),
         ...(embeds.length ? { embeds } : {}),
       });
       return { id: msg.id };
