@@ -177,6 +177,25 @@ function commandType(interaction: InteractionState | undefined): number | undefi
   return typeof data?.['type'] === 'number' ? data['type'] : undefined;
 }
 
+/**
+ * The embeds Discord adds to a member's message for its direct image links (`{ type: 'image' }`, the
+ * picture as its thumbnail), up to 5; a link in `<…>` is not unfurled. Discord looks at what the link
+ * serves; the playground has no network, so it goes by the file name, as the page's previews do.
+ */
+export function imageLinkEmbeds(content: string): JsonObject[] {
+  const urls = new Set<string>();
+  for (const m of content.matchAll(/(<)?(https?:\/\/[^\s<>]+)/g)) {
+    const url = m[2] ?? '';
+    if (m[1] !== undefined && content[(m.index ?? 0) + m[0].length] === '>') continue;
+    try {
+      if (/\.(png|jpe?g|gif|webp)$/i.test(new URL(url).pathname)) urls.add(url);
+    } catch {
+      // not a URL
+    }
+  }
+  return [...urls].slice(0, 5).map((url) => ({ type: 'image', url, thumbnail: { url, proxy_url: url } }));
+}
+
 /** Whether a process has ended: gone, or a zombie its parent (init, for a daemon) has not reaped yet. */
 async function ended(pid: number): Promise<boolean> {
   try {
@@ -486,7 +505,9 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
             : c.type === 1
               ? { category: 'Direct messages', name: 'DM with the bot', dmOf: dmOf ?? null }
               : { category: 'Text channels' };
-        return { ...c, ...(post ? { appliedTags: post.appliedTags } : {}), ...place };
+        // ownInstall: reached only through the member's own install (the bot is not there).
+        const ownInstall = viaOwnInstall(c.id).userInstall === true;
+        return { ...c, ...(post ? { appliedTags: post.appliedTags } : {}), ...place, ownInstall };
       }),
       forumTags: { [gallery.id]: galleryTags },
       commands: [...fake.globalCommands, ...fake.guildCommands()],
@@ -676,10 +697,24 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       return { now: fake.now(), tags, posts };
     });
 
-    // A member's plain message (the bot reads none: it runs with the Guilds intent only).
+    // A member's plain message, with the files attached to it (up to 10, as Discord takes; text,
+    // files or both) and the embeds of its image links. The bot reads none (it runs with the Guilds intent only), but its message
+    // commands get one in resolved.messages: `Upscale image` on a posted image.
     app.post('/api/say', async (req) => {
-      const b = ref.extend({ content: z.string().min(1).max(2000) }).parse(req.body);
-      return { id: fake.postUserMessage(b).id };
+      const b = ref
+        .extend({ content: z.string().max(2000).default(''), files: z.array(fileSchema).max(10).default([]) })
+        .refine((m) => m.content.trim() !== '' || m.files.length > 0, 'a message needs text or a file')
+        .parse(req.body);
+      const embeds = imageLinkEmbeds(b.content);
+      const msg = fake.postUserMessage({
+        userId: b.userId,
+        channelId: b.channelId,
+        content: b.content,
+        // A member's own upload: a lasting attachment (the local Discord's default for one).
+        ...(b.files.length ? { attachments: b.files.map(toAttachment) } : {}),
+        ...(embeds.length ? { embeds } : {}),
+      });
+      return { id: msg.id };
     });
 
     app.post('/api/button', async (req) => {

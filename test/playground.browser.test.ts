@@ -822,6 +822,234 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     }
   });
 
+  /** The message commands the open message menu lists under Apps. */
+  const appsListed = () => page.locator('#context-menu [data-command] .menu-label').allInnerTexts();
+  /** Right-click on a message → Apps → `name`. */
+  async function useFromApps(messageId: string, name: string) {
+    const article = page.locator(`article[data-id="${messageId}"]`);
+    await poll(() => article.count(), { timeout: 20_000 }).toBe(1);
+    await article.click({ button: 'right', position: { x: 200, y: 20 } });
+    await page.locator('#context-menu [data-menu="apps"]').click();
+    await poll(appsListed).toContain(name);
+    await page.locator(`#context-menu [data-command="${name}"]`).click();
+  }
+  /** The newest message `userId` posted in a channel (once the local Discord has it). */
+  const newestBy = (channelId: string, userId: string) =>
+    [...pg.fake.channelMessages(channelId)]
+      .reverse()
+      .find((m) => (m.data['author'] as { id?: string } | undefined)?.id === userId);
+  const upscaleTasks = () => [...pg.emulator.tasks.values()].filter((t) => t.operation === 'upscale');
+
+  it('a member posts an image (+ button), then Apps → Upscale image: the prompt form, then the upscaled images', async () => {
+    await page.selectOption('#user', alice);
+    try {
+      await clearComposer(page);
+      // No command picked: the file is attached to Alice's own message, previewed above the line.
+      await page.setInputFiles('#file-input', { name: 'my-cat.png', mimeType: 'image/png', buffer: PNG });
+      const upload = page.locator('#uploads .upload[data-filename="my-cat.png"]');
+      await poll(() => upload.count()).toBe(1);
+      expect(await upload.locator('img.upload-preview').count()).toBe(1);
+      await page.fill('#text', 'my cat, a bit blurry');
+      await page.screenshot({ path: `${ARTIFACTS}message-with-file.png` });
+      await page.keyboard.press('Enter');
+      await poll(() => newestBy(general, alice)?.data['content']).toBe('my cat, a bit blurry');
+      const posted = newestBy(general, alice);
+      const files = (posted?.data['attachments'] ?? []) as { filename?: string; content_type?: string }[];
+      expect(files.map((f) => [f.filename, f.content_type])).toEqual([['my-cat.png', 'image/png']]);
+      const postedId = posted?.id ?? '';
+      await poll(() => page.locator('#uploads').isHidden()).toBe(true);
+      await poll(() =>
+        page.locator(`article[data-id="${postedId}"] img:not(.emoji)`).count(),
+      ).toBeGreaterThan(0);
+
+      const tasksBefore = upscaleTasks().length;
+      await useFromApps(postedId, 'Upscale image');
+      // Discord sent the message command with the message (and its attachment) resolved.
+      const sent = [...pg.fake.interactions.values()].at(-1)?.payload['data'] as Record<string, unknown>;
+      expect(sent['type']).toBe(3);
+      expect(sent['target_id']).toBe(postedId);
+      expect(JSON.stringify(sent['resolved'])).toContain('my-cat.png');
+      // The bot answers with its prompt form.
+      await poll(() => page.locator('#modal').isVisible(), { timeout: 20_000 }).toBe(true);
+      expect(await page.locator('#modal-title').innerText()).toBe('Upscale this image');
+      await page.locator('#modal-fields textarea[name="prompt"]').fill('a sharp photo of a cat');
+      await page.locator('#modal-form button[type="submit"]').click();
+      await poll(() => page.locator('#modal').isVisible()).toBe(false);
+
+      // The job runs to its card: the upscaled images of Alice's image, with her prompt.
+      const card = page
+        .locator('#message-list article.msg')
+        .filter({ has: page.locator('button', { hasText: 'Upscale again' }) })
+        .filter({ hasText: 'a sharp photo of a cat' });
+      await poll(() => card.count(), { timeout: 60_000 }).toBe(1);
+      expect(await card.locator('.v2-container .mosaic.n4 img').count()).toBe(4);
+      expect(await card.locator('a', { hasText: 'my-cat.png' }).count()).toBe(1);
+      expect(await card.innerText()).toContain('Alice');
+      const tasks = upscaleTasks();
+      expect(tasks.length).toBe(tasksBefore + 1);
+      expect(JSON.stringify(tasks.at(-1)?.params)).toContain('a sharp photo of a cat');
+      expect(JSON.stringify(tasks.at(-1)?.params)).toContain('my-cat.png');
+      await page.screenshot({ path: `${ARTIFACTS}upscale-image.png` });
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+  });
+
+  it('Upscale image on a message without an image: the reason, only to the member, and nothing starts', async () => {
+    await page.selectOption('#user', alice);
+    try {
+      await clearComposer(page);
+      await page.fill('#text', 'no picture in this one');
+      await page.keyboard.press('Enter');
+      await poll(() => newestBy(general, alice)?.data['content']).toBe('no picture in this one');
+      const postedId = newestBy(general, alice)?.id ?? '';
+      const tasksBefore = pg.emulator.tasks.size;
+      const botMessagesBefore = pg.fake
+        .channelMessages(general)
+        .filter((m) => !m.ephemeral && (m.data['author'] as { bot?: boolean } | undefined)?.bot).length;
+
+      await useFromApps(postedId, 'Upscale image');
+      const answer = page.locator('article.msg.ephemeral').last();
+      await poll(() => answer.innerText(), { timeout: 20_000 }).toContain(
+        'This message has no image to upscale',
+      );
+      expect(await answer.innerText()).toContain('Only you can see this');
+      expect(await page.locator('#modal').isVisible()).toBe(false);
+      // Nothing started: no task at the service, no public message from the bot.
+      expect(pg.emulator.tasks.size).toBe(tasksBefore);
+      expect(
+        pg.fake
+          .channelMessages(general)
+          .filter((m) => !m.ephemeral && (m.data['author'] as { bot?: boolean } | undefined)?.bot).length,
+      ).toBe(botMessagesBefore);
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+  });
+
+  it('an image link a member posts: Discord embeds it, and Upscale image takes the embedded image', async () => {
+    // A picture the emulator serves: the first upscaled image of the card above.
+    const cards = JSON.stringify(pg.fake.channelMessages(general).map((m) => m.data));
+    const link = new RegExp(`${pg.emulator.url}/files/[^"\\s]+?\\.png`).exec(cards)?.[0] ?? '';
+    expect(link).not.toBe('');
+    await page.selectOption('#user', alice);
+    try {
+      await clearComposer(page);
+      await page.fill('#text', `this one again: ${link}`);
+      await page.keyboard.press('Enter');
+      await poll(() => newestBy(general, alice)?.data['content']).toBe(`this one again: ${link}`);
+      const posted = newestBy(general, alice);
+      expect(posted?.data['embeds']).toEqual([
+        { type: 'image', url: link, thumbnail: { url: link, proxy_url: link } },
+      ]);
+      const postedId = posted?.id ?? '';
+      // Drawn once: the embed's picture, not also the page's own link preview.
+      const pictures = page.locator(`article[data-id="${postedId}"] img:not(.emoji)`);
+      await poll(() => pictures.count(), { timeout: 20_000 }).toBe(1);
+
+      const tasksBefore = upscaleTasks().length;
+      await useFromApps(postedId, 'Upscale image');
+      await poll(() => page.locator('#modal').isVisible(), { timeout: 20_000 }).toBe(true);
+      await page.locator('#modal-fields textarea[name="prompt"]').fill('the same, from a link');
+      await page.locator('#modal-form button[type="submit"]').click();
+      const card = page
+        .locator('#message-list article.msg')
+        .filter({ has: page.locator('button', { hasText: 'Upscale again' }) })
+        .filter({ hasText: 'the same, from a link' });
+      await poll(() => card.count(), { timeout: 60_000 }).toBe(1);
+      expect(upscaleTasks().length).toBe(tasksBefore + 1);
+      expect(JSON.stringify(upscaleTasks().at(-1)?.params)).toContain(link);
+    } finally {
+      await page.selectOption('#user', ada);
+    }
+  });
+
+  it("where the bot is not installed: an image dropped on the channel, then Upscale image runs through the member's own install", async () => {
+    const lounge = pg.fake.channelIdByName('lounge');
+    await page.selectOption('#user', mod);
+    try {
+      await page.click(`[data-channel="${lounge}"]`);
+      await poll(() => page.locator('#channel-title').innerText()).toContain('lounge');
+      // Dropped with no command picked: attached to Mo's message.
+      const dataTransfer = await page.evaluateHandle((b64: string) => {
+        const w = globalThis as unknown as {
+          DataTransfer: new () => { items: { add(file: unknown): void } };
+          File: new (parts: Uint8Array[], name: string, opts: { type: string }) => unknown;
+          atob(s: string): string;
+        };
+        const dt = new w.DataTransfer();
+        dt.items.add(
+          new w.File([Uint8Array.from(w.atob(b64), (c) => c.charCodeAt(0))], 'lounge-dog.png', {
+            type: 'image/png',
+          }),
+        );
+        return dt;
+      }, photos[3] ?? '');
+      await page.dispatchEvent('#chat', 'drop', { dataTransfer });
+      await poll(() => page.locator('#uploads .upload[data-filename="lounge-dog.png"]').count()).toBe(1);
+      await page.click('#text');
+      await page.keyboard.press('Enter');
+      await poll(() => newestBy(lounge, mod)?.id).toBeDefined();
+      const postedId = newestBy(lounge, mod)?.id ?? '';
+
+      // The server never installed the bot: its own commands (Remove result) are not offered, even
+      // to a moderator; Upscale image comes with Mo's own install.
+      const article = page.locator(`article[data-id="${postedId}"]`);
+      await poll(() => article.count(), { timeout: 20_000 }).toBe(1);
+      await article.click({ button: 'right', position: { x: 200, y: 20 } });
+      await page.locator('#context-menu [data-menu="apps"]').click();
+      await poll(appsListed).toContain('Upscale image');
+      expect(await appsListed()).not.toContain('Remove result');
+      await page.keyboard.press('Escape');
+      await poll(() => page.locator('#context-menu').count()).toBe(0);
+
+      await useFromApps(postedId, 'Upscale image');
+      await poll(() => page.locator('#modal').isVisible(), { timeout: 20_000 }).toBe(true);
+      await page.locator('#modal-fields textarea[name="prompt"]').fill('a dog in the lounge');
+      await page.locator('#modal-form button[type="submit"]').click();
+      const card = page
+        .locator('#message-list article.msg')
+        .filter({ has: page.locator('button', { hasText: 'Upscale again' }) })
+        .filter({ hasText: 'a dog in the lounge' });
+      await poll(() => card.count(), { timeout: 60_000 }).toBe(1);
+      expect(await card.locator('.v2-container .mosaic.n4 img').count()).toBe(4);
+      // A personal job: answered through the interaction only, never with the bot token there.
+      expect(pg.fake.requests.filter((r) => r.auth === 'bot' && r.path.includes(lounge))).toEqual([]);
+    } finally {
+      await page.selectOption('#user', ada);
+      await page.click(`[data-channel="${general}"]`);
+      await poll(() => page.locator('#composer').isVisible()).toBe(true);
+    }
+  });
+
+  it("where the bot is not installed and in the DM with it, the / picker offers what the member's own install brings", async () => {
+    const lounge = pg.fake.channelIdByName('lounge');
+    const dm = pg.fake.dmChannelId(ada);
+    const labels = () => page.locator('.picker-label').allInnerTexts();
+    try {
+      // Ada manages the playground server, not Elsewhere: /settings (that server's command) is not
+      // offered there, the user-installable commands are.
+      await page.click(`[data-channel="${lounge}"]`);
+      await poll(() => page.locator('#channel-title').innerText()).toContain('lounge');
+      await clearComposer(page);
+      await page.fill('#text', '/');
+      await poll(labels).toContain('/upscale');
+      expect(await labels()).toContain('/tasks');
+      expect((await labels()).filter((l) => l.startsWith('/settings'))).toEqual([]);
+      // The DM with the bot: no /settings either.
+      await clearComposer(page);
+      await page.click(`[data-channel="${dm}"]`);
+      await poll(() => page.locator(`[data-channel="${dm}"]`).getAttribute('aria-current')).toBe('true');
+      await page.fill('#text', '/');
+      await poll(labels).toContain('/privacy show');
+      expect((await labels()).filter((l) => l.startsWith('/settings'))).toEqual([]);
+      await clearComposer(page);
+    } finally {
+      await page.click(`[data-channel="${general}"]`);
+      await poll(() => page.locator('#composer').isVisible()).toBe(true);
+    }
+  });
+
   it("/privacy delete removes the member's gallery posts (the bot holds the invite's Manage Threads)", async () => {
     const mine = () =>
       pg.fake

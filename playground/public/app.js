@@ -3,7 +3,7 @@
 // picked in the user panel sees them (kept at the bottom while new ones arrive, unless they
 // scrolled up), the message box with the `/` picker, modals, and the operator panel.
 
-import { createComposer, fileJson, localized, memberSees } from './composer.js';
+import { createComposer, fileJson, localized, offeredHere } from './composer.js';
 import { closeMenu, openMenu, wireMenu } from './context-menu.js';
 import { $, el, icon } from './dom.js';
 import { renderForum, tagChip } from './forum.js';
@@ -192,7 +192,11 @@ function welcome() {
           el('code', { text: 'song-parent-0001' }),
           ', or ',
           el('code', { text: '/upscale' }),
-          ' with an image.',
+          ' with an image. Or post an image (',
+          el('kbd', { text: '+' }),
+          ' or drop it here) and right-click it: Apps → ',
+          el('code', { text: 'Upscale image' }),
+          '.',
         ),
   );
 }
@@ -365,24 +369,17 @@ async function interact(messageId, customId, label, values) {
 
 // ------------------------------------------------------------------ a message's menu (Apps)
 
-/**
- * The message commands (type 3) this member is offered here, named in their language: those whose
- * `contexts` include where they are (a server, or a DM with the bot), and in a server only those
- * their permissions allow (a DM has no member permissions).
- */
+/** The message commands (type 3) Discord offers this member here, named in their language. */
 function messageCommands() {
-  const perms = me()?.permissions;
-  const dm = channel(state.channelId)?.type === 1;
-  const context = dm ? 1 : 0;
+  const here = channel(state.channelId);
   return state.commands
-    .filter((c) => c.type === 3 && (!Array.isArray(c.contexts) || c.contexts.includes(context)))
-    .filter((c) => dm || memberSees(c, perms))
+    .filter((c) => c.type === 3 && offeredHere(c, here, me()?.permissions))
     .map((c) => ({ name: c.name, label: localized(c, 'name', me()?.locale ?? 'en-US') ?? c.name }))
     .sort((a, b) => a.label.localeCompare(b.label));
 }
 
 function openMessageMenu(item, at) {
-  const link = `https://discord.com/channels/${state.guild.id}/${state.channelId}/${item.id}`;
+  const link = `https://discord.com/channels/${channel(state.channelId)?.guildId ?? '@me'}/${state.channelId}/${item.id}`;
   openMenu(at, {
     apps: messageCommands().map((c) => ({
       ...c,
@@ -725,7 +722,8 @@ function wire() {
     openMessageMenu(item, { x: e.clientX, y: e.clientY });
   });
 
-  // Files dropped anywhere on the channel go to the command's file options.
+  // Files dropped anywhere on the channel go to the command's file options, or with no command to
+  // the member's next message.
   const chat = $('#chat');
   const overlay = $('#drop-overlay');
   let depth = 0;
@@ -736,6 +734,9 @@ function wire() {
     $('#drop-target').textContent = composer.mode
       ? `/${composer.mode}`
       : `#${channel(state.channelId)?.name ?? ''}`;
+    $('#drop-hint').textContent = composer.mode
+      ? "Files fill the command's file options."
+      : 'Files are attached to your message: add a comment if you like, then press Enter.';
     overlay.hidden = false;
   });
   chat.addEventListener('dragleave', () => {

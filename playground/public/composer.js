@@ -2,8 +2,10 @@
 // subcommands) this member may use, filtered as they type; picking one turns the line into the
 // command followed by a chip per option (required ones first, optional ones added from the
 // picker). A focused option shows its description and its choices or the bot's autocomplete
-// suggestions above the line. Files come from the + button or are dropped on the channel. Enter
-// sends; a plain line (no `/`) is posted as the member's message.
+// suggestions above the line. Files come from the + button or are dropped on the channel: they fill
+// the picked command's file options, or, with no command, are attached to the member's own message
+// (shown above the line, as Discord's upload previews). Enter sends; a plain line (no `/`), files or
+// both are posted as the member's message.
 
 import { $, el, emojify, icon } from './dom.js';
 import { t } from './i18n.js';
@@ -22,6 +24,8 @@ export const OPT = {
   ATTACHMENT: 11,
 };
 const ADMINISTRATOR = 1n << 3n;
+/** Discord's most files on one message. */
+const MAX_UPLOADS = 10;
 
 /**
  * Whether a member is shown a command: `default_member_permissions` null shows it to everyone;
@@ -39,6 +43,27 @@ export function memberSees(command, permissions) {
   if (have & ADMINISTRATOR) return true;
   const need = BigInt(required);
   return need !== 0n && (have & need) === need;
+}
+
+/**
+ * Whether Discord offers a command to a member in a channel (`here`: the page's channel, with its
+ * `guildId`, `type` and `ownInstall`, true where the bot is not and only the member's own install
+ * reaches): a server's own commands only in that server; where the bot is not (a server that never
+ * installed it, a DM) only what the member's install brings (`integration_types` with 1); only where
+ * its `contexts` include the place (0 a server, 1 the DM with the bot); and where the server installed
+ * the bot only if the member's permissions allow it (that server's command permissions apply).
+ */
+export function offeredHere(command, here, permissions) {
+  const own = here?.ownInstall === true;
+  const context = here?.type === 1 ? 1 : 0;
+  if (Array.isArray(command.contexts) && !command.contexts.includes(context)) return false;
+  if (command.guild_id) {
+    if (own || command.guild_id !== here?.guildId) return false;
+  } else {
+    const installs = own ? [1] : [0, 1];
+    if (!(command.integration_types ?? [0]).some((t) => installs.includes(t))) return false;
+  }
+  return own || memberSees(command, permissions);
 }
 
 /**
@@ -141,6 +166,7 @@ export function createComposer(hooks) {
   const pickerList = $('#picker-list');
   const fileInput = $('#file-input');
   const statusLine = $('#composer-status');
+  const uploadsBox = $('#uploads');
   const text = el('input', {
     id: 'text',
     class: 'text',
@@ -165,6 +191,8 @@ export function createComposer(hooks) {
     acSeq: 0,
     acTimer: undefined,
     fileTarget: null,
+    /** Files attached to the member's next plain message: { file, url } (url: an image's preview). */
+    uploads: [],
   };
 
   /** An option's description in the member's language. */
@@ -317,11 +345,61 @@ export function createComposer(hooks) {
     chip.node.classList.remove('invalid');
   }
 
+  // ---------------------------------------------------------------- a plain message's files
+
+  function renderUploads() {
+    uploadsBox.replaceChildren(
+      ...S.uploads.map((u) =>
+        el(
+          'div',
+          { class: 'upload', 'data-filename': u.file.name },
+          u.url
+            ? el('img', { class: 'upload-preview', src: u.url, alt: '' })
+            : el('div', { class: 'upload-preview file' }, icon('file', 48)),
+          el('span', { class: 'upload-name', text: u.file.name }),
+          el('button', {
+            type: 'button',
+            class: 'upload-remove',
+            'aria-label': `${t('removeAttachment')}: ${u.file.name}`,
+            title: t('removeAttachment'),
+            text: '×',
+            onclick: () => {
+              removeUpload(u);
+              text.focus();
+            },
+          }),
+        ),
+      ),
+    );
+    uploadsBox.hidden = S.uploads.length === 0;
+  }
+
+  function removeUpload(u) {
+    if (u.url) URL.revokeObjectURL(u.url);
+    S.uploads = S.uploads.filter((x) => x !== u);
+    renderUploads();
+  }
+
+  /** With no command picked, files are attached to the member's next message (up to 10, as Discord). */
+  function attachToMessage(files) {
+    const room = Math.max(0, MAX_UPLOADS - S.uploads.length);
+    for (const file of files.slice(0, room))
+      S.uploads.push({ file, url: file.type.startsWith('image/') ? URL.createObjectURL(file) : null });
+    renderUploads();
+    status(
+      files.length > room
+        ? `${files.length - room} file(s) left out: a message holds ${MAX_UPLOADS} at most`
+        : '',
+      files.length > room,
+    );
+    text.focus();
+  }
+
   /** Dropped or picked files fill the command's empty file options in order, adding optional ones. */
   function addFiles(files) {
     if (!files.length) return;
     if (!S.entry) {
-      status('Pick a command that takes files first: type / (e.g. /upscale, /training-photos start)', true);
+      attachToMessage(files);
       return;
     }
     const fileOptions = S.entry.options.filter((o) => o.type === OPT.ATTACHMENT);
@@ -427,8 +505,9 @@ export function createComposer(hooks) {
     let empty = '';
     if (!S.entry) {
       if (!text.value.startsWith('/') || S.hidden) return hidePicker();
+      const here = ctx.channels.find((c) => c.id === ctx.channelId);
       const visible = commandEntries(ctx.commands, ctx.locale).filter((e) =>
-        memberSees(e.command, ctx.me?.permissions),
+        offeredHere(e.command, here, ctx.me?.permissions),
       );
       items = matchEntries(visible, text.value.slice(1)).map((e) => ({
         label: `/${e.label}`,
@@ -645,13 +724,17 @@ export function createComposer(hooks) {
   async function submitText() {
     const ctx = hooks.context();
     const content = text.value.trim();
-    if (!content) return;
+    if (!content && !S.uploads.length) return;
     if (content.startsWith('/')) {
       status(`No command ${content.split(/\s/)[0]}: pick one from the list`, true);
       return;
     }
+    // The files stay in the box until the message is posted (a refused post loses nothing).
+    const sending = S.uploads;
+    const files = await Promise.all(sending.map((u) => fileJson(u.file)));
     text.value = '';
-    await hooks.api('/api/say', { userId: ctx.userId, channelId: ctx.channelId, content });
+    await hooks.api('/api/say', { userId: ctx.userId, channelId: ctx.channelId, content, files });
+    for (const u of sending) removeUpload(u);
     hooks.sent(null);
   }
 
@@ -787,7 +870,9 @@ export function createComposer(hooks) {
     /** The member or channel changed: commands they may use and the placeholder follow. */
     refresh() {
       placeholder();
-      if (S.entry && !memberSees(S.entry.command, hooks.context().me?.permissions)) reset();
+      const ctx = hooks.context();
+      const here = ctx.channels.find((c) => c.id === ctx.channelId);
+      if (S.entry && !offeredHere(S.entry.command, here, ctx.me?.permissions)) reset();
       if (!picker.hidden) renderPicker();
     },
     get mode() {

@@ -145,12 +145,21 @@ function embedNode(e, images, ctx) {
 export function renderEmbeds(embeds, ctx) {
   const groups = [];
   for (const e of embeds) {
-    const group = e.url ? groups.find((g) => g.embed.url === e.url && g.images.length < 4) : undefined;
+    // A posted image link's embed is the picture alone, no embed box around it.
+    if (e.type === 'image' && e.thumbnail?.url) {
+      groups.push({ picture: e });
+      continue;
+    }
+    const group = e.url ? groups.find((g) => g.embed?.url === e.url && g.images.length < 4) : undefined;
     if (group && e.image?.url) {
       group.images.push(e.image);
       continue;
     }
     groups.push({ embed: e, images: e.image?.url ? [e.image] : [] });
   }
-  return groups.map((g) => embedNode(g.embed, g.images, ctx));
+  return groups.map((g) =>
+    g.picture
+      ? image({ ...g.picture.thumbnail, url: g.picture.url }, { maxW: 400, maxH: 300, alt: 'image' })
+      : embedNode(g.embed, g.images, ctx),
+  );
 }

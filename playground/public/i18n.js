@@ -40,6 +40,7 @@ const STRINGS = {
     isRequired: '{name} is required',
     needsFile: '{name} needs a file',
     dropFile: 'Drop a file on the channel, or press Enter to choose one',
+    removeAttachment: 'Remove Attachment',
   },
   de: {
     onlyYou: 'Nur du kannst das sehen',
@@ -76,6 +77,7 @@ const STRINGS = {
     isRequired: '{name} ist erforderlich',
     needsFile: '{name} braucht eine Datei',
     dropFile: 'Ziehe eine Datei in den Kanal oder drücke Enter, um eine auszuwählen',
+    removeAttachment: 'Anhang entfernen',
   },
   fr: {
     onlyYou: 'Vous seul·e pouvez voir ceci',
@@ -112,6 +114,7 @@ const STRINGS = {
     isRequired: '{name} est obligatoire',
     needsFile: '{name} a besoin d’un fichier',
     dropFile: 'Dépose un fichier sur le salon, ou appuie sur Entrée pour en choisir un',
+    removeAttachment: 'Supprimer la pièce jointe',
   },
   'es-ES': {
     onlyYou: 'Solo tú puedes ver esto',
@@ -148,6 +151,7 @@ const STRINGS = {
     isRequired: '{name} es obligatorio',
     needsFile: '{name} necesita un archivo',
     dropFile: 'Suelta un archivo en el canal o pulsa Intro para elegir uno',
+    removeAttachment: 'Eliminar archivo adjunto',
   },
   'pt-BR': {
     onlyYou: 'Somente você pode ver isso',
@@ -184,6 +188,7 @@ const STRINGS = {
     isRequired: '{name} é obrigatório',
     needsFile: '{name} precisa de um arquivo',
     dropFile: 'Solte um arquivo no canal ou pressione Enter para escolher um',
+    removeAttachment: 'Remover anexo',
   },
   ja: {
     onlyYou: 'これはあなただけに表示されています',
@@ -220,6 +225,7 @@ const STRINGS = {
     isRequired: '{name}は必須です',
     needsFile: '{name}にはファイルが必要です',
     dropFile: 'チャンネルにファイルをドロップするか、Enterで選択してください',
+    removeAttachment: '添付ファイルを削除',
   },
 };
 

@@ -207,9 +207,11 @@ export function renderMessage(item, ctx, grouped) {
     if (files.length) body.append(el('div', { class: 'attachments' }, files));
     if (d.embeds?.length) body.append(el('div', { class: 'embeds' }, renderEmbeds(d.embeds, ctx)));
     if (d.content && !(flags & SUPPRESS_EMBEDS)) {
-      const previews = unfurls(d.content).map((u) =>
-        u.kind === 'image' ? image({ url: u.url }, { alt: 'link preview' }) : video(u.url),
-      );
+      // Links Discord already embedded (a member's image links) are not previewed twice.
+      const embedded = new Set((d.embeds ?? []).map((e) => e.url));
+      const previews = unfurls(d.content)
+        .filter((u) => !embedded.has(u.url))
+        .map((u) => (u.kind === 'image' ? image({ url: u.url }, { alt: 'link preview' }) : video(u.url)));
       if (previews.length) body.append(el('div', { class: 'unfurls' }, previews));
     }
     const rows = renderActionRows(d.components ?? [], ctx, item);
