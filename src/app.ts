@@ -11,7 +11,7 @@ import type { BotContext } from './commands/types.js';
 import { syncCommandScopes, type SyncResult } from './services/discord/registration/command-sync.js';
 import { createInteractionRest, createRestTransport } from './services/discord/discord-transport.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, EditQueue } from './services/discord/edits/edit-queue.js';
-import { QueuedJobMessages, type JobRenderers } from './services/discord/edits/job-messages.js';
+import { QueuedJobMessages, replyKey, type JobRenderers } from './services/discord/edits/job-messages.js';
 import { BotInteraction, type AckTransport } from './services/discord/interactions/interaction.js';
 import { HttpInteractionEndpoint } from './services/discord/interactions/http-endpoint.js';
 import { Gateway } from './services/discord/gateway/gateway.js';
@@ -493,6 +493,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     limits: { maxImageBytes: config.photos.maxBytes },
     memberData: new MemberData({
       jobs: stores.jobs,
+      // The job's message and, with a thread, its channel line (JobRenderers' keys).
+      stopEdits: (jobId) => {
+        sessionEdits.forget(jobId);
+        sessionEdits.forget(replyKey(jobId));
+      },
       sessions: training,
       consents: trainingServices.consent.records,
       posts: publicPosts,

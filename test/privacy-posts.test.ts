@@ -8,7 +8,7 @@
  */
 import { Routes } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeMessage } from './fake-discord/index.js';
+import { DiscordErrors, type FakeMessage } from './fake-discord/index.js';
 import { eventually, startHarness, type Harness } from './helpers/harness.js';
 import { controls, messageText } from './helpers/message-text.js';
 import { uniquePng } from './helpers/photos.js';
@@ -218,6 +218,43 @@ for (const backend of ['sqlite', 'redis'] as const) {
         }
       });
 
+      it('an edit still waiting when the data is deleted never lands on the neutral replacement', async () => {
+        const ivy = h.fake.addUser({ username: 'ivy', permissions: MEMBER });
+        h.emulator.setScenario({ hold: true });
+        try {
+          await h.fake
+            .sendCommand({
+              name: 'extend-song',
+              userId: ivy,
+              options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+            })
+            .message(10_000);
+          const job = await eventually(
+            async () => (await h.app.store.listByUser(ivy)).find((j) => j.state === 'processing' && j.taskId),
+            15_000,
+            'the job running',
+          );
+          // Discord asks the job's final edit to wait 5 s: it is still queued when the member deletes.
+          const wait = h.fake.injectFault({
+            ...DiscordErrors.rateLimited(5),
+            method: 'PATCH',
+            route: /^\/webhooks\//,
+            count: 1,
+          });
+          h.emulator.finish(job.taskId ?? '');
+          await eventually(async () => wait.hits === 1, 15_000, 'the final edit told to wait');
+          await deleteData(ivy);
+          const replaced = messageText(message(job.message.channelId, job.message.messageId));
+          expect(replaced).toContain(REMOVED_DE);
+          // Past the wait, with nothing queued any more, the replacement still stands, unchanged.
+          expect(await h.app.edits.drain(20_000)).toBe(true);
+          expect(messageText(message(job.message.channelId, job.message.messageId))).toBe(replaced);
+          h.fake.assertNoViolations();
+        } finally {
+          h.emulator.setScenario({ hold: false });
+        }
+      });
+
       it('an archived thread is opened for the change and archived again', async () => {
         const gus = h.fake.addUser({ username: 'gus', permissions: MEMBER });
         const job = await finishedJob(gus, 'an old lantern');
@@ -258,7 +295,7 @@ for (const backend of ['sqlite', 'redis'] as const) {
             userId: mod,
             targetMessageId: job.message.messageId ?? '',
           })
-          .message(10_000);
+          .waitForMessage((m) => m.content !== '', 20_000);
         expect(answer.content).toContain('its Re-post was deleted');
         expect(message(generalId, fresh.id)?.deleted).toBe(true);
         expect(message(galleryId, job.galleryPost?.messageId)?.deleted).toBe(true);
@@ -274,7 +311,7 @@ for (const backend of ['sqlite', 'redis'] as const) {
         const [first, second] = [await repost(fay, job), await repost(fay, job)];
         const answer = await h.fake
           .sendMessageCommand({ name: 'Remove result', userId: mod, targetMessageId: second.id })
-          .message(10_000);
+          .waitForMessage((m) => m.content !== '', 20_000);
         expect(answer.content).toContain('its 2 Re-posts were deleted');
         expect(answer.content).toContain('gallery post was deleted');
         for (const m of [first, second]) expect(message(generalId, m.id)?.deleted).toBe(true);

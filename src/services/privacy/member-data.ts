@@ -29,6 +29,11 @@ export interface MemberDataDeps {
   cleanup: Pick<PublicCleanup, 'clean'>;
   /** A deleted job's fair-use slot and credits: never freed early (held until the job would have ended). */
   community: Pick<CommunityService, 'jobDeleted'>;
+  /**
+   * Drops the job's edits still queued in this process, so none lands on the neutral
+   * replacement (BullMQ's edit jobs render the stored record, which is gone by then).
+   */
+  stopEdits?: (jobId: string) => void;
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   /** Where the per-member export limit is kept (shared by every instance). */
   kv: LockingKeyValueStore;
@@ -262,6 +267,7 @@ export class MemberData {
     await this.deps.community.jobDeleted(job);
     if (!isTerminalState(job.state)) report.running++;
     await this.deps.jobs.delete(job.id);
+    this.deps.stopEdits?.(job.id);
     report.jobs++;
   }
 }
