@@ -627,9 +627,19 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       // Bob has run nothing: typing the advertised first step, the bot offers it from the service.
       await pickCommand(page, 'extend-song');
       await page.keyboard.type(FIXTURE_SONG_TASK_ID);
-      await poll(() => page.locator('.picker-item').allInnerTexts(), { timeout: 20_000 }).toContainEqual(
-        expect.stringContaining(FIXTURE_SONG_TASK_ID),
-      );
+      // The bot was restarted by the test before: until the new process holds the gateway an
+      // autocomplete goes unanswered, so a miss types the last character again (a new request).
+      await poll(
+        async () => {
+          const texts = await page.locator('.picker-item').allInnerTexts();
+          if (!texts.some((t) => t.includes(FIXTURE_SONG_TASK_ID))) {
+            await page.keyboard.press('Backspace');
+            await page.keyboard.type(FIXTURE_SONG_TASK_ID.slice(-1));
+          }
+          return texts;
+        },
+        { timeout: 60_000, interval: 2_000 },
+      ).toContainEqual(expect.stringContaining(FIXTURE_SONG_TASK_ID));
       await page.locator('.picker-item', { hasText: FIXTURE_SONG_TASK_ID }).click();
       await poll(() => page.locator('.picker-item').allInnerTexts(), { timeout: 20_000 }).toContainEqual(
         expect.stringContaining(FIXTURE_SONG_IDS[0]),
@@ -677,7 +687,7 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
       await clearComposer(page);
       await page.selectOption('#user', ada);
     }
-  });
+  }, 120_000);
 
   it("the client's own words in the member's language, Japanese drawn with the served font", async () => {
     // Every language has every word (a string, so that the test runner leaves the page's import alone).
