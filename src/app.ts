@@ -266,6 +266,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     slotTtlMs: config.jobs.maxDurationMs + 3_600_000,
     operatorDailyCredits: config.operator.dailyCredits,
     now,
+    onCountError: (err, key) => logger.warn({ err, key }, 'could not count today’s credits'),
   });
   metrics.operatorDailyCredits.set(config.operator.dailyCredits);
   // Every outbound download (photos, result files) goes through one SSRF-safe downloader.

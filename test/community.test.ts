@@ -268,6 +268,8 @@ for (const redis of [false, true])
         ),
       );
       expect(many.every((r) => r.ok)).toBe(true);
+      // Without a budget the count is written beside the reservation, just after it.
+      await ledger.settled();
       expect(await ledger.creditsUsed('g8')).toBe(8);
       // A job that failed at submission gives its credits back; a job that ran keeps them spent.
       await ledger.release({ scope: 'g8', userId: 'u-f1', jobId: 'f1', refund: true });
@@ -392,6 +394,8 @@ for (const redis of [false, true])
       expect(
         (await uncapped.reserve({ scope: 'op-d', userId: 'u5', jobId: 'o6', cost: 50, limits: open })).ok,
       ).toBe(true);
+      // Without a ceiling the count is written beside the reservation, just after it.
+      await uncapped.settled();
       expect(await uncapped.operatorCreditsUsed()).toBe(55);
       clock = nextUtcMidnight(clock) + 1000;
     });

@@ -14,9 +14,14 @@ import type { GuildSettings } from './settings.js';
  * member themself (`personal:<userId>`); the scope's limits come with each call.
  *
  *   fair-use:{scope}:{user}    { active: {jobId: {until, day, cost, op}}, lastAt }
- *   credits:{scope}:{day}      { used }   the scope's credits (counted with a budget only)
+ *   credits:{scope}:{day}      { used }   the scope's credits (always counted)
  *   operator-credits:{day}     { used }   every scope together (always counted)
  *                                          day = UTC YYYY-MM-DD
+ *
+ * A counter is part of the atomic step only when a limit reads it (the scope's budget, the
+ * operator's ceiling). Without one it is counted just after the slot is taken, off the
+ * answer's path: otherwise every submission of every member would queue on the one shared
+ * counter (a 100-command storm answered one command at a time). A refund waits for its count.
  *
  * A reservation names its job: `release` frees the slot when the job ends (and gives the
  * credits back when it failed at submission). An entry whose job never ended (a lost
@@ -87,8 +92,13 @@ export class FairUseLedger {
       /** OPERATOR_DAILY_CREDITS: 0 (default) = no ceiling; spending is counted either way. */
       operatorDailyCredits?: number;
       now?: () => number;
+      /** A count made beside the reservation failed (it is lost; the job goes on). */
+      onCountError?: (err: unknown, key: string) => void;
     },
   ) {}
+
+  /** Counts still being written beside their reservation, by job (a refund waits for them). */
+  readonly #counting = new Map<string, Promise<void>>();
 
   private get now(): number {
     return (this.deps.now ?? Date.now)();
@@ -132,8 +142,18 @@ export class FairUseLedger {
     const ceiling = this.operatorDailyCredits;
     const scopeCredits = creditsKey(scope, day);
     const operatorCredits = operatorKey(day);
-    const keys = [memberKey(scope, userId), scopeCredits, operatorCredits];
-    return this.deps.kv.update<ReserveResult>(keys, ([memberRaw, creditsRaw, operatorRaw]) => {
+    // Counters a limit reads are checked and written in the atomic step; the others beside it.
+    const budgeted = limits.dailyCredits > 0;
+    const ceilinged = ceiling > 0;
+    const keys = [
+      memberKey(scope, userId),
+      ...(budgeted ? [scopeCredits] : []),
+      ...(ceilinged ? [operatorCredits] : []),
+    ];
+    const result = await this.deps.kv.update<ReserveResult>(keys, (values) => {
+      const [memberRaw] = values;
+      const creditsRaw = budgeted ? values[1] : undefined;
+      const operatorRaw = ceilinged ? values[budgeted ? 2 : 1] : undefined;
       const refuse = (refusal: Refusal) => ({ result: { ok: false, refusal } as const });
       const m = this.member(memberRaw, now);
       const count = Object.keys(m.active).length;
@@ -143,7 +163,7 @@ export class FairUseLedger {
         return refuse({ kind: 'cooldown', retryAt: m.lastAt + cooldownMs });
       }
       const used = usedOf(creditsRaw);
-      if (limits.dailyCredits > 0 && used + cost > limits.dailyCredits) {
+      if (budgeted && used + cost > limits.dailyCredits) {
         return refuse({
           kind: 'credits',
           left: Math.max(0, limits.dailyCredits - used),
@@ -153,7 +173,7 @@ export class FairUseLedger {
         });
       }
       const operatorUsed = usedOf(operatorRaw);
-      if (ceiling > 0 && operatorUsed + cost > ceiling)
+      if (ceilinged && operatorUsed + cost > ceiling)
         return refuse({ kind: 'operator', resetAt: nextUtcMidnight(now) });
 
       // Spending is counted with or without a budget: /settings show shows today's use, and a
@@ -161,11 +181,38 @@ export class FairUseLedger {
       m.active[jobId] = { until: now + this.deps.slotTtlMs, day, cost, op: cost };
       m.lastAt = now;
       const writes: KvWrite[] = [this.memberWrite(scope, userId, m)];
-      if (cost > 0) writes.push({ key: scopeCredits, value: { used: used + cost }, ttlMs: CREDITS_TTL_MS });
-      if (cost > 0)
+      if (budgeted && cost > 0)
+        writes.push({ key: scopeCredits, value: { used: used + cost }, ttlMs: CREDITS_TTL_MS });
+      if (ceilinged && cost > 0)
         writes.push({ key: operatorCredits, value: { used: operatorUsed + cost }, ttlMs: CREDITS_TTL_MS });
       return { result: { ok: true, operatorCredits: cost } as const, writes };
     });
+    if (result.ok && cost > 0 && !(budgeted && ceilinged)) {
+      const beside = [...(budgeted ? [] : [scopeCredits]), ...(ceilinged ? [] : [operatorCredits])];
+      const counting = Promise.all(beside.map((key) => this.add(key, cost))).then(() => undefined);
+      this.#counting.set(jobId, counting);
+      void counting.finally(() => {
+        if (this.#counting.get(jobId) === counting) this.#counting.delete(jobId);
+      });
+    }
+    return result;
+  }
+
+  /** Adds `delta` to a credits counter (never below 0); a failure is reported, never thrown. */
+  private async add(key: string, delta: number): Promise<void> {
+    try {
+      await this.deps.kv.update([key], ([raw]) => ({
+        result: undefined,
+        writes: [{ key, value: { used: Math.max(0, usedOf(raw) + delta) }, ttlMs: CREDITS_TTL_MS }],
+      }));
+    } catch (err) {
+      this.deps.onCountError?.(err, key);
+    }
+  }
+
+  /** Resolves once the counts made beside reservations are written (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#counting.values()]);
   }
 
   /**
@@ -175,6 +222,8 @@ export class FairUseLedger {
    */
   async release(input: { scope: string; userId: string; jobId: string; refund: boolean }): Promise<number> {
     const { scope, userId, jobId, refund } = input;
+    // A refund must not land before the count it gives back.
+    await this.#counting.get(jobId);
     const now = this.now;
     const key = memberKey(scope, userId);
     // The entry's day names the credit keys; it never changes once written.
