@@ -63,10 +63,11 @@ describe('Redis round trips of a final', needs('redis'), () => {
       await eventually(async () => (await h.app.store.getByMessageId(msg.id))?.finalShownAt !== undefined);
       const between = seen.filter((s) => s.at >= from && s.at <= patch.at);
       // The edit's own: its queue's commands (add, fold, fetch, lock) and its read of the record.
-      // (The stalled-jobs check runs every second whatever the edits do: not the final's.)
-      const edit = between.filter(
-        (s) => s.line.includes('-bull:edits:') && !s.line.includes(':stalled-check'),
-      );
+      // The final's own commands in its edit queue: those naming its job (the add, the lock check,
+      // the finish). The worker loop's fetches and the stalled-jobs check name no job and come more
+      // often the slower the machine: counted in `all`, printed, not asserted.
+      const jobId = (await h.app.store.getByMessageId(msg.id))?.id ?? 'unknown';
+      const edit = between.filter((s) => s.line.includes('-bull:edits:') && s.line.includes(jobId));
       counts.push(edit.length);
       all.push(between.length);
       if (process.env.SHOW_ROUND_TRIPS) console.log(between.map((s) => s.line.slice(0, 160)).join('\n'));
@@ -74,11 +75,9 @@ describe('Redis round trips of a final', needs('redis'), () => {
     console.log(
       `Redis commands, finished webhook → final PATCH: edit queue ${counts.join(', ')}; everything of this bot ${all.join(', ')}`,
     );
-    // The job's path is three: the add, the worker's fetch, its lock check (sent beside the
-    // record's read); the other two are the worker loop's next fetch and its blocking wait.
-    // Main's driver: 7–8 (getJob, getState and the rest one after the other).
-    // The fewest of three: a window may also catch the worker loop's own scripts (the stalled
-    // check every second, an idle fetch), more of them the slower the machine, never fewer.
+    // The commands naming the final's job: its add, its lock check (sent beside the record's
+    // read), its finish; main's driver added getJob, getState, changePriority and promote one
+    // after the other. The fewest of three: on a loaded machine a lock is checked once more.
     expect(Math.min(...counts)).toBeLessThanOrEqual(5);
   }, 60_000);
 });
