@@ -2,21 +2,9 @@
  * The runtime's parts register what they must close; a stop closes them in reverse order of
  * registration (the last built, which depends on the rest, first), each within its own limit.
  */
-import { pino } from 'pino';
+import { capture } from './helpers/log-capture.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Disposers } from '../src/runtime/disposers.js';
-
-interface Line {
-  msg: string;
-  step?: string;
-  limitMs?: number;
-}
-
-function capture() {
-  const lines: Line[] = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Line) });
-  return { logger, lines };
-}
 
 describe('Disposers', () => {
   beforeEach(() => vi.useFakeTimers());

@@ -4,22 +4,11 @@
  * Regression: a test harness's close once waited more than 30 s on one step in CI.
  */
 import { pino } from 'pino';
+import { capture } from './helpers/log-capture.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { shutdownSteps } from '../src/shutdown-steps.js';
 import { InProcessAfterFinal } from '../src/services/jobs/after-final.js';
 import { TimerChecks } from '../src/services/jobs/timer-checks.js';
-
-interface Line {
-  msg: string;
-  step?: string;
-  limitMs?: number;
-}
-
-function capture() {
-  const lines: Line[] = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Line) });
-  return { logger, lines };
-}
 
 describe('shutdownSteps', () => {
   beforeEach(() => vi.useFakeTimers());
