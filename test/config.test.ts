@@ -485,7 +485,7 @@ function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(killer);
@@ -494,7 +494,7 @@ function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
   });
 }
 
-describe('src/main.ts with a bad environment', () => {
+describe('src/main.ts with a bad environment', { timeout: 90_000 }, () => {
   // A temp cwd: no .env can leak in, and nothing is written to the repository.
   let cwd: string;
   const baseEnv = (): Record<string, string> => ({
@@ -522,7 +522,9 @@ describe('src/main.ts with a bad environment', () => {
     expect(r.stderr).not.toMatch(/^\s+at /m);
     expect(r.stderr).not.toMatch(/Error:/);
     expect(r.stdout).toBe('');
-    expect(r.ms).toBeLessThan(10_000);
+    // Fast: nothing is waited for (a wait would reach the 60 s kill: code null). The bound is
+    // loose since tsx compiles main's imports first, slowly when the suite loads both cores.
+    expect(r.ms).toBeLessThan(30_000);
   });
 
   it('reads ./.env, the real environment wins, and still no stack trace', async () => {

@@ -90,16 +90,22 @@ async function settle(): Promise<void> {
   while (performance.now() < until) await new Promise<void>((r) => setImmediate(r));
 }
 
-/** Lets real I/O finish until `cond` holds (at most 2 s of real time), virtual time standing still. */
+/** Lets real I/O finish until `cond` holds (at most 10 s of real time), virtual time standing still. */
 async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + 2000;
+  const deadline = performance.now() + 10_000;
   while (!(await cond()) && performance.now() < deadline) await settle();
 }
 
+/**
+ * Moves virtual time on a step at a time; after each step, the checks it started finish
+ * (real I/O) before the clock moves again, however slow the machine: a check still
+ * running would reschedule late in virtual time.
+ */
 async function advance(ms: number, step = 250): Promise<void> {
   for (let t = 0; t < ms; t += step) {
     await vi.advanceTimersByTimeAsync(step);
     await settle();
+    await until(() => (core?.checks.inFlightCount() ?? 0) === 0);
   }
 }
 

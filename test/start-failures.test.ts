@@ -48,7 +48,8 @@ function run(args: string[], env: Record<string, string>, timeoutMs = 25_000): P
   });
 }
 
-const startBot = (env: Record<string, string>) => run(['--import', 'tsx', 'src/main.ts'], env);
+const startBot = (env: Record<string, string>, timeoutMs?: number) =>
+  run(['--import', 'tsx', 'src/main.ts'], env, timeoutMs);
 const startBotProcess = startBot;
 
 interface RunningBot {
@@ -280,7 +281,8 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
       const lock = await holdNewSqliteFile(lockedDir);
       try {
         const started = Date.now();
-        const r = await startBot({ ...base, DATA_DIR: lockedDir, PORT: String(await freePort()) });
+        // It waits 10 s by design, after a start that is slow when the suite loads both cores.
+        const r = await startBot({ ...base, DATA_DIR: lockedDir, PORT: String(await freePort()) }, 50_000);
         expectOneLine(
           r,
           /another process keeps locked \(SQLITE_BUSY\)/,
@@ -296,6 +298,7 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
         await rm(lockedDir, { recursive: true, force: true });
       }
     },
+    90_000,
   );
 
   it.concurrent(

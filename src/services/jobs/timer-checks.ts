@@ -38,6 +38,11 @@ export class TimerChecks implements CheckScheduler {
     return this.timers.size;
   }
 
+  /** Checks running now (tests on virtual time wait for 0 before the clock moves on). */
+  inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
   async close(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers.values()) clearTimeout(t);
