@@ -16,7 +16,6 @@ import { createTrainingServices } from './services/training/index.js';
 import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
 import { createSafePhotoDownloader } from './services/training/download.js';
-import { RetentionSweeper } from './services/privacy/retention.js';
 import { openMetricsWarning, type HttpServer } from './webhooks/server.js';
 import { inPhase } from './start-errors.js';
 import type { AuthFailureLimit } from './webhooks/auth-failures.js';
@@ -32,6 +31,7 @@ import { createInteractions } from './runtime/interactions.js';
 import { openQueues, type EditDelivery } from './runtime/job-engine.js';
 import { createJobs } from './runtime/jobs.js';
 import { createMediaSide } from './runtime/media.js';
+import { createPeriodicWork } from './runtime/periodic.js';
 import { openStore } from './runtime/store.js';
 
 export type { EditDelivery } from './runtime/job-engine.js';
@@ -98,7 +98,7 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     config,
     metrics,
     logger,
-    accountReadEveryMs: opts.accountReadEveryMs,
+    kv: stores.kv,
     disposers,
   });
   // How a job's messages look; what each operation shows is the registry's, passed in.
@@ -183,16 +183,18 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     logger,
     now,
   });
-  const retentionSweeper = new RetentionSweeper({
-    jobs: stores.jobs,
-    retentionMs: config.privacy.retentionDays * 86_400_000,
-    logger: logger.child({ component: 'retention' }),
+  const periodic = createPeriodicWork({
+    config,
+    queues,
+    stores,
+    account: mediaSide.account,
+    accountReadEveryMs: opts.accountReadEveryMs,
+    disposers,
+    logger,
     now,
   });
-  disposers.add({ name: 'retention sweep', close: () => retentionSweeper.stop() });
   disposers.add({ name: 'training', close: () => training.stop(), inline: true });
   disposers.add({ name: 'lifecycle', close: () => lifecycle.stop(), inline: true });
-  disposers.add({ name: 'account', close: () => mediaSide.account.stop(), inline: true });
 
   const metricsServer = await buildMetricsHttp(config, logger, metrics);
   disposers.add({ name: 'metrics', close: () => metricsServer?.close() });
@@ -244,7 +246,8 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     discordReady,
     async start() {
       await inPhase('store', () => training.start());
-      retentionSweeper.start();
+      // The retention sweep and the account's balance (metric, low-credit warning, /settings show).
+      await inPhase('store', () => periodic.start());
       const url = await inPhase('http', () =>
         server.listen({ host: config.http.host, port: config.http.port }),
       );
@@ -254,8 +257,6 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
       );
       const openMetrics = openMetricsWarning(config);
       if (openMetrics) logger.warn({ host: config.http.host }, openMetrics);
-      // The balance is known (metric, low-credit warning, /settings show) from the start, not after a 402.
-      mediaSide.account.start();
       if (metricsServer && config.metrics.port !== undefined) {
         const metricsPort = config.metrics.port;
         const metricsUrl = await inPhase('metrics-http', () =>

@@ -14,6 +14,7 @@ import type { BullJobEdits } from '../services/queues/job-edits.js';
 // Types only: the modules themselves are loaded on Redis alone (see openQueues).
 import type * as JobEditsModule from '../services/queues/job-edits.js';
 import type * as JobQueuesModule from '../services/queues/job-queues.js';
+import type * as PeriodicModule from '../services/queues/periodic.js';
 import type { JobStore } from '../services/store/types.js';
 import type { Disposers } from './disposers.js';
 
@@ -29,6 +30,7 @@ export interface Queues {
   modules: {
     edits: typeof JobEditsModule;
     jobs: typeof JobQueuesModule;
+    periodic: typeof PeriodicModule;
   };
 }
 
@@ -39,10 +41,11 @@ export async function openQueues(opts: {
   lockMs: number;
 }): Promise<Queues | undefined> {
   if (!opts.redisUrl) return undefined;
-  const [bullModule, edits, jobs] = await Promise.all([
+  const [bullModule, edits, jobs, periodic] = await Promise.all([
     import('../services/queues/bull.js'),
     import('../services/queues/job-edits.js'),
     import('../services/queues/job-queues.js'),
+    import('../services/queues/periodic.js'),
   ]);
   const bull = await bullModule.openBull({
     url: opts.redisUrl,
@@ -50,7 +53,7 @@ export async function openQueues(opts: {
     logger: opts.logger.child({ component: 'queues' }),
     lockMs: opts.lockMs,
   });
-  return { bull, modules: { edits, jobs } };
+  return { bull, modules: { edits, jobs, periodic } };
 }
 
 /** How job work is carried: BullMQ on Redis (any number of instances), in process otherwise. */
