@@ -2,20 +2,20 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';
 import { RetentionSweeper, SWEEP_INTERVAL_MS } from '../services/privacy/retention.js';
-import { TimerSchedule, type PeriodicSchedule } from '../services/shared/periodic.js';
+import type { PeriodicSchedule } from '../services/shared/periodic.js';
 import type { Stores } from '../services/store/index.js';
 import type { Disposers } from './disposers.js';
-import type { Queues } from './job-engine.js';
 import { ACCOUNT_READ_EVERY_MS } from './media.js';
 
 /**
- * The deployment's periodic work, each task once per period: one BullMQ Job Scheduler each
- * on Redis (whichever instance's worker takes it), a timer each in process otherwise. The
- * photo spool's sweep is not among them: each instance sweeps its own disk (PhotoSpool).
+ * The deployment's periodic work, each task once per period on the platform's schedule: one
+ * BullMQ Job Scheduler each on Redis (whichever instance's worker takes it), a timer each in
+ * process otherwise. The photo spool's sweep is not among them: each instance sweeps its own
+ * disk (PhotoSpool).
  */
 export function createPeriodicWork(deps: {
   config: Config;
-  queues: Queues | undefined;
+  schedule: PeriodicSchedule;
   stores: Stores;
   account: AccountMonitor;
   /** Between two readings of the service account (default ACCOUNT_READ_EVERY_MS). */
@@ -24,11 +24,7 @@ export function createPeriodicWork(deps: {
   logger: Logger;
   now: () => number;
 }): PeriodicSchedule {
-  const { queues, logger } = deps;
-  const log = logger.child({ component: 'periodic' });
-  const schedule = queues
-    ? new queues.modules.periodic.BullSchedule(queues.bull, log)
-    : new TimerSchedule(log);
+  const { schedule, logger } = deps;
   const retention = new RetentionSweeper({
     jobs: deps.stores.jobs,
     retentionMs: deps.config.privacy.retentionDays * 86_400_000,
