@@ -9,7 +9,11 @@ import { errors as undiciErrors } from 'undici';
 import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
-import { AccountMonitor, type AccountReadings } from '../src/services/media/account-monitor.js';
+import {
+  AccountMonitor,
+  type AccountMonitorOptions,
+  type AccountReadings,
+} from '../src/services/media/account-monitor.js';
 import { MediaClient, type Clock, type MediaClientOptions } from '../src/services/media/client.js';
 import {
   MediaAuthError,
@@ -848,18 +852,16 @@ describe('AccountMonitor', () => {
     return r;
   }
 
+  /** A monitor with MEDIA_LOW_CREDITS=100 and its own readings unless given. */
+  const monitorOf = (o: Pick<AccountMonitorOptions, 'media' | 'logger'> & Partial<AccountMonitorOptions>) =>
+    new AccountMonitor({ readings: sharedReadings(), lowCredits: 100, ...o });
+
   it('on the in-process schedule: read at start and every period, gauge, one warning per fall', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const metrics = createMetrics();
     const { logger, lines } = captureLogger();
     const media = tracked(makeClient(emulator.url));
-    const monitor = new AccountMonitor({
-      media,
-      readings: sharedReadings(),
-      metrics,
-      logger,
-      lowCredits: 100,
-    });
+    const monitor = monitorOf({ media, metrics, logger });
     const schedule = new TimerSchedule(logger);
     schedule.add({ name: 'account-reading', everyMs: 60_000, run: () => monitor.refresh() });
     emulator.setAccount({ credits: 150 });
@@ -897,16 +899,10 @@ describe('AccountMonitor', () => {
     const readings = sharedReadings();
     const { logger, lines } = captureLogger();
     const media = { account: async () => ({ credits: 40, plan: 'starter' }) };
-    const reader = new AccountMonitor({ media, readings, logger, lowCredits: 100 });
+    const reader = monitorOf({ media, readings, logger });
     const otherMetrics = createMetrics();
     const otherMedia = { account: vi.fn(async () => ({ credits: 40, plan: 'starter' })) };
-    const other = new AccountMonitor({
-      media: otherMedia,
-      readings,
-      metrics: otherMetrics,
-      logger,
-      lowCredits: 100,
-    });
+    const other = monitorOf({ media: otherMedia, readings, metrics: otherMetrics, logger });
     otherMetrics.beforeScrape.accountCredits = () => other.showLatest();
     expect(await other.latest()).toBeUndefined();
     expect(await otherMetrics.registry.metrics()).not.toMatch(/^media_account_credits\{/m);
@@ -931,12 +927,11 @@ describe('AccountMonitor', () => {
       save: (r) => (down ? Promise.reject(new Error('store down')) : readings.save(r)),
     };
     let credits = 500;
-    const monitor = new AccountMonitor({
+    const monitor = monitorOf({
       media: { account: async () => ({ credits }) },
       readings: flaky,
       metrics,
       logger,
-      lowCredits: 100,
     });
     await monitor.refresh();
     down = true;
@@ -954,7 +949,7 @@ describe('AccountMonitor', () => {
     const client = makeClient(emulator.url, { logger });
     emulator.setFeatures({ account: false });
     const readings = sharedReadings();
-    const monitor = new AccountMonitor({ media: client, readings, metrics, logger, lowCredits: 100 });
+    const monitor = monitorOf({ media: client, readings, metrics, logger });
     metrics.beforeScrape.accountCredits = () => monitor.showLatest();
     expect(await monitor.refresh()).toBeUndefined();
     expect(await monitor.latest()).toBeUndefined();
@@ -969,14 +964,7 @@ describe('AccountMonitor', () => {
     const { logger, lines } = captureLogger();
     let now = 1_000_000;
     const media = { account: async () => ({ credits: 0, plan: 'pro' }) };
-    const monitor = new AccountMonitor({
-      media,
-      readings: sharedReadings(),
-      metrics,
-      logger,
-      lowCredits: 100,
-      now: () => now,
-    });
+    const monitor = monitorOf({ media, metrics, logger, now: () => now });
     const outGauge = async () => (await metrics.mediaAccountOutOfCredits.get()).values[0]?.value;
     expect(await outGauge()).toBe(0);
     monitor.outOfCredits();
