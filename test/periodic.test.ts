@@ -4,6 +4,7 @@
  * Scheduler each, so two instances sharing a Redis run a task once per period, not twice.
  */
 import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openBull } from '../src/services/queues/bull.js';
@@ -99,6 +100,12 @@ describe('BullSchedule (Redis)', needs('redis'), () => {
     // Each instance on its own timer would have made six runs in three periods.
     expect(runs.length).toBeLessThanOrEqual(periodsSpanned(runs, EVERY));
     expect(runs[5]! - runs[0]!).toBeGreaterThanOrEqual(4 * EVERY);
+    // Past runs leave nothing behind in Redis (a run every 5 minutes, for months).
+    const bull = await openBull({ url: REDIS_URL, namespace, logger });
+    const queue = new Queue('periodic', { connection: bull.connection, prefix: bull.prefix });
+    expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 0, failed: 0 });
+    await queue.close();
+    await bull.close();
 
     // One instance gone (closed while the other runs on): the task is not lost.
     await a.close();
