@@ -6,8 +6,11 @@ export function createMetrics(instance?: string) {
   // Every series carries the instance (`instance_id`: Prometheus keeps `instance` for the scrape target), so one Prometheus scraping all replicas tells them apart.
   if (instance !== undefined) registry.setDefaultLabels({ instance_id: instance });
   collectDefaultMetrics({ register: registry });
+  // Readings the cluster shares (one instance takes them): their owner fills the gauge before each scrape.
+  const beforeScrape: { accountCredits?: () => Promise<void> } = {};
   const m = {
     registry,
+    beforeScrape,
     jobs: new Counter({
       name: 'mediabot_jobs_total',
       help: 'Jobs that reached a state, by operation and state',
@@ -76,6 +79,7 @@ export function createMetrics(instance?: string) {
       help: 'Credits left on the media service account (GET /account), by plan',
       labelNames: ['plan'] as const,
       registers: [registry],
+      collect: () => beforeScrape.accountCredits?.(),
     }),
     mediaAccountOutOfCredits: new Gauge({
       name: 'media_account_out_of_credits',

@@ -2,10 +2,14 @@
  * The operator's service account, through the running bot and the emulator's `GET /account`:
  * read at start (so `media_account_credits` is in /metrics, the MEDIA_LOW_CREDITS warning
  * fires and `/settings show` has the balance without any job or 402), read again on its
- * interval, and no longer read once the bot stopped. On both stores.
+ * interval, and no longer read once the bot stopped. On both stores. Two instances on one
+ * Redis read it once per interval between them (one Job Scheduler), and both show it.
  */
+import { Queue } from 'bullmq';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startHarness, type Harness } from './helpers/harness.js';
+import { openBull } from '../src/services/queues/bull.js';
+import { REDIS_URL, eventually, startHarness, type Harness, type HarnessOptions } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
 
 const READ_EVERY_MS = 300;
@@ -17,8 +21,9 @@ interface LogLine {
   credits?: number;
 }
 
-const accountReads = (h: Harness): number =>
-  h.emulator.requests.filter((r) => r.method === 'GET' && r.path === '/account').length;
+const readTimes = (h: Harness): number[] =>
+  h.emulator.requests.filter((r) => r.method === 'GET' && r.path === '/account').map((r) => r.receivedAt);
+const accountReads = (h: Harness): number => readTimes(h).length;
 
 /** The `media_account_credits` samples of /metrics: plan → credits. */
 async function creditsMetric(h: Harness): Promise<Map<string, number>> {
@@ -99,3 +104,73 @@ for (const redis of [false, true]) {
     },
   );
 }
+
+describe('the operator’s account balance with two instances on one redis', needs('redis'), () => {
+  let a: Harness;
+  let b: Harness;
+  const lines: LogLine[] = [];
+  const options = (): HarnessOptions => ({
+    redis: true,
+    env: { LOG_LEVEL: 'info', MEDIA_LOW_CREDITS: '100', SHOW_ACCOUNT_BALANCE: 'true' },
+    app: { accountReadEveryMs: READ_EVERY_MS },
+    logs: { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) },
+  });
+
+  beforeAll(async () => {
+    a = await startHarness({ ...options(), emulator: { account: { credits: 40, plan: 'starter' } } });
+    b = await startHarness({
+      ...options(),
+      reuse: { fake: a.fake, emulator: a.emulator, namespace: a.namespace },
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('is read once per interval between them, and each shows the last reading', async () => {
+    const before = accountReads(a);
+    await eventually(() => accountReads(a) >= before + 6, 10_000, 'six readings');
+    const reads = readTimes(a).slice(before, before + 6);
+    // Each instance on its own timer would have read six times in three intervals.
+    expect(reads[5]! - reads[0]!).toBeGreaterThanOrEqual(4 * READ_EVERY_MS);
+    for (const h of [a, b]) {
+      expect((await creditsMetric(h)).get('starter')).toBe(40);
+      expect(await h.app.context.account.latest()).toMatchObject({ credits: 40, plan: 'starter' });
+    }
+    // Low all along: one warning for the deployment, whichever instance read.
+    expect(lines.filter((l) => l.msg === 'the media service account is running low on credits')).toHaveLength(
+      1,
+    );
+
+    // The other instance's readings reach this one's /metrics.
+    a.emulator.setAccount({ credits: 900, plan: 'pro' });
+    await eventually(async () => (await creditsMetric(b)).get('pro') === 900, 5_000, 'the top-up on b');
+    await eventually(async () => (await creditsMetric(a)).get('pro') === 900, 5_000, 'the top-up on a');
+  });
+
+  it('is one Job Scheduler per periodic task in Redis, whatever the number of instances', async () => {
+    const bull = await openBull({
+      url: REDIS_URL,
+      namespace: a.namespace,
+      logger: pino({ level: 'silent' }),
+    });
+    const queue = new Queue('periodic', { connection: bull.connection, prefix: bull.prefix });
+    try {
+      const schedulers = await queue.getJobSchedulers();
+      expect(schedulers.map((s) => [s.key, s.every]).sort()).toEqual([
+        ['account-reading', READ_EVERY_MS],
+        ['retention-sweep', 3_600_000],
+      ]);
+    } finally {
+      await queue.close();
+      await bull.close();
+    }
+  });
+
+  it('goes on when one instance stops', async () => {
+    await a.stopBot();
+    const reads = accountReads(b);
+    await eventually(() => accountReads(b) >= reads + 2, 5_000, 'readings by the instance left');
+  });
+});

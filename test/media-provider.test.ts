@@ -9,7 +9,11 @@ import { errors as undiciErrors } from 'undici';
 import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
-import { AccountMonitor } from '../src/services/media/account-monitor.js';
+import {
+  AccountMonitor,
+  type AccountMonitorOptions,
+  type AccountReadings,
+} from '../src/services/media/account-monitor.js';
 import { MediaClient, type Clock, type MediaClientOptions } from '../src/services/media/client.js';
 import {
   MediaAuthError,
@@ -36,6 +40,7 @@ import {
   type Emulator,
 } from './emulator/server.js';
 import { mediaOperations } from '../src/services/operations/index.js';
+import { TimerSchedule } from '../src/services/shared/periodic.js';
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -833,17 +838,39 @@ describe('AccountMonitor', () => {
   const creditsSeries = async (metrics: ReturnType<typeof createMetrics>) =>
     (await metrics.mediaAccountCredits.get()).values;
 
-  it('reads at start and every interval: gauge, one warning below the threshold until back above', async () => {
+  /** The store shared by every instance, as far as readings go (kv in the app). */
+  function sharedReadings(): AccountReadings & { saved: number } {
+    let kept: unknown;
+    const r = {
+      saved: 0,
+      load: async () => kept,
+      save: async (reading: unknown) => {
+        r.saved++;
+        kept = structuredClone(reading);
+      },
+    };
+    return r;
+  }
+
+  /** A monitor with MEDIA_LOW_CREDITS=100 and its own readings unless given. */
+  const monitorOf = (o: Pick<AccountMonitorOptions, 'media' | 'logger'> & Partial<AccountMonitorOptions>) =>
+    new AccountMonitor({ readings: sharedReadings(), lowCredits: 100, ...o });
+
+  it('on the in-process schedule: read at start and every period, gauge, one warning per fall', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const metrics = createMetrics();
     const { logger, lines } = captureLogger();
     const media = tracked(makeClient(emulator.url));
-    const monitor = new AccountMonitor({ media, metrics, logger, lowCredits: 100, intervalMs: 60_000 });
+    const monitor = monitorOf({ media, metrics, logger });
+    const schedule = new TimerSchedule(logger);
+    schedule.add({ name: 'account-reading', everyMs: 60_000, run: () => monitor.refresh() });
     emulator.setAccount({ credits: 150 });
-    monitor.start();
+    await schedule.start();
     await media.last;
+    await monitor.refresh(); // joins the reading the start began (one reading at a time)
+    expect(media.calls).toBe(1);
     expect(await creditsSeries(metrics)).toEqual([{ value: 150, labels: { plan: 'pro' } }]);
-    expect(monitor.latest()).toMatchObject({ credits: 150, plan: 'pro' });
+    expect(await monitor.latest()).toMatchObject({ credits: 150, plan: 'pro' });
     const warnings = () => lines.filter((l) => l.msg.includes('running low on credits'));
 
     for (const [credits, expectedWarnings] of [
@@ -856,15 +883,64 @@ describe('AccountMonitor', () => {
       await vi.advanceTimersByTimeAsync(60_000);
       await media.last;
       await monitor.refresh(); // settles the reading's bookkeeping (joins it if still running)
-      expect(monitor.latest()?.credits).toBe(credits);
+      expect((await monitor.latest())?.credits).toBe(credits);
       expect(warnings()).toHaveLength(expectedWarnings);
     }
+    expect(media.calls).toBe(5);
     expect(warnings()[0]).toMatchObject({ level: 40, credits: 90, lowCredits: 100 });
     expect(await creditsSeries(metrics)).toEqual([{ value: 50, labels: { plan: 'pro' } }]);
     const calls = media.calls;
-    monitor.stop();
+    await schedule.close();
     await vi.advanceTimersByTimeAsync(10 * 60_000);
     expect(media.calls).toBe(calls);
+  });
+
+  it('another instance shows the reading one instance took: /settings show, its gauge at scrape, no second warning', async () => {
+    const readings = sharedReadings();
+    const { logger, lines } = captureLogger();
+    const media = { account: async () => ({ credits: 40, plan: 'starter' }) };
+    const reader = monitorOf({ media, readings, logger });
+    const otherMetrics = createMetrics();
+    const otherMedia = { account: vi.fn(async () => ({ credits: 40, plan: 'starter' })) };
+    const other = monitorOf({ media: otherMedia, readings, metrics: otherMetrics, logger });
+    otherMetrics.beforeScrape.accountCredits = () => other.showLatest();
+    expect(await other.latest()).toBeUndefined();
+    expect(await otherMetrics.registry.metrics()).not.toMatch(/^media_account_credits\{/m);
+
+    await reader.refresh();
+    expect(await other.latest()).toMatchObject({ credits: 40, plan: 'starter' });
+    expect(await otherMetrics.registry.metrics()).toMatch(/^media_account_credits\{plan="starter"\} 40$/m);
+    expect(otherMedia.account).not.toHaveBeenCalled();
+    // Still low when the other instance takes the next reading: the fall was warned about already.
+    await other.refresh();
+    expect(lines.filter((l) => l.msg.includes('running low on credits'))).toHaveLength(1);
+    expect(readings.saved).toBe(2);
+  });
+
+  it('a store that does not answer: the reading is still shown here, latest() keeps the last one seen', async () => {
+    const { logger } = captureLogger();
+    const metrics = createMetrics();
+    let down = false;
+    const readings = sharedReadings();
+    const flaky: AccountReadings = {
+      load: () => (down ? Promise.reject(new Error('store down')) : readings.load()),
+      save: (r) => (down ? Promise.reject(new Error('store down')) : readings.save(r)),
+    };
+    let credits = 500;
+    const monitor = monitorOf({
+      media: { account: async () => ({ credits }) },
+      readings: flaky,
+      metrics,
+      logger,
+    });
+    await monitor.refresh();
+    down = true;
+    credits = 450;
+    expect((await monitor.refresh())?.credits).toBe(450);
+    expect((await monitor.latest())?.credits).toBe(450);
+    expect(await creditsSeries(metrics)).toEqual([{ value: 450, labels: { plan: 'unknown' } }]);
+    down = false;
+    expect((await monitor.latest())?.credits).toBe(500);
   });
 
   it('without the account endpoint: no reading, no gauge sample, no warning or error', async () => {
@@ -872,13 +948,15 @@ describe('AccountMonitor', () => {
     const { logger, lines } = captureLogger();
     const client = makeClient(emulator.url, { logger });
     emulator.setFeatures({ account: false });
-    const monitor = new AccountMonitor({ media: client, metrics, logger, lowCredits: 100 });
+    const readings = sharedReadings();
+    const monitor = monitorOf({ media: client, readings, metrics, logger });
+    metrics.beforeScrape.accountCredits = () => monitor.showLatest();
     expect(await monitor.refresh()).toBeUndefined();
-    expect(monitor.latest()).toBeUndefined();
+    expect(await monitor.latest()).toBeUndefined();
+    expect(readings.saved).toBe(0);
     expect(await creditsSeries(metrics)).toEqual([]);
     expect(await metrics.registry.metrics()).not.toMatch(/^media_account_credits\{/m);
     expect(lines.filter((l) => l.level >= 40)).toHaveLength(0);
-    monitor.stop();
   });
 
   it('outOfCredits: gauge 1 and an error line at most once a minute; a succeeded submission sets it back', async () => {
@@ -886,7 +964,7 @@ describe('AccountMonitor', () => {
     const { logger, lines } = captureLogger();
     let now = 1_000_000;
     const media = { account: async () => ({ credits: 0, plan: 'pro' }) };
-    const monitor = new AccountMonitor({ media, metrics, logger, lowCredits: 100, now: () => now });
+    const monitor = monitorOf({ media, metrics, logger, now: () => now });
     const outGauge = async () => (await metrics.mediaAccountOutOfCredits.get()).values[0]?.value;
     expect(await outGauge()).toBe(0);
     monitor.outOfCredits();

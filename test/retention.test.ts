@@ -15,6 +15,7 @@ import { ConsentStore } from '../src/services/privacy/consent-store.js';
 import { MemberData } from '../src/services/privacy/member-data.js';
 import { PublicPosts } from '../src/services/privacy/public-posts.js';
 import { RetentionSweeper, SWEEP_INTERVAL_MS } from '../src/services/privacy/retention.js';
+import { TimerSchedule } from '../src/services/shared/periodic.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { TrainingSessions } from '../src/services/training/sessions.js';
@@ -95,14 +96,31 @@ for (const backend of ['sqlite', 'redis'] as const)
         logger,
         now: () => now,
       });
+      // The in-process driver (the app's on SQLite; Redis has one Job Scheduler instead).
+      const schedule = new TimerSchedule(logger);
+      let sweeps = 0;
+      schedule.add({
+        name: 'retention-sweep',
+        everyMs: SWEEP_INTERVAL_MS,
+        run: () => {
+          sweeps++;
+          return sweeper.sweep();
+        },
+      });
       now = t0 + 30 * DAY; // 1 s short of 'old's retention
-      sweeper.start();
-      expect(await sweeper.sweep()).toBe(0);
+      await schedule.start();
+      expect(sweeps).toBe(1);
+      expect(await sweeper.sweep()).toBe(0); // joins the start's sweep
       expect(await stores.jobs.get('old')).toBeDefined();
 
       now += SWEEP_INTERVAL_MS;
-      await vi.advanceTimersByTimeAsync(SWEEP_INTERVAL_MS);
-      await sweeper.stop();
+      await vi.advanceTimersByTimeAsync(SWEEP_INTERVAL_MS - 1);
+      expect(sweeps).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(sweeps).toBe(2);
+      await schedule.close();
+      await vi.advanceTimersByTimeAsync(3 * SWEEP_INTERVAL_MS);
+      expect(sweeps).toBe(2);
       expect(await stores.jobs.get('old')).toBeUndefined();
       expect(await stores.jobs.getByTaskId('task-old')).toBeUndefined();
       expect(await stores.jobs.getByMessageId('m-old')).toBeUndefined();

@@ -72,9 +72,10 @@ async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<s
   const e = view.effective;
   const source = (n: SettingName) => (view.own.has(n) ? 'server' : 'default');
   const now = ctx.now();
-  const [used, everyone] = await Promise.all([
+  const [used, everyone, balance] = await Promise.all([
     ctx.ledger.creditsUsed(guildId, now),
     ctx.ledger.operatorCreditsUsed(now),
+    balanceLine(ctx, tr),
   ]);
   const ceiling = ctx.ledger.operatorDailyCredits;
   const costs = Object.entries(ctx.costs)
@@ -114,7 +115,7 @@ async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<s
       : tr.t('settings.show.operator_no_ceiling', { used: everyone }),
     ...(ctx.community.allowsJobsIn(guildId) ? [] : [tr.t('settings.show.not_allowed')]),
     tr.t('settings.show.costs', { costs }),
-    ...balanceLine(ctx, tr),
+    ...balance,
     view.galleryError
       ? tr.t('settings.show.gallery_error', {
           at: ts(view.galleryError.at),
@@ -128,9 +129,9 @@ async function show(ctx: BotContext, guildId: string, tr: Translator): Promise<s
 }
 
 /** The service account's balance, for managers, when the operator shows it (SHOW_ACCOUNT_BALANCE). */
-function balanceLine(ctx: BotContext, tr: Translator): string[] {
+async function balanceLine(ctx: BotContext, tr: Translator): Promise<string[]> {
   if (!ctx.showAccountBalance) return [];
-  const r = ctx.account.latest();
+  const r = await ctx.account.latest();
   if (!r) return [tr.t('settings.show.account_unknown')];
   return [
     r.plan

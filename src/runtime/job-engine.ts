@@ -11,9 +11,10 @@ import { TimerChecks } from '../services/jobs/timer-checks.js';
 import type { AutoModWithholding } from '../services/moderation/automod.js';
 import type { BullContext } from '../services/queues/bull.js';
 import type { BullJobEdits } from '../services/queues/job-edits.js';
-// Types only: the modules themselves are loaded on Redis alone (see openQueues).
+// Types only: the modules themselves are loaded on Redis alone (see runtime/redis.ts).
 import type * as JobEditsModule from '../services/queues/job-edits.js';
 import type * as JobQueuesModule from '../services/queues/job-queues.js';
+import type * as PeriodicModule from '../services/queues/periodic.js';
 import type { JobStore } from '../services/store/types.js';
 import type { Disposers } from './disposers.js';
 
@@ -29,28 +30,8 @@ export interface Queues {
   modules: {
     edits: typeof JobEditsModule;
     jobs: typeof JobQueuesModule;
+    periodic: typeof PeriodicModule;
   };
-}
-
-export async function openQueues(opts: {
-  redisUrl: string | undefined;
-  namespace: string;
-  logger: Logger;
-  lockMs: number;
-}): Promise<Queues | undefined> {
-  if (!opts.redisUrl) return undefined;
-  const [bullModule, edits, jobs] = await Promise.all([
-    import('../services/queues/bull.js'),
-    import('../services/queues/job-edits.js'),
-    import('../services/queues/job-queues.js'),
-  ]);
-  const bull = await bullModule.openBull({
-    url: opts.redisUrl,
-    namespace: opts.namespace,
-    logger: opts.logger.child({ component: 'queues' }),
-    lockMs: opts.lockMs,
-  });
-  return { bull, modules: { edits, jobs } };
 }
 
 /** How job work is carried: BullMQ on Redis (any number of instances), in process otherwise. */

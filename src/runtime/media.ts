@@ -7,15 +7,20 @@ import { MediaClient } from '../services/media/client.js';
 import { SubmitLimit } from '../services/media/submit-limit.js';
 import { TaskReader } from '../services/media/task-batcher.js';
 import { mediaOperations } from '../services/operations/index.js';
+import type { KeyValueStore } from '../services/store/types.js';
 import type { Disposers } from './disposers.js';
 
 /** How long a submission may wait out the service's 429s in all (MediaClient's bound). */
 export const SUBMIT_WAIT_BOUND_MS = 5 * 60_000;
 /**
- * The service account's balance is read at start and then this often, by every instance
- * (one GET each: each serves `/settings show` and its own `/metrics` from its reading).
+ * The service account's balance is read this often for the whole deployment (a periodic
+ * task, see runtime/periodic.ts); every instance serves `/settings show` and its own
+ * `/metrics` from the last reading, kept in the store.
  */
-const ACCOUNT_READ_EVERY_MS = 5 * 60_000;
+export const ACCOUNT_READ_EVERY_MS = 5 * 60_000;
+const ACCOUNT_READING_KEY = 'media-account:reading';
+/** A reading nobody renewed for a day (no instance ran) is gone rather than shown as current. */
+const ACCOUNT_READING_TTL_MS = 86_400_000;
 
 /** The media service: its client, the one paced reader of tasks, the account's balance. */
 export interface MediaSide {
@@ -31,7 +36,8 @@ export function createMediaSide(deps: {
   config: Config;
   metrics: Metrics;
   logger: Logger;
-  accountReadEveryMs: number | undefined;
+  /** The store every instance shares: the account's last reading. */
+  kv: KeyValueStore;
   disposers: Disposers;
 }): MediaSide {
   const { config, metrics } = deps;
@@ -59,13 +65,19 @@ export function createMediaSide(deps: {
     logger: mediaLog,
   });
   deps.disposers.add({ name: 'task reader', close: () => taskReader.close(), inline: true });
+  const { kv } = deps;
   const account = new AccountMonitor({
     media,
+    readings: {
+      load: () => kv.get(ACCOUNT_READING_KEY),
+      save: (reading) => kv.set(ACCOUNT_READING_KEY, reading, ACCOUNT_READING_TTL_MS),
+    },
     metrics,
     logger: mediaLog,
     lowCredits: config.media.lowCredits,
-    intervalMs: deps.accountReadEveryMs ?? ACCOUNT_READ_EVERY_MS,
   });
+  // Whichever instance took the reading, each instance's /metrics shows it.
+  metrics.beforeScrape.accountCredits = () => account.showLatest();
   return {
     media,
     reader: { read: (op, taskId) => taskReader.read(op, taskId) },

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { Metrics } from '../../metrics.js';
 import type { AccountInfo, MediaClient } from './client.js';
 
@@ -8,59 +9,76 @@ export interface AccountReading extends AccountInfo {
   at: number;
 }
 
+const readingSchema = z.object({
+  credits: z.number(),
+  plan: z.string().exactOptional(),
+  totalImages: z.number().exactOptional(),
+  at: z.number(),
+});
+
+/** Where the last reading is kept for every instance (the store shared by the cluster). */
+export interface AccountReadings {
+  load(): Promise<unknown>;
+  save(reading: AccountReading): Promise<void>;
+}
+
 export interface AccountMonitorOptions {
   media: Pick<MediaClient, 'account'>;
+  readings: AccountReadings;
   metrics?: Pick<Metrics, 'mediaAccountCredits' | 'mediaAccountOutOfCredits'>;
   logger: Logger;
   /** MEDIA_LOW_CREDITS: a warning once the credits fall below this. */
   lowCredits: number;
-  /** Between two readings (default 5 min). */
-  intervalMs?: number;
   /** At most one "out of credits" error line per this long (default 1 min). */
   outOfCreditsLogEveryMs?: number;
   now?: () => number;
 }
 
 /**
- * Keeps the operator informed of the service account's balance: read at start and every
- * few minutes (`media_account_credits`), a warning when it falls below MEDIA_LOW_CREDITS
- * (once, until it is back above), and a loud error when the service refuses a submission
- * with 402 (`media_account_out_of_credits` = 1 until a submission succeeds). A service
- * without the account endpoint is not an error: there is simply no reading.
+ * Keeps the operator informed of the service account's balance: `refresh` reads it (a
+ * periodic task: once per period for the whole deployment) and keeps the reading in the
+ * shared store, where every instance finds it for `/settings show` and its own
+ * `media_account_credits` (`showLatest` at each scrape); a warning when it falls below
+ * MEDIA_LOW_CREDITS (once per fall, whichever instance reads it), and a loud error when the
+ * service refuses a submission with 402 (`media_account_out_of_credits` = 1 on the instance
+ * that saw it, until a submission succeeds there). A service without the account endpoint
+ * is not an error: there is simply no reading.
  */
 export class AccountMonitor {
-  private readonly intervalMs: number;
   private readonly logEveryMs: number;
   private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
+  /** This instance's last reading (its own or the store's): the 402 line names it. */
   private reading: AccountReading | undefined;
   private inFlight: Promise<AccountReading | undefined> | undefined;
-  private warnedLow = false;
   private lastOutOfCreditsLogAt = -Infinity;
   private out = false;
 
   constructor(private readonly opts: AccountMonitorOptions) {
-    this.intervalMs = opts.intervalMs ?? 5 * 60_000;
     this.logEveryMs = opts.outOfCreditsLogEveryMs ?? 60_000;
     this.now = opts.now ?? (() => Date.now());
   }
 
-  /** Reads now, then every interval (the timer does not hold the process open). */
-  start(): void {
-    if (this.timer) return;
-    void this.refresh();
-    this.timer = setInterval(() => void this.refresh(), this.intervalMs);
-    this.timer.unref();
+  /**
+   * The last reading of any instance (for `/settings show`), undefined before one or without
+   * the endpoint (while the store does not answer: the last one this instance saw).
+   */
+  async latest(): Promise<AccountReading | undefined> {
+    let stored: unknown;
+    try {
+      stored = await this.opts.readings.load();
+    } catch (err) {
+      this.opts.logger.debug({ err }, 'could not load the account reading');
+      return this.reading;
+    }
+    const parsed = readingSchema.safeParse(stored);
+    if (parsed.success) this.reading = parsed.data;
+    return parsed.success ? this.reading : undefined;
   }
 
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  /** The last reading (for `/settings show`), undefined before one or without the endpoint. */
-  latest(): AccountReading | undefined {
-    return this.reading;
+  /** Sets this instance's `media_account_credits` to the last reading of any instance (before a scrape). */
+  async showLatest(): Promise<void> {
+    const reading = await this.latest();
+    if (reading) this.show(reading);
   }
 
   /** Reads the account now (one reading at a time); never throws (a failure is logged). */
@@ -104,21 +122,26 @@ export class AccountMonitor {
     }
     if (!info) return undefined;
     const reading: AccountReading = { ...info, at: this.now() };
+    // The reading before this one, whichever instance took it: below the threshold, it warned already.
+    const before = await this.latest();
     this.reading = reading;
-    const gauge = this.opts.metrics?.mediaAccountCredits;
-    if (gauge) {
-      gauge.reset();
-      gauge.set({ plan: reading.plan ?? 'unknown' }, reading.credits);
-    }
-    if (reading.credits < this.opts.lowCredits) {
-      if (!this.warnedLow) {
-        this.warnedLow = true;
-        this.opts.logger.warn(
-          { credits: reading.credits, lowCredits: this.opts.lowCredits, plan: reading.plan },
-          'the media service account is running low on credits',
-        );
-      }
-    } else this.warnedLow = false;
+    this.show(reading);
+    if (reading.credits < this.opts.lowCredits && !(before && before.credits < this.opts.lowCredits))
+      this.opts.logger.warn(
+        { credits: reading.credits, lowCredits: this.opts.lowCredits, plan: reading.plan },
+        'the media service account is running low on credits',
+      );
+    await this.opts.readings
+      .save(reading)
+      .catch((err: unknown) => this.opts.logger.warn({ err }, 'could not keep the account reading'));
     return reading;
+  }
+
+  private show(reading: AccountReading): void {
+    const gauge = this.opts.metrics?.mediaAccountCredits;
+    if (!gauge) return;
+    // One sample: a plan that changed leaves no series behind at its last value.
+    gauge.reset();
+    gauge.set({ plan: reading.plan ?? 'unknown' }, reading.credits);
   }
 }

@@ -3,15 +3,15 @@ import type { JobStore } from '../store/types.js';
 
 /**
  * RETENTION_DAYS: job records (their parameters, results and the member's history)
- * are deleted that long after their job ended. Every instance sweeps once at start
- * and then hourly: a sweep with nothing to do is one indexed range read, and two
- * instances sweeping at once delete each job once (deletes are per job, under its lock).
+ * are deleted that long after their job ended, by an hourly sweep (a periodic task:
+ * once an hour for the whole deployment, see services/shared/periodic.ts). A sweep with
+ * nothing to do is one indexed range read, and two sweeps at once (a run taken over from
+ * a dead instance) delete each job once (deletes are per job, under its lock).
  * Consent records and photo sessions expire on their own TTLs.
  */
 export const SWEEP_INTERVAL_MS = 3_600_000;
 
 export class RetentionSweeper {
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
 
   constructor(
@@ -20,17 +20,8 @@ export class RetentionSweeper {
       retentionMs: number;
       logger: Logger;
       now: () => number;
-      intervalMs?: number;
     },
   ) {}
-
-  /** Sweeps now, then every interval (timers unref'd: they never hold the process open). */
-  start(): void {
-    if (this.timer) return;
-    void this.sweep();
-    this.timer = setInterval(() => void this.sweep(), this.deps.intervalMs ?? SWEEP_INTERVAL_MS);
-    this.timer.unref();
-  }
 
   /** One sweep (a sweep already running is joined, not doubled); resolves with how many jobs went. */
   sweep(): Promise<number> {
@@ -38,12 +29,6 @@ export class RetentionSweeper {
       this.running = undefined;
     });
     return this.running;
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running?.catch(() => undefined);
   }
 
   private async sweepOnce(): Promise<number> {
