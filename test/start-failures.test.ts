@@ -122,8 +122,8 @@ describe('start failures: one line, the variable to check, exit 1, no stack', ()
   let busy: Server;
   let busyPort: number;
   // One bot process per DATA_DIR: each start here gets its own (unless the test names one).
-  const startBot = async (env: Record<string, string>): Promise<Run> =>
-    startBotProcess({ DATA_DIR: await mkdtemp(join(dataDir, 'run-')), ...env });
+  const startBot = async (env: Record<string, string>, timeoutMs?: number): Promise<Run> =>
+    startBotProcess({ DATA_DIR: await mkdtemp(join(dataDir, 'run-')), ...env }, timeoutMs);
 
   beforeAll(async () => {
     fake = await startFakeDiscord({ warmUpValidators: false });
