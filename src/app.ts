@@ -11,7 +11,7 @@ import type { JobWatch } from './services/jobs/job-watch.js';
 import type { CheckScheduler } from './services/jobs/ports.js';
 import { recoverOpenJobs } from './services/jobs/recovery.js';
 import { renderOperations } from './services/operations/index.js';
-import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from './services/store/types.js';
+import type { AtomicKeyValueStore, JobStore } from './services/store/types.js';
 import { createTrainingServices } from './services/training/index.js';
 import { compileAllowList } from './services/net/address-policy.js';
 import { createSafeDownloader } from './services/net/safe-download.js';
@@ -65,7 +65,7 @@ export interface App {
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
   /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
-  kv: LockingKeyValueStore & AtomicKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** The bot-token REST (tests post messages with it). */
   rest: REST;
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */
