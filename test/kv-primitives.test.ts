@@ -14,7 +14,9 @@ import {
   liveValue,
 } from '../src/services/store/codec.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
-import type { KvClaim } from '../src/services/store/types.js';
+import type { JobRecord, KvClaim } from '../src/services/store/types.js';
+import { createInteractionClaim } from '../src/services/discord/interactions/interaction-claim.js';
+import { RetryGuard } from '../src/services/jobs/retry-guard.js';
 import { REDIS_URL } from './helpers/detect.js';
 import { needs } from './helpers/requirements.js';
 
@@ -187,5 +189,30 @@ for (const url of [undefined, REDIS_URL])
         expect(wrote).toBe('left claimed');
         expect(await a.kv.get('cu:k')).toBe('claimed');
       }
+    });
+
+    it('interaction claim: a delivery seen by two instances at once runs once', async () => {
+      const onA = createInteractionClaim(a.kv, Date.now);
+      const onB = createInteractionClaim(b.kv, Date.now);
+      const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? onA : onB)('i-1')));
+      expect(runs.filter(Boolean)).toHaveLength(1);
+      expect(await onA('i-2')).toBe(true);
+    });
+
+    it('retry guard: two presses of Retry at once on two instances start one retry; a press after it started is shown it', async () => {
+      const job = { id: 'retry-new', state: 'queued' } as JobRecord;
+      const guard = (s: Stores) =>
+        new RetryGuard({
+          kv: s.kv,
+          records: { get: async (id) => (id === job.id ? job : undefined) },
+          runningTtlMs: 60_000,
+          now: Date.now,
+        });
+      const presses = await Promise.all([guard(a).claim('j-1'), guard(b).claim('j-1')]);
+      const ok = presses.filter((p) => p.ok);
+      expect(ok).toHaveLength(1);
+      const [won] = ok;
+      if (won?.ok) await won.started(job);
+      expect(await guard(b).claim('j-1')).toEqual({ ok: false, running: job });
     });
   });

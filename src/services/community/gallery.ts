@@ -399,7 +399,8 @@ export class GalleryPoster {
       const mark = this.parseMark(stored);
       const now = this.deps.now();
       if (mark && (mark.posted === true || mark.until === undefined)) return { result: { kind: 'done' } };
-      if (mark?.until !== undefined && mark.until > now) return { result: { kind: 'busy', until: mark.until } };
+      if (mark?.until !== undefined && mark.until > now)
+        return { result: { kind: 'busy', until: mark.until } };
       const token = randomUUID();
       const value: Mark = { at: now, token, until: now + POSTING_LEASE_MS };
       return { result: { kind: 'claimed', token }, writes: [{ key, value, ttlMs: POSTED_TTL_MS }] };

@@ -7,9 +7,9 @@
  * Key layout (in the store's KV space, so SQLite and Redis alike):
  *   consent:{userId}:{id}     one ConsentRecord, TTL until its expiresAt
  *   consent-index:{userId}    [{id, expiresAt}] oldest first (expired entries pruned on
- *                             write), TTL until the last expiresAt; changed only under
- *                             the KV lock of that key, so records written at once by
- *                             two instances are both kept
+ *                             write), TTL until the last expiresAt; changed only by
+ *                             compare-and-set (the store's `update`), so records written
+ *                             at once by two instances are both kept
  * One key per record keeps a member's many uploads from growing one value
  * without bound; the index is ids only.
  */

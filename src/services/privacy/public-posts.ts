@@ -8,8 +8,8 @@
  *   kv  public-posts:{jobId}        one PostTrace (ids only, no text), kept until deleted
  *   idx public-posts:{userId}       the member's job ids, by the job's creation
  *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
- * A trace is written once the job's messages are posted (its start), then changed under
- * the KV lock of its key (gallery post, Re-post), so two instances keep both.
+ * A trace is written once the job's messages are posted (its start), then changed by
+ * compare-and-set (the store's `update`: gallery post, Re-post), so two instances keep both.
  * `personal` (the job's message, or a Re-post made there) marks a place the bot is not in
  * (a user install's DM, group DM or server without the bot): no bot-token request may go
  * there, so a deletion changes it through the job's interaction token while it is fresh, or
@@ -17,7 +17,13 @@
  */
 import { z } from 'zod';
 import { OPERATIONS } from '../media/types.js';
-import type { AtomicKeyValueStore, JobRecord, KvDecision, KvWrite, SortedIndexStore } from '../store/types.js';
+import type {
+  AtomicKeyValueStore,
+  JobRecord,
+  KvDecision,
+  KvWrite,
+  SortedIndexStore,
+} from '../store/types.js';
 
 const messageRef = z.object({ channelId: z.string(), messageId: z.string() });
 export type PostedMessage = z.output<typeof messageRef>;

@@ -69,5 +69,8 @@ export const keyvSerialize: Serialize = (data) =>
 export const keyvDeserialize: Deserialize = <Value>(text: string): DeserializedData<Value> | undefined => {
   const record = decodeRecord(text);
   if (record === CORRUPT) return { value: CORRUPT as unknown as Value };
-  return { value: record.value as Value, ...(record.expires !== undefined ? { expires: record.expires } : {}) };
+  return {
+    value: record.value as Value,
+    ...(record.expires !== undefined ? { expires: record.expires } : {}),
+  };
 };

@@ -773,8 +773,9 @@ class KeyvJobStore implements JobStore {
   }
 
   /**
-   * The ids are read under the index's lock (a legacy JSON list left on Redis by an older
-   * version moves into the set here); the records are then read and handed out a page at
+   * The ids are read in the index's in-process turn (a legacy JSON list left by an older
+   * version moves into the index here; two instances moving it at once add the same ids,
+   * which the set and the sorted index take once); the records are then read and handed out a page at
    * a time. A restart with thousands of jobs thus never holds every record at once: held
    * together, they all outlived young-generation GCs and were left in the old generation
    * as garbage once recovery was done (~25 MiB of heap, and RSS, with 10 000 jobs).

@@ -338,7 +338,8 @@ export class TrainingSessions {
     for (const key of keys) {
       const deleted = await this.modify(
         key,
-        (s) => (!s || s.userId !== userId ? { session: s, result: undefined } : { session: undefined, result: s }),
+        (s) =>
+          !s || s.userId !== userId ? { session: s, result: undefined } : { session: undefined, result: s },
         { settle: false },
       );
       if (!deleted) continue;
@@ -619,7 +620,8 @@ export class TrainingSessions {
     }
     const state = await this.jobState?.(sub.jobId);
     // A job no longer stored cannot be waited for: its photos are open again.
-    if (state === 'finished' || state === 'failed' || state === undefined) return settleAs(s, state ?? 'failed');
+    if (state === 'finished' || state === 'failed' || state === undefined)
+      return settleAs(s, state ?? 'failed');
     return s;
   }
 
