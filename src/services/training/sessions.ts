@@ -657,7 +657,7 @@ export class TrainingSessions {
     // A failed job's Retry finds the session for as long as the session lives (adds renew it).
     const { saved } = done;
     if (saved?.failedJobId !== undefined)
-      await this.kv.set(jobLinkKey(saved.failedJobId), key, saved.expiresAt - this.now());
+      await this.kv.set(jobLinkKey(saved.failedJobId), key, Math.max(1000, saved.expiresAt - this.now()));
     return done.result;
   }
 
