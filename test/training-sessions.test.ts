@@ -6,9 +6,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KeyedMutex } from '../src/services/store/mutex.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
-import type { JobState, LockingKeyValueStore } from '../src/services/store/types.js';
+import type { AtomicKeyValueStore, JobState } from '../src/services/store/types.js';
+import { MemoryKv as SharedMemoryKv } from './helpers/memory-kv.js';
 import { REDIS_URL } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
 import {
@@ -120,35 +120,30 @@ class FileServer {
   }
 }
 
-/** In-memory TTL store behaving like the Keyv one (JSON round trip, expiry on read, in-process lock). */
-class MemoryKv implements LockingKeyValueStore {
-  readonly data = new Map<string, { json: string; expiresAt: number }>();
-  private readonly locks = new KeyedMutex();
+/** The shared in-memory store (../helpers/memory-kv.ts) with a random latency per call and a count of writes. */
+class MemoryKv extends SharedMemoryKv {
   sets = 0;
   constructor(
-    private readonly now: () => number,
+    now: () => number,
     private readonly latencyMs = 0,
-  ) {}
+  ) {
+    super(now);
+  }
   private async tick(): Promise<void> {
     await new Promise((r) => setTimeout(r, this.latencyMs * Math.random()));
   }
-  async get<T>(key: string): Promise<T | undefined> {
+  override async get<T>(key: string): Promise<T | undefined> {
     await this.tick();
-    const e = this.data.get(key);
-    if (!e || e.expiresAt <= this.now()) return undefined;
-    return JSON.parse(e.json) as T;
+    return super.get<T>(key);
   }
-  async set(key: string, value: unknown, ttlMs: number): Promise<void> {
+  override async set(key: string, value: unknown, ttlMs: number): Promise<void> {
     await this.tick();
     this.sets++;
-    this.data.set(key, { json: JSON.stringify(value), expiresAt: this.now() + ttlMs });
+    return super.set(key, value, ttlMs);
   }
-  async delete(key: string): Promise<void> {
+  override async delete(key: string): Promise<void> {
     await this.tick();
-    this.data.delete(key);
-  }
-  withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    return this.locks.run(name, fn, 5000, () => new Error('lock wait'));
+    return super.delete(key);
   }
 }
 
@@ -702,7 +697,7 @@ for (const backend of ['sqlite', 'redis'] as const)
         const first = await open();
         // SQLite is one process's file: both "instances" share its store (and its lock).
         const second = backend === 'redis' ? await open() : first;
-        const make = (kv: LockingKeyValueStore) =>
+        const make = (kv: AtomicKeyValueStore) =>
           new TrainingSessions({
             kv,
             logger,

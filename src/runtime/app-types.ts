@@ -8,7 +8,7 @@ import type { SyncResult } from '../services/discord/registration/command-sync.j
 import type { JobWatch } from '../services/jobs/job-watch.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import type { CheckScheduler } from '../services/jobs/ports.js';
-import type { AtomicKeyValueStore, JobStore, LockingKeyValueStore } from '../services/store/types.js';
+import type { AtomicKeyValueStore, JobStore } from '../services/store/types.js';
 import type { AuthFailureLimit } from '../webhooks/auth-failures.js';
 import type { HttpServer } from '../webhooks/server.js';
 import type { EditDelivery } from './job-engine.js';
@@ -43,7 +43,7 @@ export interface App {
   /** The job store itself (tests and benches inspect it; commands get a read-only view). */
   store: JobStore;
   /** The store's key/value space with its locks (fair use, settings, sessions); tests hold its locks. */
-  kv: LockingKeyValueStore & AtomicKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** The bot-token REST (tests post messages with it). */
   rest: REST;
   /** Connected to Discord: the gateway is READY (or another instance holds it), or REST answered (http mode). */

@@ -13,7 +13,7 @@ import { gatewayIntake } from '../services/discord/interactions/gateway-intake.j
 import { HttpInteractionEndpoint } from '../services/discord/interactions/http-endpoint.js';
 import { BotInteraction, type AckTransport } from '../services/discord/interactions/interaction.js';
 import { createInteractionClaim } from '../services/discord/interactions/interaction-claim.js';
-import type { LockingKeyValueStore } from '../services/store/types.js';
+import type { AtomicKeyValueStore } from '../services/store/types.js';
 import { inPhase } from '../start-errors.js';
 import type { DiscordRest } from './discord-rest.js';
 
@@ -40,7 +40,7 @@ export function createInteractions(deps: {
   config: Config;
   context: BotContext;
   rest: DiscordRest;
-  kv: LockingKeyValueStore;
+  kv: AtomicKeyValueStore;
   gatewayLease: GatewayLease | undefined;
   ackDeadlineMs: number | undefined;
   logger: Logger;

@@ -1,12 +1,12 @@
 import { KeyedMutex } from '../../src/services/store/mutex.js';
-import type {
-  AtomicKeyValueStore,
-  KvDecision,
-  LockingKeyValueStore,
-} from '../../src/services/store/types.js';
+import type { AtomicKeyValueStore, KvClaim, KvDecision } from '../../src/services/store/types.js';
 
-/** The store's KV space in memory (JSON round trip, TTL on read, in-process lock), for unit tests and benches. */
-export class MemoryKv implements LockingKeyValueStore, AtomicKeyValueStore {
+/**
+ * The store's KV space in memory (JSON round trip, TTL on read, `update` and `claim` under
+ * the keys' in-process mutexes, as the SQLite store), for unit tests and benches. Its clock
+ * is the test's: a TTL ends when the test's `now` passes it.
+ */
+export class MemoryKv implements AtomicKeyValueStore {
   readonly data = new Map<string, { json: string; expiresAt: number }>();
   private readonly locks = new KeyedMutex();
   constructor(private readonly now: () => number = Date.now) {}
@@ -23,8 +23,12 @@ export class MemoryKv implements LockingKeyValueStore, AtomicKeyValueStore {
     this.data.delete(key);
     return Promise.resolve();
   }
-  withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    return this.locks.run(name, fn, 5000, () => new Error(`lock ${name} busy`));
+  claim(key: string, value: unknown, ttlMs: number): Promise<KvClaim> {
+    return this.update([key], ([held]): KvDecision<KvClaim> =>
+      held === undefined
+        ? { result: { won: true }, writes: [{ key, value, ttlMs }] }
+        : { result: { won: false, holder: held } },
+    );
   }
   /** One process, so the keys' mutexes make the read-decide-write atomic (as the SQLite store). */
   update<T>(
@@ -38,7 +42,8 @@ export class MemoryKv implements LockingKeyValueStore, AtomicKeyValueStore {
         return (async () => {
           const values = await Promise.all(keys.map((k) => this.get(k)));
           const d = await decide(values);
-          for (const w of d.writes ?? []) await this.set(w.key, w.value, w.ttlMs);
+          for (const w of d.writes ?? [])
+            await ('delete' in w ? this.delete(w.key) : this.set(w.key, w.value, w.ttlMs));
           return d.result;
         })();
       return this.locks.run(

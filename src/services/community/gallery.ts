@@ -11,7 +11,7 @@ import type { JobRenderer } from '../discord/render/job-render.js';
 import type { AllowList } from '../net/address-policy.js';
 import { ByteBudgetError, type ByteBudget, type Reservation } from '../net/byte-budget.js';
 import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } from '../net/safe-download.js';
-import type { GalleryPostRef, JobRecord, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, GalleryPostRef, JobRecord, KvDecision } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
 import type { Operation } from '../media/types.js';
@@ -228,7 +228,7 @@ export class GalleryPoster {
       settings: GuildSettingsStore;
       /** Keeps where the post went on the job's record (Remove result and /privacy delete take it down). */
       recordPost: (jobId: string, post: GalleryPostRef) => Promise<void>;
-      kv: LockingKeyValueStore;
+      kv: AtomicKeyValueStore;
       logger: Logger;
       now: () => number;
       /** The SSRF-safe downloader the process shares, and what OUTBOUND_ALLOW trusts. */
@@ -383,39 +383,45 @@ export class GalleryPoster {
     return `gallery-posted:${jobId}`;
   }
 
-  private async readMark(jobId: string): Promise<Mark | undefined> {
-    const parsed = markSchema.safeParse(await this.deps.kv.get(this.markKey(jobId)));
+  private parseMark(stored: unknown): Mark | undefined {
+    const parsed = markSchema.safeParse(stored);
     return parsed.success ? parsed.data : undefined;
   }
 
-  /** Takes the job's post for a while unless it is done or another claim is live. */
+  /**
+   * Takes the job's post for a while unless it is done or another claim is live: a lease
+   * whose token fences the upload (see renewClaim). A compare-and-set (`update`), not a
+   * lock: the downloads and Discord calls run with nothing held.
+   */
   private claim(jobId: string): Promise<Claim> {
-    return this.deps.kv.withLock(`gallery:${jobId}`, async (): Promise<Claim> => {
-      const mark = await this.readMark(jobId);
+    const key = this.markKey(jobId);
+    return this.deps.kv.update([key], ([stored]): KvDecision<Claim> => {
+      const mark = this.parseMark(stored);
       const now = this.deps.now();
-      if (mark && (mark.posted === true || mark.until === undefined)) return { kind: 'done' };
-      if (mark?.until !== undefined && mark.until > now) return { kind: 'busy', until: mark.until };
+      if (mark && (mark.posted === true || mark.until === undefined)) return { result: { kind: 'done' } };
+      if (mark?.until !== undefined && mark.until > now)
+        return { result: { kind: 'busy', until: mark.until } };
       const token = randomUUID();
-      await this.deps.kv.set(
-        this.markKey(jobId),
-        { at: now, token, until: now + POSTING_LEASE_MS },
-        POSTED_TTL_MS,
-      );
-      return { kind: 'claimed', token };
+      const value: Mark = { at: now, token, until: now + POSTING_LEASE_MS };
+      return { result: { kind: 'claimed', token }, writes: [{ key, value, ttlMs: POSTED_TTL_MS }] };
     });
   }
 
-  /** Just before the upload: still our claim? Then it is renewed; else another instance posts. */
+  /**
+   * Just before the upload: still our claim (its token)? Then it is renewed, in the same
+   * compare-and-set; else another instance took the lapsed lease and posts.
+   */
   private renewClaim(jobId: string, token: string): Promise<boolean> {
-    return this.deps.kv.withLock(`gallery:${jobId}`, async () => {
-      const mark = await this.readMark(jobId);
-      if (mark?.token !== token || mark.posted === true) return false;
-      const now = this.deps.now();
-      await this.deps.kv.set(this.markKey(jobId), { ...mark, until: now + UPLOAD_LEASE_MS }, POSTED_TTL_MS);
-      return true;
+    const key = this.markKey(jobId);
+    return this.deps.kv.update([key], ([stored]) => {
+      const mark = this.parseMark(stored);
+      if (mark?.token !== token || mark.posted === true) return { result: false };
+      const value: Mark = { ...mark, until: this.deps.now() + UPLOAD_LEASE_MS };
+      return { result: true, writes: [{ key, value, ttlMs: POSTED_TTL_MS }] };
     });
   }
 
+  /** Done (or given up): final, so written over whatever claim is there. */
   private async markPosted(jobId: string): Promise<void> {
     await this.deps.kv.set(this.markKey(jobId), { at: this.deps.now(), posted: true }, POSTED_TTL_MS);
   }

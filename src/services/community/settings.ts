@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import type { KeyValueStore, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, KeyValueStore } from '../store/types.js';
 
 /**
  * Per-guild settings (/settings): a server's own values in the store, the
@@ -64,13 +64,17 @@ const key = (guildId: string) => `guild-settings:${guildId}`;
 export class GuildSettingsStore {
   constructor(
     private readonly deps: {
-      kv: LockingKeyValueStore;
+      kv: AtomicKeyValueStore;
       defaults: Config['community']['defaults'];
     },
   ) {}
 
   private async read(guildId: string, kv: KeyValueStore = this.deps.kv): Promise<Stored> {
-    const parsed = storedSchema.safeParse(await kv.get(key(guildId)));
+    return this.parse(await kv.get(key(guildId)));
+  }
+
+  private parse(stored: unknown): Stored {
+    const parsed = storedSchema.safeParse(stored);
     // A record that does not parse is ignored (defaults apply) rather than breaking every command.
     return parsed.success ? parsed.data : {};
   }
@@ -96,11 +100,14 @@ export class GuildSettingsStore {
     };
   }
 
-  /** Read-modify-write under the guild's lock, so two admins' changes never lose each other. */
+  /**
+   * A compare-and-set read-modify-write (the store's `update`), so two admins' changes,
+   * on any instances, never lose each other: the later one decides again on the first.
+   */
   private async modify(guildId: string, change: (s: Stored) => Stored): Promise<void> {
-    await this.deps.kv.withLock(`guild-settings:${guildId}`, async () => {
-      const next = storedSchema.parse(change(await this.read(guildId)));
-      await this.deps.kv.set(key(guildId), next, KEEP_MS);
+    await this.deps.kv.update([key(guildId)], ([stored]) => {
+      const next = storedSchema.parse(change(this.parse(stored)));
+      return { result: undefined, writes: [{ key: key(guildId), value: next, ttlMs: KEEP_MS }] };
     });
   }
 

@@ -1,12 +1,14 @@
 import { z } from 'zod';
-import type { JobRecord, JobStore, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, JobRecord, JobStore, KvDecision } from '../store/types.js';
 import { isFinal } from '../store/merge.js';
 
 /**
  * Retry is idempotent per job: one Retry of a job runs at a time, whoever presses it and
  * on whichever instance. A press while a retry is being started, or while the job it
  * started still runs, is answered with that job instead of a second paid one; once it
- * ended, Retry starts another (a reroll).
+ * ended, Retry starts another (a reroll). The mark is taken by the store's compare-and-set
+ * `update` (atomic across instances, no lock): of two presses at once, one writes the mark,
+ * the other decides again on it and is refused.
  *
  *   retry-of:{jobId}   { starting: true, at } while the new job is being made,
  *                      { jobId } once it exists
@@ -26,7 +28,7 @@ export type RetryClaim =
 export class RetryGuard {
   constructor(
     private readonly deps: {
-      kv: LockingKeyValueStore;
+      kv: AtomicKeyValueStore;
       records: Pick<JobStore, 'get'>;
       /** How long the mark of a started retry is kept (a job can run that long). */
       runningTtlMs: number;
@@ -35,25 +37,30 @@ export class RetryGuard {
   ) {}
 
   /** Claims the right to retry `jobId` now; throws StoreUnavailableError when the store is down. */
-  claim(jobId: string): Promise<RetryClaim> {
+  async claim(jobId: string): Promise<RetryClaim> {
     const key = `retry-of:${jobId}`;
     const { kv } = this.deps;
-    return kv.withLock(key, async (): Promise<RetryClaim> => {
-      const mark = markSchema.safeParse(await kv.get(key));
+    type Decided = { ok: true } | { ok: false; running?: JobRecord };
+    const won = await kv.update([key], async ([stored]): Promise<KvDecision<Decided>> => {
+      const mark = markSchema.safeParse(stored);
       if (mark.success) {
         if ('starting' in mark.data) {
-          if (this.deps.now() - mark.data.at < STARTING_TTL_MS) return { ok: false };
+          if (this.deps.now() - mark.data.at < STARTING_TTL_MS) return { result: { ok: false } };
         } else {
           const running = await this.deps.records.get(mark.data.jobId);
-          if (running && !isFinal(running)) return { ok: false, running };
+          if (running && !isFinal(running)) return { result: { ok: false, running } };
         }
       }
-      await kv.set(key, { starting: true, at: this.deps.now() }, STARTING_TTL_MS);
       return {
-        ok: true,
-        started: (job) => kv.set(key, { jobId: job.id }, this.deps.runningTtlMs),
-        abandoned: () => kv.delete(key),
+        result: { ok: true },
+        writes: [{ key, value: { starting: true, at: this.deps.now() }, ttlMs: STARTING_TTL_MS }],
       };
     });
+    if (!won.ok) return won;
+    return {
+      ok: true,
+      started: (job) => kv.set(key, { jobId: job.id }, this.deps.runningTtlMs),
+      abandoned: () => kv.delete(key),
+    };
   }
 }

@@ -7,15 +7,15 @@
  * Key layout (in the store's KV space, so SQLite and Redis alike):
  *   consent:{userId}:{id}     one ConsentRecord, TTL until its expiresAt
  *   consent-index:{userId}    [{id, expiresAt}] oldest first (expired entries pruned on
- *                             write), TTL until the last expiresAt; changed only under
- *                             the KV lock of that key, so records written at once by
- *                             two instances are both kept
+ *                             write), TTL until the last expiresAt; changed only by
+ *                             compare-and-set (the store's `update`), so records written
+ *                             at once by two instances are both kept
  * One key per record keeps a member's many uploads from growing one value
  * without bound; the index is ids only.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, KvWrite } from '../store/types.js';
 
 const recordSchema = z.object({
   v: z.literal(1),
@@ -57,7 +57,7 @@ export interface ConsentInput {
 }
 
 export interface ConsentStoreOptions {
-  kv: LockingKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** CONSENT_RETENTION_DAYS in ms. */
   retentionMs: number;
   now?: () => number;
@@ -67,12 +67,16 @@ const indexSchema = z.array(z.object({ id: z.string(), expiresAt: z.number() }))
 type IndexEntry = z.output<typeof indexSchema>[number];
 const recordKey = (userId: string, id: string): string => `consent:${userId}:${id}`;
 const indexKey = (userId: string): string => `consent-index:${userId}`;
+const parseIndex = (stored: unknown): IndexEntry[] => {
+  const parsed = indexSchema.safeParse(stored);
+  return parsed.success ? parsed.data : [];
+};
 /** Records read at once when listing. */
 const READ_BATCH = 50;
 
 export class ConsentStore {
   readonly retentionMs: number;
-  private readonly kv: LockingKeyValueStore;
+  private readonly kv: AtomicKeyValueStore;
   private readonly now: () => number;
 
   constructor(opts: ConsentStoreOptions) {
@@ -101,14 +105,9 @@ export class ConsentStore {
     };
     recordSchema.parse(rec);
     await this.kv.set(recordKey(rec.userId, rec.id), rec, this.ttl(rec.expiresAt));
-    await this.kv.withLock(indexKey(rec.userId), async () => {
-      const now = this.now();
-      const next = [...(await this.index(rec.userId)), { id: rec.id, expiresAt: rec.expiresAt }].filter(
-        (e) => e.expiresAt > now,
-      );
-      const last = Math.max(...next.map((e) => e.expiresAt));
-      await this.kv.set(indexKey(rec.userId), next, this.ttl(last));
-    });
+    // The member's index: a compare-and-set read-modify-write, so records made at once on
+    // several instances all land in it.
+    await this.rewriteIndex(rec.userId, (entries) => [...entries, { id: rec.id, expiresAt: rec.expiresAt }]);
     return rec;
   }
 
@@ -130,15 +129,18 @@ export class ConsentStore {
     return out;
   }
 
-  /** Deletes every record of the member; returns how many there were. */
+  /**
+   * Deletes every record of the member; returns how many there were. The records go first,
+   * then their entries leave the index (compare-and-set): a record made meanwhile keeps its
+   * entry, and a failure halfway leaves every remaining record still indexed.
+   */
   async deleteForMember(userId: string): Promise<number> {
-    return this.kv.withLock(indexKey(userId), async () => {
-      const now = this.now();
-      const entries = await this.index(userId);
-      for (const e of entries) await this.kv.delete(recordKey(userId, e.id));
-      await this.kv.delete(indexKey(userId));
-      return entries.filter((e) => e.expiresAt > now).length;
-    });
+    const now = this.now();
+    const entries = await this.index(userId);
+    for (const e of entries) await this.kv.delete(recordKey(userId, e.id));
+    const gone = new Set(entries.map((e) => e.id));
+    await this.rewriteIndex(userId, (left) => left.filter((e) => !gone.has(e.id)));
+    return entries.filter((e) => e.expiresAt > now).length;
   }
 
   /**
@@ -169,8 +171,21 @@ export class ConsentStore {
   }
 
   private async index(userId: string): Promise<IndexEntry[]> {
-    const parsed = indexSchema.safeParse(await this.kv.get<unknown>(indexKey(userId)));
-    return parsed.success ? parsed.data : [];
+    return parseIndex(await this.kv.get<unknown>(indexKey(userId)));
+  }
+
+  /** Replaces the member's index with `change` of it (expired entries dropped; empty: deleted), atomically. */
+  private async rewriteIndex(userId: string, change: (entries: IndexEntry[]) => IndexEntry[]): Promise<void> {
+    const key = indexKey(userId);
+    await this.kv.update([key], ([stored]) => {
+      const now = this.now();
+      const next = change(parseIndex(stored)).filter((e) => e.expiresAt > now);
+      const write: KvWrite =
+        next.length === 0
+          ? { key, delete: true }
+          : { key, value: next, ttlMs: this.ttl(Math.max(...next.map((e) => e.expiresAt))) };
+      return { result: undefined, writes: [write] };
+    });
   }
 
   private ttl(expiresAt: number): number {

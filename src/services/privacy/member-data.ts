@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { operations } from '../operations/index.js';
 import { isTerminalState } from '../store/merge.js';
-import type { JobRecord, JobStore, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, JobRecord, JobStore } from '../store/types.js';
 import type { TrainingSession, TrainingSessions } from '../training/sessions.js';
 import type { ConsentRecord, ConsentStore } from './consent-store.js';
 import type { CommunityService } from '../community/community.js';
@@ -36,7 +36,7 @@ export interface MemberDataDeps {
   stopEdits?: (jobId: string) => void;
   retention: { jobDays: number; consentDays: number; sessionHours: number };
   /** Where the per-member export limit is kept (shared by every instance). */
-  kv: LockingKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** One export per member per this long (default EXPORT_INTERVAL_MS). */
   exportIntervalMs?: number;
   logger: Logger;
@@ -94,17 +94,18 @@ export class MemberData {
 
   /**
    * Takes the member's export for now: `undefined` when they may export, else when they
-   * may again. Across instances (under the KV lock of the member's mark).
+   * may again. A claim on the member's mark (first caller wins, across instances), kept
+   * for the interval; a lost claim answers from the mark that holds it.
    */
   async claimExport(userId: string): Promise<number | undefined> {
     const { kv, now } = this.deps;
     const interval = this.deps.exportIntervalMs ?? EXPORT_INTERVAL_MS;
-    return kv.withLock(exportMarkKey(userId), async () => {
-      const mark = exportMarkSchema.safeParse(await kv.get<unknown>(exportMarkKey(userId)));
-      if (mark.success && mark.data.at + interval > now()) return mark.data.at + interval;
-      await kv.set(exportMarkKey(userId), { at: now() }, interval);
-      return undefined;
-    });
+    const at = now();
+    const got = await kv.claim(exportMarkKey(userId), { at }, interval);
+    if (got.won) return undefined;
+    const mark = exportMarkSchema.safeParse(got.holder);
+    // A mark unreadable (or gone this instant) still holds the slot: the member waits one interval.
+    return (mark.success ? mark.data.at : at) + interval;
   }
 
   /** An export that could not be made does not count against the member. */

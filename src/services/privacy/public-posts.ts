@@ -8,8 +8,8 @@
  *   kv  public-posts:{jobId}        one PostTrace (ids only, no text), kept until deleted
  *   idx public-posts:{userId}       the member's job ids, by the job's creation
  *   kv  public-posts-repost:{messageId}  a Re-post's job id (Remove result used on a Re-post)
- * A trace is written once the job's messages are posted (its start), then changed under
- * the KV lock of its key (gallery post, Re-post), so two instances keep both.
+ * A trace is written once the job's messages are posted (its start), then changed by
+ * compare-and-set (the store's `update`: gallery post, Re-post), so two instances keep both.
  * `personal` (the job's message, or a Re-post made there) marks a place the bot is not in
  * (a user install's DM, group DM or server without the bot): no bot-token request may go
  * there, so a deletion changes it through the job's interaction token while it is fresh, or
@@ -17,7 +17,13 @@
  */
 import { z } from 'zod';
 import { OPERATIONS } from '../media/types.js';
-import type { JobRecord, LockingKeyValueStore, SortedIndexStore } from '../store/types.js';
+import type {
+  AtomicKeyValueStore,
+  JobRecord,
+  KvDecision,
+  KvWrite,
+  SortedIndexStore,
+} from '../store/types.js';
 
 const messageRef = z.object({ channelId: z.string(), messageId: z.string() });
 export type PostedMessage = z.output<typeof messageRef>;
@@ -57,6 +63,10 @@ const ID_PAGE = 1000;
 const traceKey = (jobId: string): string => `public-posts:${jobId}`;
 const memberKey = (userId: string): string => `public-posts:${userId}`;
 const repostKey = (messageId: string): string => `public-posts-repost:${messageId}`;
+const parseTrace = (stored: unknown): PostTrace | undefined => {
+  const parsed = traceSchema.safeParse(stored);
+  return parsed.success ? parsed.data : undefined;
+};
 
 /** What a job record says about where its messages are. */
 export function traceOfJob(job: JobRecord): PostTrace {
@@ -101,7 +111,7 @@ function stripUndefined(t: PostTrace): Partial<PostTrace> {
 export class PublicPosts {
   constructor(
     private readonly deps: {
-      kv: LockingKeyValueStore;
+      kv: AtomicKeyValueStore;
       indexes: SortedIndexStore;
     },
   ) {}
@@ -147,8 +157,7 @@ export class PublicPosts {
   }
 
   async get(jobId: string): Promise<PostTrace | undefined> {
-    const parsed = traceSchema.safeParse(await this.deps.kv.get<unknown>(traceKey(jobId)));
-    return parsed.success ? parsed.data : undefined;
+    return parseTrace(await this.deps.kv.get<unknown>(traceKey(jobId)));
   }
 
   /** The job ids of every trace of the member, oldest first. */
@@ -166,34 +175,37 @@ export class PublicPosts {
    * deletion can try again), or forgets it (`left` undefined).
    */
   async settle(trace: Pick<PostTrace, 'jobId' | 'userId'>, left?: PostTrace): Promise<void> {
-    await this.deps.kv.withLock(traceKey(trace.jobId), async () => {
-      const before = await this.get(trace.jobId);
-      const kept = new Set(left?.reposts.map((r) => r.messageId));
-      for (const r of before?.reposts ?? [])
-        if (!kept.has(r.messageId)) await this.deps.kv.delete(repostKey(r.messageId));
-      if (left) await this.deps.kv.set(traceKey(trace.jobId), left, TRACE_TTL_MS);
-      else await this.deps.kv.delete(traceKey(trace.jobId));
+    const key = traceKey(trace.jobId);
+    const kept = new Set(left?.reposts.map((r) => r.messageId));
+    const dropped = await this.deps.kv.update([key], ([stored]) => {
+      const write: KvWrite = left ? { key, value: left, ttlMs: TRACE_TTL_MS } : { key, delete: true };
+      const reposts = parseTrace(stored)?.reposts ?? [];
+      return { result: reposts.filter((r) => !kept.has(r.messageId)), writes: [write] };
     });
+    for (const r of dropped) await this.deps.kv.delete(repostKey(r.messageId));
     if (left) await this.deps.indexes.add(memberKey(left.userId), left.jobId, left.createdAt);
     else await this.deps.indexes.remove(memberKey(trace.userId), [trace.jobId]);
   }
 
   /** After Remove result took them down: the job's gallery post and Re-posts are gone. */
   async dropCopies(jobId: string): Promise<void> {
-    await this.deps.kv.withLock(traceKey(jobId), async () => {
-      const t = await this.get(jobId);
-      if (!t) return;
-      for (const r of t.reposts) await this.deps.kv.delete(repostKey(r.messageId));
+    const key = traceKey(jobId);
+    const dropped = await this.deps.kv.update([key], ([stored]): KvDecision<PostTrace['reposts']> => {
+      const t = parseTrace(stored);
+      if (!t) return { result: [] };
       const { gallery: _gone, ...rest } = t;
-      await this.deps.kv.set(traceKey(jobId), { ...rest, reposts: [] }, TRACE_TTL_MS);
+      return { result: t.reposts, writes: [{ key, value: { ...rest, reposts: [] }, ttlMs: TRACE_TTL_MS }] };
     });
+    for (const r of dropped) await this.deps.kv.delete(repostKey(r.messageId));
   }
 
+  /** A compare-and-set read-modify-write of the job's trace: changes made at once on several instances all land. */
   private async update(job: JobRecord, change: (t: PostTrace) => void): Promise<void> {
-    await this.deps.kv.withLock(traceKey(job.id), async () => {
-      const trace = mergeTraces(await this.get(job.id), traceOfJob(job));
+    const key = traceKey(job.id);
+    await this.deps.kv.update([key], ([stored]) => {
+      const trace = mergeTraces(parseTrace(stored), traceOfJob(job));
       change(trace);
-      await this.deps.kv.set(traceKey(job.id), trace, TRACE_TTL_MS);
+      return { result: undefined, writes: [{ key, value: trace, ttlMs: TRACE_TTL_MS }] };
     });
     await this.deps.indexes.add(memberKey(job.userId), job.id, job.createdAt);
   }

@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import KeyvRedis, { createClient } from '@keyv/redis';
-import { Keyv, type DeserializedData, type Deserialize, type Serialize } from 'keyv';
+import { Keyv } from 'keyv';
 import type { Logger } from 'pino';
+import { CORRUPT, decodeRecord, encodeRecord, keyvDeserialize, keyvSerialize, liveValue } from './codec.js';
 import { createPrivateFile, narrowIfPresent } from './data-dir-lock.js';
 import { describeError } from './errors.js';
 import { SCRIPTS, type ScriptName } from './lua-scripts.js';
@@ -12,12 +12,13 @@ import { SCRIPTS, type ScriptName } from './lua-scripts.js';
 /**
  * The raw key/value backend under the job store: Keyv over @keyv/redis or
  * @keyv/sqlite. Methods here are NOT bounded by a timeout and throw the
- * driver's own errors; ./keyv-store.ts adds timeouts, locking, validation and
- * StoreUnavailableError.
+ * driver's own errors; ./keyv-store.ts adds timeouts, in-process ordering, validation
+ * and StoreUnavailableError. Every value is stored in the store's own record format
+ * (./codec.ts), which Keyv writes through the codec and the compare-and-set and claim
+ * paths read through it.
  */
 
-/** Returned by `get` for a value that is not valid JSON (kept apart from "absent"). */
-export const CORRUPT: unique symbol = Symbol('store.corrupt');
+export { CORRUPT };
 
 export type BackendKind = 'redis' | 'sqlite';
 
@@ -52,12 +53,13 @@ export interface Backend {
   /** Deletes every key of this namespace (tests, maintenance). */
   clearNamespace(): Promise<void>;
   /**
-   * Tries to take the cross-process lock `key` for `ttlMs` (Redis: SET NX PX with a
-   * random token). Resolves to a release function, or undefined when another holder
-   * has it. SQLite serves one process only: the store's in-process mutex is the lock,
-   * so this always succeeds there.
+   * First caller wins: stores `value` under `key` for `ttlMs` only if the key is absent
+   * (or expired, or not JSON), atomically. Redis: SET NX PX in one Lua step that
+   * answers the holder on a loss (./lua/claim.lua); SQLite: one INSERT .. ON CONFLICT DO
+   * UPDATE .. WHERE the row is expired. A loss answers what holds the key (CORRUPT when
+   * unreadable; undefined only when it expired in between, SQLite).
    */
-  tryLock(key: string, ttlMs: number, token?: string): Promise<(() => Promise<void>) | undefined>;
+  claim(key: string, value: unknown, ttlMs: number): Promise<{ won: true } | { won: false; holder: unknown }>;
   /**
    * Redis only: a native set (atomic add/remove, no read-modify-write, so no lock): the
    * unfinished-job index every instance updates at once. SQLite keeps a JSON list.
@@ -73,12 +75,11 @@ export interface Backend {
    * Redis: sorted sets; SQLite: a table beside Keyv's with an index on (key, score).
    */
   readonly sorted: SortedIndexes;
-  /** SQLite only: several keys written in one statement (all or none), with their TTLs. */
-  setMany?(writes: readonly { key: string; value: unknown; ttlMs: number }[]): Promise<void>;
-  /** Deletes the lock `key` if it still holds `token` (a tryLock whose answer never came back). */
-  unlock(key: string, token: string): Promise<void>;
-  /** Extends the lock `key` to `ttlMs` from now if it still holds `token`; false when it does not. */
-  renewLock(key: string, token: string, ttlMs: number): Promise<boolean>;
+  /**
+   * SQLite only: several keys written in one statement (all or none), with their TTLs; a
+   * deletion is written as a record already expired (absent to every read, swept later).
+   */
+  setMany?(writes: readonly RecordWrite[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -93,6 +94,9 @@ export interface SortedIndexes {
   ): Promise<string[]>;
   count(key: string): Promise<number>;
 }
+
+/** One key of a multi-key write: a value with its TTL, or its deletion. */
+export type RecordWrite = { key: string; value: unknown; ttlMs: number } | { key: string; delete: true };
 
 export interface CasOps {
   /** undefined when absent; `value` is CORRUPT when the text is not a stored value. */
@@ -112,7 +116,7 @@ export interface CasOps {
   writeMany(
     keys: readonly string[],
     expected: readonly (string | undefined)[],
-    writes: readonly { key: string; value: unknown; ttlMs: number }[],
+    writes: readonly RecordWrite[],
   ): Promise<boolean>;
 }
 
@@ -131,20 +135,6 @@ export interface BackendOptions {
   /** SQLite only: how long opening waits out a file another process holds locked. Default 5 × opTimeoutMs. */
   openWaitMs?: number;
 }
-
-// Plain JSON, so expired SQLite rows can be swept with json_extract().
-const serialize: Serialize = (data) => JSON.stringify(data);
-const deserialize: Deserialize = <Value>(data: string): DeserializedData<Value> | undefined => {
-  try {
-    const parsed: unknown = JSON.parse(data);
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
-      return parsed as DeserializedData<Value>;
-    }
-  } catch {
-    // fall through: not JSON
-  }
-  return { value: CORRUPT as unknown as Value };
-};
 
 export async function openBackend(opts: BackendOptions): Promise<Backend> {
   const onError =
@@ -185,8 +175,8 @@ async function openRedis(
     namespace,
     useKeyPrefix: false, // the adapter prefixes `${namespace}::` itself
     throwOnErrors: true,
-    serialize,
-    deserialize,
+    serialize: keyvSerialize,
+    deserialize: keyvDeserialize,
   });
   keyv.on('error', (error: unknown) => onError('redis', error));
 
@@ -216,23 +206,15 @@ async function openRedis(
   if (!connected) logger.warn('store: redis not reachable yet; commands fail until it is (retrying)');
 
   const prefixed = (key: string): string => `${namespace}::${key}`;
-  /** Deletes the lock only while it holds `token`: after a pause past its TTL another holder may own it. */
-  const unlock = async (key: string, token: string): Promise<void> => {
-    await client.lockRelease([prefixed(`lock:${key}`)], [token]);
-  };
   const cas: CasOps = {
     async read(key) {
       const raw = await client.get(prefixed(key));
-      if (raw === null) return undefined;
-      // The same envelope Keyv writes: { value, expires }.
-      const data = deserialize(raw) as DeserializedData<unknown> | undefined;
-      if (data === undefined) return { value: CORRUPT, raw };
-      if (typeof data.expires === 'number' && Date.now() > data.expires) return undefined;
-      return { value: data.value, raw };
+      const value = liveValue(raw, Date.now());
+      return raw === null || value === undefined ? undefined : { value, raw };
     },
     async write(key, value, ttlMs, expected) {
       const expires = ttlMs !== undefined && ttlMs > 0 ? Date.now() + ttlMs : undefined;
-      const raw = serialize({ value, expires }) as string;
+      const raw = encodeRecord(value, expires);
       const done = await client.casSet([prefixed(key)], [expected, raw, expires ? String(ttlMs) : '']);
       return done === 1 ? raw : undefined;
     },
@@ -240,26 +222,20 @@ async function openRedis(
       if (keys.length === 0) return [];
       const raws = await client.mGet(keys.map(prefixed));
       const now = Date.now();
-      return raws.map((raw) => {
-        if (raw === null) return { value: undefined, raw: undefined };
-        const data = deserialize(raw) as DeserializedData<unknown> | undefined;
-        if (data === undefined) return { value: CORRUPT, raw };
-        // Expired but not yet dropped by Redis: absent to the caller, its text still compared.
-        const expired = typeof data.expires === 'number' && now > data.expires;
-        return { value: expired ? undefined : data.value, raw };
-      });
+      // Expired but not yet dropped by Redis: absent to the caller, its text still compared.
+      return raws.map((raw) => ({ value: liveValue(raw, now), raw: raw ?? undefined }));
     },
     async writeMany(keys, expected, writes) {
       const args = keys.map((_, i) => expected[i] ?? '');
       for (const w of writes) {
         const at = keys.indexOf(w.key);
         if (at < 0) throw new Error(`writeMany: ${w.key} was not read`);
+        if ('delete' in w) {
+          args.push(String(at + 1), '', '');
+          continue;
+        }
         const ttl = Math.max(1, Math.ceil(w.ttlMs));
-        args.push(
-          String(at + 1),
-          serialize({ value: w.value, expires: Date.now() + ttl }) as string,
-          String(ttl),
-        );
+        args.push(String(at + 1), encodeRecord(w.value, Date.now() + ttl), String(ttl));
       }
       return (await client.casSetMany(keys.map(prefixed), args)) === 1;
     },
@@ -283,12 +259,12 @@ async function openRedis(
         if (keys.length > 0) await client.unlink(keys);
       }
     },
-    async tryLock(key, ttlMs, token = randomBytes(12).toString('hex')) {
-      const ok = await client.set(prefixed(`lock:${key}`), token, {
-        condition: 'NX',
-        expiration: { type: 'PX', value: ttlMs },
-      });
-      return ok === 'OK' ? () => unlock(key, token) : undefined;
+    async claim(key, value, ttlMs) {
+      const ttl = Math.max(1, Math.ceil(ttlMs));
+      const held = await client.claim([prefixed(key)], [encodeRecord(value, Date.now() + ttl), String(ttl)]);
+      if (typeof held !== 'string') return { won: true };
+      const record = decodeRecord(held);
+      return { won: false, holder: record === CORRUPT ? CORRUPT : record.value };
     },
     sets: {
       async add(key, member, ttlMs) {
@@ -324,11 +300,6 @@ async function openRedis(
       async count(key) {
         return client.zCard(prefixed(key));
       },
-    },
-    unlock,
-    async renewLock(key, token, ttlMs) {
-      const renewed = await client.lockRenew([prefixed(`lock:${key}`)], [token, String(ttlMs)]);
-      return renewed === 1;
     },
     async close() {
       // Every store call has settled or timed out by now: drop the connection (this
@@ -389,11 +360,18 @@ async function openSqlite(
   const adapter = await openSqliteFile(file, opTimeoutMs, opts.openWaitMs ?? 5 * opTimeoutMs, opts.logger);
   // Keyv prefixes `${namespace}:` (SQLite has no native TTL: Keyv stores `expires`
   // in the value and drops expired rows when read; sweep() removes the rest).
-  const keyv = new Keyv({ store: adapter, namespace, throwOnErrors: true, serialize, deserialize });
+  const keyv = new Keyv({
+    store: adapter,
+    namespace,
+    throwOnErrors: true,
+    serialize: keyvSerialize,
+    deserialize: keyvDeserialize,
+  });
   keyv.on('error', (error: unknown) => onError('sqlite', error));
   const table = adapter.opts.table ?? 'keyv';
   const prefix = `${namespace}:`;
 
+  // `$.expires`: the record format's expiry (./codec.ts).
   const sweep = async (): Promise<void> => {
     await adapter.query(
       `DELETE FROM ${table} WHERE substr(key, 1, ?) = ? AND json_valid(value) AND json_extract(value, '$.expires') < ?`,
@@ -477,22 +455,31 @@ async function openSqlite(
     },
     async setMany(writes) {
       if (writes.length === 0) return;
-      // One statement: SQLite applies every row or none.
+      // One statement: SQLite applies every row or none (a deletion: a record already expired).
       const now = Date.now();
       await adapter.query(
         `INSERT INTO ${table} (key, value) VALUES ${writes.map(() => '(?, ?)').join(', ')} ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
         ...writes.flatMap((w) => [
           prefix + w.key,
-          serialize({ value: w.value, expires: now + w.ttlMs }) as string,
+          'delete' in w ? encodeRecord(null, now - 1) : encodeRecord(w.value, now + w.ttlMs),
         ]),
       );
     },
-    async tryLock() {
-      return async () => undefined;
-    },
-    async unlock() {},
-    async renewLock() {
-      return true;
+    async claim(key, value, ttlMs) {
+      const now = Date.now();
+      // One statement: a new row, or an expired / unreadable one replaced; a live one kept.
+      const won = (await adapter.query(
+        `INSERT INTO ${table} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value
+         WHERE NOT json_valid(${table}.value) OR json_extract(${table}.value, '$.expires') < ? RETURNING key`,
+        prefix + key,
+        encodeRecord(value, now + ttlMs),
+        now,
+      )) as unknown[];
+      if (won.length > 0) return { won: true };
+      const rows = (await adapter.query(`SELECT value FROM ${table} WHERE key = ?`, prefix + key)) as {
+        value: string;
+      }[];
+      return { won: false, holder: liveValue(rows[0]?.value, Date.now()) };
     },
     async close() {
       if (closed) return;

@@ -7,7 +7,7 @@ export type {
   JobStore,
   JobUpdate,
   KeyValueStore,
-  LockingKeyValueStore,
+  KvClaim,
 } from './types.js';
 export { TERMINAL_STATES } from './types.js';
 export { StoreUnavailableError, isStoreUnavailableError } from './errors.js';

@@ -1,7 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { CORRUPT, openBackend, type Backend, type BackendKind, type RedisClient } from './backend.js';
+import {
+  CORRUPT,
+  openBackend,
+  type Backend,
+  type BackendKind,
+  type RecordWrite,
+  type RedisClient,
+} from './backend.js';
 import { describeError, StoreUnavailableError } from './errors.js';
 import { isClosed, isTerminalState, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
@@ -13,8 +19,8 @@ import type {
   JobRecord,
   JobStore,
   JobUpdate,
+  KvClaim,
   KvDecision,
-  LockingKeyValueStore,
   SortedIndexStore,
 } from './types.js';
 
@@ -39,9 +45,11 @@ import type {
  *
  * Every backend call is bounded by opTimeoutMs and turned into StoreUnavailableError
  * on failure. Read-modify-writes of one key are serialised by an in-process keyed
- * mutex and, on Redis, across processes too: job records by compare-and-set writes
- * (KeyvJobStore.apply), everything else by a lock (SET NX PX), so several bot
- * instances sharing one Redis never lose each other's updates.
+ * mutex and, on Redis, made atomic across processes without a lock: job records by
+ * compare-and-set writes (KeyvJobStore.apply), kv keys by `update` (one compare-and-set
+ * over every key read) and `claim` (SET NX PX), so several bot instances sharing one
+ * Redis never lose each other's updates and never wait on each other's lock. The other
+ * job indexes are native sets (add/remove, no read-modify-write).
  */
 
 export interface StoreOptions {
@@ -56,7 +64,10 @@ export interface StoreOptions {
   userListLimit?: number;
   /** Bound on every backend call. Default 2000. */
   opTimeoutMs?: number;
-  /** Bound on waiting for a per-key lock. Default 5 × opTimeoutMs. */
+  /**
+   * Bound on waiting for a key's in-process turn, and on a kv `update` that other instances'
+   * writes keep refusing. Default 5 × opTimeoutMs.
+   */
   lockWaitMs?: number;
   /** Key namespace. Default `mjb`. */
   namespace?: string;
@@ -71,7 +82,7 @@ export interface StoreOptions {
 
 export interface Stores {
   jobs: JobStore;
-  kv: LockingKeyValueStore & AtomicKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** Sorted indexes for other services (keys `idx:{key}`, no expiry). */
   indexes: SortedIndexStore;
   backend: BackendKind;
@@ -89,7 +100,6 @@ const UNFINISHED_SET = 'unfinished-set';
 const LIST_BATCH = 100;
 const idListSchema = z.array(z.string());
 const jobKey = (jobId: string): string => `job:${jobId}`;
-const isJobKey = (key: string): boolean => key.startsWith('job:');
 const taskKey = (taskId: string): string => `task:${taskId}`;
 const messageKey = (messageId: string): string => `msg:${messageId}`;
 /** Every Discord message of a job (its message, channel reply, gallery post), for getByMessageId. */
@@ -209,25 +219,16 @@ class StoreCore {
   }
 
   /**
-   * Serialises read-modify-writes of `key`: the in-process mutex first (callers of one
-   * process queue FIFO), then, on Redis, the backend's cross-process lock, so several
-   * instances sharing one Redis never lose each other's updates.
+   * Serialises read-modify-writes of `key` within this process (callers queue FIFO). Across
+   * processes, job records are written with compare-and-set (see KeyvJobStore.apply); the
+   * other job keys need no more (native sets and sorted indexes, written without a read).
    */
   withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const busy = () =>
       new StoreUnavailableError(
         `store busy: waited over ${this.config.lockWaitMs}ms for ${key.split(':')[0]}`,
       );
-    // kv locks (`kvlock:`) take their own named backend lock inside; job records are
-    // written with compare-and-set on Redis (see KeyvJobStore.apply), so no lock round trips.
-    if (this.backend.kind !== 'redis' || key.startsWith('kvlock:') || (this.backend.cas && isJobKey(key)))
-      return this.#locks.run(key, fn, this.config.lockWaitMs, busy);
-    return this.#locks.run(
-      key,
-      () => this.crossProcess(`rec:${key}`, fn, busy),
-      this.config.lockWaitMs,
-      busy,
-    );
+    return this.#locks.run(key, fn, this.config.lockWaitMs, busy);
   }
 
   /**
@@ -242,51 +243,6 @@ class StoreCore {
       return this.#locks.run(key, () => hold(i + 1), this.config.lockWaitMs, busy);
     };
     return hold(0);
-  }
-
-  /**
-   * The backend lock `name` around `fn`, retried every 5-20 ms until lockWaitMs. The lease
-   * is short (3 × the op timeout) and renewed every op timeout while `fn` runs: a holder
-   * that dies (SIGKILL, lost host) blocks the key for at most one lease, not for as long
-   * as the slowest `fn` could take. A member's fair-use lock is taken by each of their job commands
-   * before it answers Discord, which allows 3 s.
-   */
-  async crossProcess<T>(name: string, fn: () => Promise<T>, busy: () => Error): Promise<T> {
-    const { opTimeoutMs, lockWaitMs } = this.config;
-    const leaseMs = 3 * opTimeoutMs;
-    const deadline = Date.now() + lockWaitMs;
-    for (;;) {
-      const token = randomBytes(12).toString('hex');
-      let release: (() => Promise<void>) | undefined;
-      try {
-        release = await this.call('lock', () => this.backend.tryLock(name, leaseMs, token));
-      } catch (error) {
-        // Timed out: the SET may still run when Redis wakes. Undo it then (same connection,
-        // so the undo runs after it), or the stale lock would block this key for its whole lease.
-        this.backend.unlock(name, token).catch(() => undefined);
-        throw error;
-      }
-      if (release) {
-        const renew = setInterval(() => {
-          this.call('lock-renew', () => this.backend.renewLock(name, token, leaseMs)).then(
-            (held) => {
-              if (!held)
-                this.logger.warn({ lock: name }, 'store: a lock expired while held (a pause past its lease)');
-            },
-            () => undefined, // Redis unreachable: fn's own store calls fail too
-          );
-        }, opTimeoutMs);
-        renew.unref();
-        try {
-          return await fn();
-        } finally {
-          clearInterval(renew);
-          await this.call('unlock', release).catch(() => undefined);
-        }
-      }
-      if (Date.now() > deadline) throw busy();
-      await new Promise((r) => setTimeout(r, 5 + Math.random() * 15));
-    }
   }
 
   async get(op: string, key: string): Promise<unknown> {
@@ -369,17 +325,6 @@ class StoreCore {
       return [];
     }
     return parsed.data;
-  }
-
-  /** Read-modify-write of an id list under its key's lock; an empty list deletes the key. */
-  async updateIdList(key: string, ttlMs: number, mutate: (ids: string[]) => string[]): Promise<void> {
-    await this.withLock(key, async () => {
-      const ids = await this.readIdList(key);
-      const next = mutate(ids);
-      if (sameList(ids, next)) return;
-      if (next.length === 0) await this.delete('delete', key);
-      else await this.set('set', key, next, ttlMs);
-    });
   }
 
   /** Adds a job to the open index: a set op on Redis, a sorted-index row on SQLite (no lock either way). */
@@ -828,8 +773,9 @@ class KeyvJobStore implements JobStore {
   }
 
   /**
-   * The ids are read under the index's lock (a legacy JSON list left on Redis by an older
-   * version moves into the set here); the records are then read and handed out a page at
+   * The ids are read in the index's in-process turn (a legacy JSON list left by an older
+   * version moves into the index here; two instances moving it at once add the same ids,
+   * which the set and the sorted index take once); the records are then read and handed out a page at
    * a time. A restart with thousands of jobs thus never holds every record at once: held
    * together, they all outlived young-generation GCs and were left in the old generation
    * as garbage once recovery was done (~25 MiB of heap, and RSS, with 10 000 jobs).
@@ -874,7 +820,7 @@ class KeyvJobStore implements JobStore {
   }
 }
 
-class KeyvKeyValueStore implements LockingKeyValueStore, AtomicKeyValueStore {
+class KeyvKeyValueStore implements AtomicKeyValueStore {
   constructor(private readonly core: StoreCore) {}
 
   /** A kv value as read: CORRUPT is reported and counts as absent. */
@@ -920,9 +866,10 @@ class KeyvKeyValueStore implements LockingKeyValueStore, AtomicKeyValueStore {
     const full = keys.map(kvKey);
     const busy = () =>
       new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms to update ${keys.join(', ')}`);
-    const toWrite = (d: KvDecision<T>) =>
+    const toWrite = (d: KvDecision<T>): RecordWrite[] =>
       (d.writes ?? []).map((w) => {
         if (!keys.includes(w.key)) throw new Error(`kv update: ${w.key} was not read`);
+        if ('delete' in w) return { key: kvKey(w.key), delete: true };
         if (!Number.isFinite(w.ttlMs) || w.ttlMs <= 0)
           throw new RangeError(`kv ttlMs must be a positive number, got ${w.ttlMs}`);
         if (w.value === undefined) throw new TypeError('kv value must not be undefined');
@@ -965,14 +912,24 @@ class KeyvKeyValueStore implements LockingKeyValueStore, AtomicKeyValueStore {
   }
 
   /**
-   * In-process mutex first (callers of one process queue, FIFO), then the backend's
-   * cross-process lock (see crossProcess: a short lease, renewed while `fn` runs),
-   * retried until lockWaitMs.
+   * See AtomicKeyValueStore.claim. On SQLite the key's in-process mutex is held around the
+   * statement, so a claim never lands between an `update`'s read and its write there (on
+   * Redis that update's compare-and-set sees the claim and decides again).
    */
-  withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const { lockWaitMs } = this.core.config;
-    const busy = () => new StoreUnavailableError(`store busy: waited over ${lockWaitMs}ms for lock ${name}`);
-    return this.core.withLock(`kvlock:${name}`, () => this.core.crossProcess(name, fn, busy));
+  async claim(key: string, value: unknown, ttlMs: number): Promise<KvClaim> {
+    if (!Number.isFinite(ttlMs) || ttlMs <= 0)
+      throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
+    if (value === undefined) throw new TypeError('kv value must not be undefined');
+    const full = kvKey(key);
+    const { backend, config } = this.core;
+    const run = async (): Promise<KvClaim> => {
+      const got = await this.core.call('kv-claim', () => backend.claim(full, value, ttlMs));
+      return got.won ? got : { won: false, holder: this.value(full, got.holder) };
+    };
+    if (backend.kind === 'redis') return run();
+    const busy = () =>
+      new StoreUnavailableError(`store busy: waited over ${config.lockWaitMs}ms to claim ${key}`);
+    return this.core.holdAll([full], run, busy);
   }
 }
 
@@ -1055,10 +1012,6 @@ function summarizeIssues(error: z.ZodError): string {
     .slice(0, 5)
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.code}`)
     .join(', ');
-}
-
-function sameList(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((value, i) => value === b[i]);
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {

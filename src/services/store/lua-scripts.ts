@@ -25,6 +25,7 @@ function script(file: string, keys?: number) {
 export const SCRIPTS = {
   casSet: script('cas-set', 1),
   casSetMany: script('cas-set-many'),
+  claim: script('claim', 1),
   lockRelease: script('lock-release', 1),
   lockRenew: script('lock-renew', 1),
   gatewayAcquire: script('gateway-acquire', 2),

@@ -217,26 +217,30 @@ export interface KeyValueStore {
   delete(key: string): Promise<void>;
 }
 
-/** The store's own KV space, with a lock for atomic read-modify-writes. */
-export interface LockingKeyValueStore extends KeyValueStore {
-  /**
-   * Runs `fn` holding the lock `name` across every process sharing the store (Redis:
-   * a short SET NX PX lease; SQLite: one process, an in-process mutex), so a
-   * read-modify-write of kv keys inside it is atomic. Throws StoreUnavailableError
-   * when the lock cannot be had in time.
-   */
-  withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
-}
+/** What an atomic update writes to one of the keys it read: a value with its TTL, or its deletion. */
+export type KvWrite = { key: string; value: unknown; ttlMs: number } | { key: string; delete: true };
 
-/** What an atomic update writes to one of the keys it read. */
-export interface KvWrite {
-  key: string;
-  value: unknown;
-  ttlMs: number;
-}
+/** A claim's answer: this caller holds the key now, or what another caller stored there (see `claim`). */
+export type KvClaim = { won: true } | { won: false; holder: unknown };
 
-/** The store's KV space with atomic multi-key read-modify-writes (fair use and credits). */
+/**
+ * The store's KV space with its two atomic primitives, and no lock: `claim` for a one-shot
+ * "first caller wins" (an interaction, an export slot), `update` for every read-modify-write
+ * (fair use, credits, settings, sessions, leases carrying a fencing token). Neither waits for
+ * another holder: a lost claim answers who holds the key, a lost compare-and-set decides again
+ * on what the winner wrote.
+ */
 export interface AtomicKeyValueStore extends KeyValueStore {
+  /**
+   * Stores `value` under `key` for `ttlMs` only if the key holds nothing live (absent,
+   * expired or unreadable), atomically across every process sharing the store: the first
+   * caller wins, every later one gets `won: false` with what the key holds (`holder`:
+   * undefined only when it expired in between). Redis: SET NX PX, with the holder read in
+   * the same Lua step (`lua/claim.lua`); SQLite: one INSERT .. ON CONFLICT DO UPDATE that
+   * replaces only an expired row. Never waits. A claimed key is then changed through
+   * `update` (or `set`/`delete` by its holder).
+   */
+  claim(key: string, value: unknown, ttlMs: number): Promise<KvClaim>;
   /**
    * Reads `keys` (undefined: absent), lets `decide` choose what to write, and writes it only
    * if none of the keys changed since they were read; on a change it reads and decides again
@@ -248,9 +252,9 @@ export interface AtomicKeyValueStore extends KeyValueStore {
    * another instance reserved meanwhile. `writes` may name only keys that were read. The keys'
    * in-process mutexes are taken in the order given: list a member's own record before shared
    * counters, in one order everywhere, so a caller waiting for a busy member holds nothing
-   * others need. Throws
-   * StoreUnavailableError when the backend is down, or when other writers kept winning for
-   * the lock wait.
+   * others need. A write `{ key, delete: true }` deletes the key (in the same atomic step).
+   * Throws StoreUnavailableError when the backend is down, or when other writers kept winning
+   * for the lock wait.
    */
   update<T>(
     keys: readonly string[],

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
 import { z } from 'zod';
-import type { LockingKeyValueStore } from '../store/types.js';
+import type { KeyValueStore } from '../store/types.js';
 import { MIN_ADULT_AGE, subjectLine } from './render.js';
 import type { TrainingSession } from './sessions.js';
 import type { MessageKey, Translator } from '../../i18n/index.js';
@@ -70,7 +70,7 @@ const promptSchema = z.object({
 export type ConsentPrompt = z.output<typeof promptSchema>;
 
 export interface ConsentPromptsOptions {
-  kv: LockingKeyValueStore;
+  kv: KeyValueStore;
   now?: () => number;
 }
 
@@ -78,7 +78,7 @@ const promptKey = (id: string): string => `consent-prompt:${id}`;
 
 /** Pending consent prompts, in the store shared by every instance. */
 export class ConsentPrompts {
-  private readonly kv: LockingKeyValueStore;
+  private readonly kv: KeyValueStore;
   private readonly now: () => number;
 
   constructor(opts: ConsentPromptsOptions) {

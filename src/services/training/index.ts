@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { ConsentStore } from '../privacy/consent-store.js';
-import type { JobRecord, JobState, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, JobRecord, JobState } from '../store/types.js';
 import { PhotoCleaner } from './clean-photo.js';
 import { ConsentPrompts } from './consent.js';
 import { PhotoSpool } from './photo-spool.js';
@@ -31,7 +31,7 @@ export interface TrainingServices {
 
 export interface TrainingServicesOptions {
   config: Pick<Config, 'photos' | 'privacy' | 'media' | 'publicUrl' | 'store'>;
-  kv: LockingKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** An upload job's state (the job store), to settle a submission whose end was not reported. */
   jobState: (jobId: string) => Promise<JobState | undefined>;
   refreshUrls: RefreshUrls;

@@ -23,9 +23,11 @@
  * Trade-off: two downloads per photo instead of keeping up to 300 MiB of images
  * per session in the store or on disk.
  *
- * Concurrency: every read-modify-write of a stored session runs under the
- * store's KV lock (`withLock`: across every instance sharing Redis, in-process
- * on SQLite), so two adds at once both land. Downloads run outside the lock.
+ * Concurrency: every read-modify-write of a stored session is a compare-and-set
+ * (the store's `update`: atomic across every instance sharing Redis, and on
+ * SQLite), so two adds at once both land: the later one decides again on the
+ * first one's session. Nothing is held while photos download (they are checked
+ * before the write), and no lock is waited for.
  *
  * Submission: claimed once in the store (`claim`): a second Submit/Confirm, on
  * this or another instance, finds the claim and is refused, and adds or cancels
@@ -41,7 +43,7 @@ import { z } from 'zod';
 import { MAX_PHOTOS, MIN_PHOTOS } from '../operations/fields.js';
 import { createHash } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../media/types.js';
-import type { JobState, LockingKeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore, JobState, KvDecision, KvWrite } from '../store/types.js';
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
@@ -184,7 +186,7 @@ export class TrainingSessionError extends Error {
 export type ReadJobState = (jobId: string) => Promise<JobState | undefined>;
 
 export interface TrainingSessionsOptions {
-  kv: LockingKeyValueStore;
+  kv: AtomicKeyValueStore;
   /** Reads an upload job's state, to settle a submission whose end was not reported (`jobEnded`). */
   jobState?: ReadJobState;
   logger: Logger;
@@ -231,7 +233,7 @@ type Checked = { input: PhotoInput; refusal: MemberText } | { input: PhotoInput;
 export class TrainingSessions {
   readonly maxBytes: number;
   readonly ttlMs: number;
-  private readonly kv: LockingKeyValueStore;
+  private readonly kv: AtomicKeyValueStore;
   private readonly jobState: ReadJobState | undefined;
   private readonly logger: Logger;
   private readonly download: Downloader;
@@ -260,18 +262,21 @@ export class TrainingSessions {
   /** The live session under `key`, or undefined (absent, expired, or unreadable). */
   async get(key: string): Promise<TrainingSession | undefined> {
     const raw = await this.kv.get<unknown>(key);
-    if (raw === undefined || raw === null) return undefined;
     const parsed = sessionSchema.safeParse(raw);
-    if (!parsed.success) {
+    if (raw !== undefined && raw !== null && !parsed.success) {
       this.logger.warn(
         { key, issues: parsed.error.issues.slice(0, 3) },
         'unreadable training session dropped',
       );
       await this.kv.delete(key).catch(() => undefined);
-      return undefined;
     }
-    if (parsed.data.expiresAt <= this.now()) return undefined;
-    return parsed.data;
+    return this.live(raw);
+  }
+
+  /** The stored value as a live session (undefined: absent, expired or unreadable). */
+  private live(raw: unknown): TrainingSession | undefined {
+    const parsed = sessionSchema.safeParse(raw);
+    return parsed.success && parsed.data.expiresAt > this.now() ? parsed.data : undefined;
   }
 
   /**
@@ -281,7 +286,7 @@ export class TrainingSessions {
   async current(key: string): Promise<TrainingSession | undefined> {
     const s = await this.get(key);
     if (!s?.submission || !this.settleable(s.submission)) return s;
-    return this.locked(key, async () => this.settled(await this.get(key)));
+    return this.modify(key, (settled) => ({ session: settled, result: settled }));
   }
 
   async status(key: string): Promise<SessionStatus | undefined> {
@@ -292,9 +297,8 @@ export class TrainingSessions {
   /** Opens a session, or returns the one already open (`created: false`), untouched. */
   async start(input: StartInput): Promise<{ created: boolean; session: TrainingSession }> {
     const key = sessionKey(input.userId, input.channelId);
-    return this.locked(key, async () => {
-      const existing = await this.settled(await this.get(key));
-      if (existing) return { created: false, session: existing };
+    const started = await this.modify(key, (existing) => {
+      if (existing) return { session: existing, result: { created: false, session: existing } };
       const now = this.now();
       const session: TrainingSession = {
         v: 1,
@@ -310,10 +314,10 @@ export class TrainingSessions {
         updatedAt: now,
         expiresAt: now + this.ttlMs,
       };
-      await this.kv.set(key, session, this.ttlMs);
-      await this.indexFor(input.userId, key, session.expiresAt);
-      return { created: true, session };
+      return { session, result: { created: true, session } };
     });
+    if (started.created) await this.indexFor(input.userId, key, started.session.expiresAt);
+    return started;
   }
 
   /** The member's open sessions, in every channel and server (for /privacy). */
@@ -332,15 +336,16 @@ export class TrainingSessions {
     const keys = await this.memberKeys(userId);
     let n = 0;
     for (const key of keys) {
-      const deleted = await this.locked(key, async () => {
-        const s = await this.get(key);
-        if (!s || s.userId !== userId) return false;
-        await this.kv.delete(key);
-        if (s.failedJobId !== undefined) await this.kv.delete(jobLinkKey(s.failedJobId));
-        if (s.submission?.jobId !== undefined) await this.kv.delete(jobLinkKey(s.submission.jobId));
-        return true;
-      });
-      if (deleted) n++;
+      const deleted = await this.modify(
+        key,
+        (s) =>
+          !s || s.userId !== userId ? { session: s, result: undefined } : { session: undefined, result: s },
+        { settle: false },
+      );
+      if (!deleted) continue;
+      n++;
+      if (deleted.failedJobId !== undefined) await this.kv.delete(jobLinkKey(deleted.failedJobId));
+      if (deleted.submission?.jobId !== undefined) await this.kv.delete(jobLinkKey(deleted.submission.jobId));
     }
     await this.kv.delete(memberKey(userId));
     return n;
@@ -348,21 +353,23 @@ export class TrainingSessions {
 
   /** Records the public message that shows the session (undefined: it no longer does). */
   async setMessage(key: string, ref: SessionMessageRef | undefined): Promise<TrainingSession | undefined> {
-    return this.locked(key, async () => {
-      const s = await this.get(key);
-      if (!s) return undefined;
-      const { message: _old, ...rest } = s;
-      const next: TrainingSession = ref ? { ...rest, message: ref } : rest;
-      await this.save(next);
-      return next;
-    });
+    return this.modify(
+      key,
+      (s) => {
+        if (!s) return { session: s, result: undefined };
+        const { message: _old, ...rest } = s;
+        const next: TrainingSession = ref ? { ...rest, message: ref } : rest;
+        return { session: next, result: next };
+      },
+      { settle: false },
+    );
   }
 
   /**
    * Validates and adds photos. Every refused photo comes back with its reason;
    * the others are kept (up to MAX_PHOTOS in total). Order is kept. The
-   * downloads run first, outside the lock; the write is a read-modify-write
-   * under the store's lock, so a concurrent add (any instance) is never lost.
+   * downloads run first, with nothing held; the write is a compare-and-set
+   * read-modify-write, so a concurrent add (any instance) is never lost.
    */
   async add(key: string, inputs: readonly PhotoInput[]): Promise<AddResult> {
     const before = await this.current(key);
@@ -371,8 +378,7 @@ export class TrainingSessions {
     const full = before.photos.length >= MAX_PHOTOS;
     const checked = await mapLimit(inputs, this.concurrency, (input) => this.check(input, full));
 
-    return this.locked(key, async () => {
-      const session = await this.settled(await this.get(key));
+    const result = await this.modify(key, (session) => {
       if (!session) throw noSession();
       assertOpen(session);
       const photos = [...session.photos];
@@ -413,18 +419,17 @@ export class TrainingSessions {
         photos.push(photo);
         added.push(photo);
       }
-      let next = session;
-      if (added.length > 0) {
-        next = { ...session, photos, updatedAt: now, expiresAt: now + this.ttlMs };
-        await this.save(next);
-        await this.indexFor(session.userId, key, next.expiresAt);
-      }
-      this.logger.info(
-        { key, added: added.length, refused: refused.length, total: next.photos.length },
-        'training photos added',
-      );
-      return { added, refused, session: next };
+      const next =
+        added.length > 0 ? { ...session, photos, updatedAt: now, expiresAt: now + this.ttlMs } : session;
+      return { session: next, result: { added, refused, session: next } };
     });
+    const { added, refused, session } = result;
+    if (added.length > 0) await this.indexFor(session.userId, key, session.expiresAt);
+    this.logger.info(
+      { key, added: added.length, refused: refused.length, total: session.photos.length },
+      'training photos added',
+    );
+    return result;
   }
 
   /**
@@ -433,11 +438,9 @@ export class TrainingSessions {
    * discarding only drops what the bot keeps (the job goes on).
    */
   async cancel(key: string): Promise<TrainingSession | undefined> {
-    return this.locked(key, async () => {
-      const s = await this.settled(await this.get(key));
+    return this.modify(key, (s) => {
       if (s?.submission && !s.submission.accepted) throw submitting();
-      await this.kv.delete(key);
-      return s;
+      return { session: undefined, result: s };
     });
   }
 
@@ -449,8 +452,7 @@ export class TrainingSessions {
    * claimed: what will be sent.
    */
   async claim(key: string, claimId: string, expectedDigest?: string): Promise<TrainingSession> {
-    return this.locked(key, async () => {
-      const session = await this.settled(await this.get(key));
+    return this.modify(key, (session) => {
       if (!session) throw noSession();
       assertOpen(session);
       const st = statusOf(session);
@@ -463,19 +465,22 @@ export class TrainingSessions {
         throw new TrainingSessionError('changed', (tr) => tr.t('training.consent.changed'));
       }
       const next: TrainingSession = { ...session, submission: { claimId, at: this.now() } };
-      await this.save(next);
-      return next;
+      return { session: next, result: next };
     });
   }
 
   /** Records the upload job of claim `claimId` (before anything is sent). */
   async attachJob(key: string, claimId: string, jobId: string): Promise<void> {
-    await this.locked(key, async () => {
-      const s = await this.get(key);
-      if (s?.submission?.claimId !== claimId) throw submitting();
-      await this.save({ ...s, submission: { ...s.submission, jobId } });
-      await this.kv.set(jobLinkKey(jobId), key, Math.max(1000, s.expiresAt - this.now()));
-    });
+    const s = await this.modify(
+      key,
+      (s) => {
+        if (s?.submission?.claimId !== claimId) throw submitting();
+        const next: TrainingSession = { ...s, submission: { ...s.submission, jobId } };
+        return { session: next, result: next };
+      },
+      { settle: false },
+    );
+    await this.kv.set(jobLinkKey(jobId), key, Math.max(1000, s.expiresAt - this.now()));
   }
 
   /**
@@ -490,17 +495,19 @@ export class TrainingSessions {
     claimId: string,
     outcome: 'not_sent' | 'failed' | 'accepted',
   ): Promise<TrainingSession | undefined> {
-    return this.locked(key, async () => {
-      const s = await this.get(key);
-      if (!s || s.submission?.claimId !== claimId) return s;
-      const { submission, ...rest } = s;
-      let next: TrainingSession;
-      if (outcome === 'accepted') next = { ...s, submission: { ...submission, accepted: true } };
-      else if (outcome === 'failed' && submission.jobId) next = { ...rest, failedJobId: submission.jobId };
-      else next = rest;
-      await this.save(next);
-      return next;
-    });
+    return this.modify(
+      key,
+      (s) => {
+        if (!s || s.submission?.claimId !== claimId) return { session: s, result: s };
+        const { submission, ...rest } = s;
+        let next: TrainingSession;
+        if (outcome === 'accepted') next = { ...s, submission: { ...submission, accepted: true } };
+        else if (outcome === 'failed' && submission.jobId) next = { ...rest, failedJobId: submission.jobId };
+        else next = rest;
+        return { session: next, result: next };
+      },
+      { settle: false },
+    );
   }
 
   /**
@@ -512,10 +519,11 @@ export class TrainingSessions {
     if (state !== 'finished' && state !== 'failed') return;
     const key = await this.kv.get<unknown>(jobLinkKey(jobId));
     if (typeof key !== 'string') return;
-    await this.locked(key, async () => {
-      const s = await this.get(key);
-      if (s?.submission?.jobId === jobId) await this.settleAs(s, state);
-    });
+    await this.modify(
+      key,
+      (s) => ({ session: s?.submission?.jobId === jobId ? settleAs(s, state) : s, result: undefined }),
+      { settle: false },
+    );
   }
 
   /**
@@ -598,37 +606,59 @@ export class TrainingSessions {
     return sub.at + CLAIM_STALE_MS <= this.now();
   }
 
-  /** Inside the lock: `s` with its submission settled (see current()); undefined when it ended the session. */
+  /**
+   * `s` with its submission settled (see current()); undefined when that ended the session.
+   * Reads only (the job's state): `modify` writes what it answers.
+   */
   private async settled(s: TrainingSession | undefined): Promise<TrainingSession | undefined> {
     const sub = s?.submission;
     if (!s || !sub || !this.settleable(sub)) return s;
     if (!sub.jobId) {
       const { submission: _stale, ...open } = s;
       this.logger.warn({ key: s.key }, 'stale training submission claim released');
-      await this.save(open);
       return open;
     }
     const state = await this.jobState?.(sub.jobId);
     // A job no longer stored cannot be waited for: its photos are open again.
-    if (state === 'finished' || state === 'failed' || state === undefined) {
-      return this.settleAs(s, state ?? 'failed');
-    }
+    if (state === 'finished' || state === 'failed' || state === undefined)
+      return settleAs(s, state ?? 'failed');
     return s;
   }
 
-  /** Inside the lock: the submission's job ended as `state`. */
-  private async settleAs(
-    s: TrainingSession,
-    state: 'finished' | 'failed',
-  ): Promise<TrainingSession | undefined> {
-    if (state === 'finished') {
-      await this.kv.delete(s.key);
-      return undefined;
-    }
-    const { submission, ...open } = s;
-    const next: TrainingSession = submission?.jobId ? { ...open, failedJobId: submission.jobId } : open;
-    await this.save(next);
-    return next;
+  /**
+   * A read-modify-write of session `key`, atomic across every instance sharing the store:
+   * a compare-and-set (the store's `update`), so a change another instance made meanwhile
+   * makes it decide again, and nothing is held while it decides. `change` sees the live
+   * session (its submission settled from its job first, unless `settle` is false) and answers
+   * what to store: the same object (nothing), another (written, its TTL to `expiresAt`) or
+   * undefined (deleted); it may throw a refusal, and must have no other effect.
+   */
+  private async modify<T>(
+    key: string,
+    change: (s: TrainingSession | undefined) => SessionChange<T>,
+    opts: { settle?: boolean } = {},
+  ): Promise<T> {
+    const done = await this.kv.update(
+      [key],
+      async ([stored]): Promise<KvDecision<{ result: T; saved?: TrainingSession }>> => {
+        const read = this.live(stored);
+        const current = opts.settle === false ? read : await this.settled(read);
+        const { session, result } = change(current);
+        if (session === undefined) {
+          const drop: KvWrite[] = stored === undefined ? [] : [{ key, delete: true }];
+          return { result: { result }, writes: drop };
+        }
+        if (session === read) return { result: { result } };
+        const ttlMs = session.expiresAt - this.now();
+        if (ttlMs <= 0) throw noSession();
+        return { result: { result, saved: session }, writes: [{ key, value: session, ttlMs }] };
+      },
+    );
+    // A failed job's Retry finds the session for as long as the session lives (adds renew it).
+    const { saved } = done;
+    if (saved?.failedJobId !== undefined)
+      await this.kv.set(jobLinkKey(saved.failedJobId), key, Math.max(1000, saved.expiresAt - this.now()));
+    return done.result;
   }
 
   /** Declared type and size first (no download), then the streamed inspection. */
@@ -652,14 +682,6 @@ export class TrainingSessions {
     }
   }
 
-  private async save(s: TrainingSession): Promise<void> {
-    const ttl = s.expiresAt - this.now();
-    if (ttl <= 0) throw noSession();
-    await this.kv.set(s.key, s, ttl);
-    // A failed job's Retry finds the session for as long as the session lives (adds renew it).
-    if (s.failedJobId !== undefined) await this.kv.set(jobLinkKey(s.failedJobId), s.key, ttl);
-  }
-
   /** The keys of the member's sessions (some may be gone: readers check). */
   private async memberKeys(userId: string): Promise<string[]> {
     const raw = await this.kv.get<unknown>(memberKey(userId));
@@ -669,26 +691,37 @@ export class TrainingSessions {
 
   /**
    * Keeps `key` in the member's index, which outlives their last session by a
-   * day; keys whose session is gone are dropped on the way (under the index's
-   * own lock: two instances opening sessions at once both land).
+   * day; keys whose session is gone are dropped on the way (a compare-and-set:
+   * two instances opening sessions at once both land).
    */
   private async indexFor(userId: string, key: string, expiresAt: number): Promise<void> {
-    await this.kv.withLock(memberKey(userId), async () => {
-      const keys = await this.memberKeys(userId);
+    const index = memberKey(userId);
+    await this.kv.update([index], async ([stored]) => {
+      const parsed = z.array(z.string()).safeParse(stored);
       const live: string[] = [];
-      for (const k of keys) if (k !== key && (await this.kv.get<unknown>(k)) !== undefined) live.push(k);
+      for (const k of parsed.success ? parsed.data : [])
+        if (k !== key && (await this.kv.get<unknown>(k)) !== undefined) live.push(k);
       live.push(key);
-      await this.kv.set(memberKey(userId), live, Math.max(1000, expiresAt - this.now()) + DAY_MS);
+      const ttlMs = Math.max(1000, expiresAt - this.now()) + DAY_MS;
+      return { result: undefined, writes: [{ key: index, value: live, ttlMs }] };
     });
-  }
-
-  /** A read-modify-write of session `key`, atomic across every instance sharing the store. */
-  private locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    return this.kv.withLock(`lock:${key}`, fn);
   }
 }
 
 const DAY_MS = 86_400_000;
+
+/** What a change of a session answers (see TrainingSessions.modify). */
+interface SessionChange<T> {
+  session: TrainingSession | undefined;
+  result: T;
+}
+
+/** The session once its submission's job ended as `state`: gone (finished) or open again for Retry. */
+function settleAs(s: TrainingSession, state: 'finished' | 'failed'): TrainingSession | undefined {
+  if (state === 'finished') return undefined;
+  const { submission, ...open } = s;
+  return submission?.jobId ? { ...open, failedJobId: submission.jobId } : open;
+}
 
 /** The keys of a member's sessions (for /privacy: sessions are keyed by user and channel). */
 const memberKey = (userId: string): string => `training-user:${userId}`;

@@ -1,8 +1,9 @@
--- Compare-and-set over several records at once (fair use and credits): nothing is written
--- unless every key still holds the exact text the caller read, so a caller paused between its
--- read and this write cannot overwrite what another instance stored meanwhile.
+-- Compare-and-set over several records at once (fair use and credits, and every kv
+-- read-modify-write): nothing is written unless every key still holds the exact text the
+-- caller read, so a caller paused between its read and this write cannot overwrite what
+-- another instance stored meanwhile.
 -- KEYS: every key read; ARGV[1..#KEYS]: the text each held ('' = absent);
--- then, per key to write: its position in KEYS, its new text, its TTL in ms.
+-- then, per key to write: its position in KEYS, its new text ('' = delete it), its TTL in ms.
 local n = #KEYS
 for i = 1, n do
   local current = redis.call('get', KEYS[i])
@@ -10,6 +11,11 @@ for i = 1, n do
   if current ~= ARGV[i] then return 0 end
 end
 for j = n + 1, #ARGV, 3 do
-  redis.call('set', KEYS[tonumber(ARGV[j])], ARGV[j + 1], 'PX', ARGV[j + 2])
+  local key = KEYS[tonumber(ARGV[j])]
+  if ARGV[j + 1] == '' then
+    redis.call('del', key)
+  else
+    redis.call('set', key, ARGV[j + 1], 'PX', ARGV[j + 2])
+  end
 end
 return 1
