@@ -3,13 +3,17 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, secretsOf, type Config } from '../src/config.js';
+import { ConfigError, parseConfig as parseWith, secretsOf, type Config } from '../src/config.js';
+import { operationModules } from '../src/services/operations/index.js';
 
 const REQUIRED = {
   DISCORD_TOKEN: 'bot-token-abc.def',
   DISCORD_APPLICATION_ID: '123456789012345678',
   MEDIA_API_KEY: 'media-key-xyz',
 } as const;
+
+/** The environment read as the bot reads it: with the registry's operations. */
+const parseConfig = (env: Record<string, string | undefined>): Config => parseWith(env, operationModules);
 
 /** The problems parseConfig reports for `env` (fails the test when it parses). */
 function problemsOf(env: Record<string, string | undefined>): string[] {
@@ -126,10 +130,12 @@ describe('parseConfig', () => {
         paths: {
           fetch: '/fetch',
           fetchMany: '/fetch-many',
-          upscale: '/image-upscale',
-          songExtend: '/song-extend',
-          videoExtend: '/video-extend',
-          photoUpload: '/ai-photo-upload',
+          submit: {
+            upscale: '/image-upscale',
+            song: '/song-extend',
+            video: '/video-extend',
+            upload: '/ai-photo-upload',
+          },
         },
         photoFormat: 'base64',
         timeoutMs: c.media.timeoutMs,
@@ -311,7 +317,7 @@ describe('parseConfig', () => {
     expect(c.media.showAccountBalance).toBe(true);
     expect(c.media.submitConcurrency).toBe(3);
     expect(c.media.readsPerSecond).toBe(50);
-    expect(c.media.paths.upscale).toBe('/up');
+    expect(c.media.paths.submit).toEqual({ ...parseConfig(REQUIRED).media.paths.submit, upscale: '/up' });
     expect(c.media.photoFormat).toBe('url');
     expect(c.publicUrl).toBe('https://bot.example.test');
     expect(c.http).toEqual({ host: '127.0.0.1', port: 8080, trustProxy: false });

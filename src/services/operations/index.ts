@@ -1,8 +1,9 @@
 /**
  * The registry of media operations: one module each (./types.ts says what a
- * module declares). Typed against every `Operation`, so adding an operation to
- * OPERATIONS without its module here (or a module without a piece) does not
- * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
+ * module declares), the one source of their commands, costs and service paths.
+ * Typed against every `Operation`, so adding an operation to OPERATIONS without
+ * its module here (or a module without a piece) does not compile. Adding one:
+ * see "Adding an operation" in CONTRIBUTING.md.
  */
 import type { NextStep } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
@@ -15,7 +16,14 @@ import type { JobRecord } from '../store/types.js';
 import { songOperation } from './extend-song.js';
 import { videoOperation } from './extend-video.js';
 import { uploadOperation } from './training-upload.js';
-import type { OperationModule, OperationRegistry, OutputsOf, Parsed, ParamsOf } from './types.js';
+import type {
+  OperationModule,
+  OperationRegistry,
+  OutputsOf,
+  Parsed,
+  ParamsOf,
+  SomeOperationModule,
+} from './types.js';
 import { upscaleOperation } from './upscale.js';
 import { inEnglish, problemText } from './fields.js';
 import type { MemberText } from './input.js';
@@ -26,6 +34,12 @@ export const operations = {
   video: videoOperation,
   upload: uploadOperation,
 } as const satisfies OperationRegistry;
+
+/**
+ * The modules in the registry's order: what the command list (src/commands/index.ts) and
+ * the configuration's MEDIA_PATH_* and CREDIT_COSTS (parseConfig, from main) are read from.
+ */
+export const operationModules: readonly SomeOperationModule[] = Object.values(operations);
 
 /** The module of `op`, typed for generic callers. */
 export function operationOf<K extends Operation>(op: K): OperationModule<K> {
