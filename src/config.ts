@@ -537,13 +537,13 @@ function problemsOf(error: z.ZodError): string[] {
 }
 
 /**
- * Parses an environment; throws ConfigError listing every problem. `operations` declare
+ * Parses an environment (default: process.env); throws ConfigError listing every problem. `operations` declare
  * the MEDIA_PATH_* variables and the commands CREDIT_COSTS may name (the registry's
  * modules: src/services/operations/).
  */
 export function parseConfig(
-  env: Record<string, string | undefined>,
   operations: readonly OperationSettings[],
+  env: Record<string, string | undefined> = process.env,
 ): Config {
   const declared = declarationProblem(operations);
   if (declared !== undefined) throw new Error(`Operations declared wrongly: ${declared}`);

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   let config: Config;
   try {
     // The operations declare their MEDIA_PATH_* variables and the commands CREDIT_COSTS may name.
-    config = parseConfig(process.env, operationModules);
+    config = parseConfig(operationModules);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(

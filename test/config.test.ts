@@ -13,7 +13,7 @@ const REQUIRED = {
 } as const;
 
 /** The environment read as the bot reads it: with the registry's operations. */
-const parseConfig = (env: Record<string, string | undefined>): Config => parseWith(env, operationModules);
+const parseConfig = (env: Record<string, string | undefined>): Config => parseWith(operationModules, env);
 
 /** The problems parseConfig reports for `env` (fails the test when it parses). */
 function problemsOf(env: Record<string, string | undefined>): string[] {

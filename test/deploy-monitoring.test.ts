@@ -168,10 +168,11 @@ describe('compose profile, Prometheus and Grafana provisioning agree', () => {
     expect(prom).toMatch(/dns_sd_configs:\n\s+- names: \['bot'\]\n\s+type: A\n\s+port: (\d+)/);
     const port = /dns_sd_configs:[\s\S]*?port: (\d+)/.exec(prom)?.[1];
     // The bot's default PORT (the compose file sets none).
-    const config = parseConfig(
-      { DISCORD_TOKEN: 't', DISCORD_APPLICATION_ID: '123456789012345678', MEDIA_API_KEY: 'k' },
-      operationModules,
-    );
+    const config = parseConfig(operationModules, {
+      DISCORD_TOKEN: 't',
+      DISCORD_APPLICATION_ID: '123456789012345678',
+      MEDIA_API_KEY: 'k',
+    });
     expect(Number(port)).toBe(config.http.port);
     expect(compose).toMatch(/^ {2}bot:$/m);
     const file = /credentials_file: (\S+)/.exec(prom)?.[1];

@@ -98,7 +98,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...opts.env,
   };
   if (opts.interactions) fake.setInteractionsMode(opts.interactions, `${baseUrl}/interactions`);
-  const config = parseConfig(env, operationModules);
+  const config = parseConfig(operationModules, env);
   const logger = createLogger({
     level: process.env.TEST_LOG_LEVEL ?? config.logLevel,
     secrets: [fake.token],
