@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,20 @@ describe('parseConfig', () => {
     expect(() => parseConfig({ ...REQUIRED, CREDIT_COSTS: 'remix=3' })).toThrow(
       /CREDIT_COSTS: .*not understood: "remix=3"/,
     );
+  });
+
+  it('each operation module’s MEDIA_PATH_* variable and default cost are documented where operators look', async () => {
+    const example = await readFile(resolve('.env.example'), 'utf8');
+    const docs = await readFile(resolve('docs/configuration.md'), 'utf8');
+    const costs = operationModules.map((m) => `${m.command}=${m.cost}`).join(',');
+    expect(example).toContain(`CREDIT_COSTS=${costs}\n`);
+    expect(docs).toContain(`| \`${costs}\` |`);
+    for (const m of operationModules) {
+      expect(example).toContain(`${m.path.variable}=${m.path.default}\n`);
+      expect(docs).toMatch(
+        new RegExp(`\\| \`${m.path.variable}\` +\\| \`${m.path.default}\` +\\| \`/${m.command}`),
+      );
+    }
   });
 
   it('ALLOWED_GUILD_IDS and OPERATOR_DAILY_CREDITS: server ids and a daily ceiling, one line per bad value', () => {
