@@ -331,9 +331,9 @@ function operationsSchema(operations: readonly OperationSettings[]) {
   };
 }
 
-/** Two operations naming one command or one variable: a mistake in the code, not in the environment. */
+/** Two operations naming one command or one variable (or a cost out of range): a mistake in the code, not in the environment. */
 function declarationProblem(operations: readonly OperationSettings[]): string | undefined {
-  const taken = new Set<string>(Object.keys(schema.shape));
+  const taken = new Set<string>([...Object.keys(schema.shape), 'CREDIT_COSTS']);
   for (const o of operations) {
     for (const name of [`operation ${o.operation}`, `command ${o.command}`, o.path.variable]) {
       if (taken.has(name)) return `${name} is declared twice`;
@@ -578,7 +578,9 @@ export function parseConfig(
     throw new ConfigError(['METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT)']);
   }
   return toConfig(parsed.data, {
-    submit: Object.fromEntries(operations.map((o) => [o.operation, paths.data[o.path.variable] ?? ''])),
+    submit: Object.fromEntries(
+      operations.map((o) => [o.operation, paths.data[o.path.variable] ?? o.path.default]),
+    ),
     costs: costs.data.CREDIT_COSTS,
   });
 }
