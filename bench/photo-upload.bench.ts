@@ -408,10 +408,7 @@ export async function runPhotoUploadBench(): Promise<Record<string, number | str
       apiKey: 'bench',
       paths: {
         fetch: '/fetch',
-        upscale: '/u',
-        songExtend: '/s',
-        videoExtend: '/v',
-        photoUpload: '/ai-photo-upload',
+        submit: { upscale: '/u', song: '/s', video: '/v', upload: '/ai-photo-upload' },
       },
       photoFormat: 'base64',
       timeoutMs: 120_000,

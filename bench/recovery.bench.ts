@@ -15,6 +15,7 @@ import { TaskReader } from '../src/services/media/task-batcher.js';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/emulator/server.js';
 import { r1 } from './common.js';
 import { mediaOperations } from '../src/services/operations/index.js';
+import { DEFAULT_MEDIA_PATHS } from '../test/helpers/media-paths.js';
 
 const PRODUCTION_RATE = 10;
 
@@ -42,14 +43,7 @@ export async function runRecoveryBench(): Promise<RecoveryRow[]> {
     new MediaClient({
       baseUrl: emulator.url,
       apiKey: emulator.apiKey,
-      paths: {
-        fetch: '/fetch',
-        fetchMany: '/fetch-many',
-        upscale: '/image-upscale',
-        songExtend: '/song-extend',
-        videoExtend: '/video-extend',
-        photoUpload: '/ai-photo-upload',
-      },
+      paths: DEFAULT_MEDIA_PATHS,
       photoFormat: 'url',
       timeoutMs: 30_000,
       upscaleTimeoutMs: 30_000,

@@ -145,48 +145,52 @@ const bool = (what: string) =>
     )
     .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
-/** The commands that cost credits, as named in CREDIT_COSTS. */
-export const COSTED_COMMANDS = ['upscale', 'extend-song', 'extend-video', 'training-photos'] as const;
-export type CostedCommand = (typeof COSTED_COMMANDS)[number];
-
-/** What each command costs unless CREDIT_COSTS says otherwise. */
-export const DEFAULT_CREDIT_COSTS: Readonly<Record<CostedCommand, number>> = {
-  upscale: 1,
-  'extend-song': 2,
-  'extend-video': 6,
-  'training-photos': 2,
-};
+/**
+ * What the configuration reads of each media operation: its module declares it
+ * (src/services/operations/), and whoever parses the environment passes the
+ * modules in, so this module imports none of them.
+ */
+export interface OperationSettings {
+  readonly operation: string;
+  /** Its slash command: its name in CREDIT_COSTS. */
+  readonly command: string;
+  /** What it costs unless CREDIT_COSTS says otherwise. */
+  readonly cost: number;
+  /** Its service endpoint: the MEDIA_PATH_* variable that sets it, and its default. */
+  readonly path: { readonly variable: string; readonly default: string };
+}
 
 /**
  * `upscale=1,extend-song=2,…`: each a whole number 0-1000000; a command left out costs its
  * built-in price (so a new command after an upgrade never stops the bot from starting).
  */
-const creditCosts = z.string().transform((v, ctx): Record<CostedCommand, number> => {
-  const out: Record<CostedCommand, number> = { ...DEFAULT_CREDIT_COSTS };
-  const problems: string[] = [];
-  for (const part of v
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '')) {
-    const m = /^([\w-]+)\s*=\s*(\d{1,7})$/.exec(part);
-    const name = m?.[1] as CostedCommand | undefined;
-    if (!m || !name || !(COSTED_COMMANDS as readonly string[]).includes(name)) {
-      problems.push(`"${part}"`);
-      continue;
+const creditCosts = (operations: readonly OperationSettings[]) =>
+  z.string().transform((v, ctx): Record<string, number> => {
+    const out: Record<string, number> = Object.fromEntries(operations.map((o) => [o.command, o.cost]));
+    const problems: string[] = [];
+    for (const part of v
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '')) {
+      const m = /^([\w-]+)\s*=\s*(\d{1,7})$/.exec(part);
+      const name = m?.[1];
+      if (!m || name === undefined || !Object.hasOwn(out, name)) {
+        problems.push(`"${part}"`);
+        continue;
+      }
+      const cost = Number(m[2]);
+      if (cost > 1_000_000) problems.push(`"${part}" (at most 1000000)`);
+      else out[name] = cost;
     }
-    const cost = Number(m[2]);
-    if (cost > 1_000_000) problems.push(`"${part}" (at most 1000000)`);
-    else out[name] = cost;
-  }
-  if (problems.length > 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be command=cost pairs for ${COSTED_COMMANDS.join(', ')}; not understood: ${problems.join(', ')}`,
-    });
-    return z.NEVER;
-  }
-  return out;
-});
+    if (problems.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be command=cost pairs for ${operations.map((o) => o.command).join(', ')}; not understood: ${problems.join(', ')}`,
+      });
+      return z.NEVER;
+    }
+    return out;
+  });
 
 /** ALLOWED_GUILD_IDS: a comma list of server ids (snowflakes), at least one. */
 const guildIdList = z.string().transform((v, ctx): string[] => {
@@ -242,10 +246,6 @@ const schema = z.object({
   ),
   MEDIA_FETCH_PATH: withDefault(path, '/fetch'),
   MEDIA_FETCH_MANY_PATH: withDefault(path, '/fetch-many'),
-  MEDIA_PATH_UPSCALE: withDefault(path, '/image-upscale'),
-  MEDIA_PATH_SONG_EXTEND: withDefault(path, '/song-extend'),
-  MEDIA_PATH_VIDEO_EXTEND: withDefault(path, '/video-extend'),
-  MEDIA_PATH_PHOTO_UPLOAD: withDefault(path, '/ai-photo-upload'),
   MEDIA_PHOTO_FORMAT: withDefault(z.enum(['base64', 'url'], { error: 'must be base64 or url' }), 'base64'),
   MEDIA_TIMEOUT_MS: withDefault(int(1000, 600_000, 'milliseconds per service request'), '30000'),
   MEDIA_UPSCALE_TIMEOUT_MS: withDefault(
@@ -303,7 +303,6 @@ const schema = z.object({
   DEFAULT_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished jobs per member per server'), '3'),
   DEFAULT_COOLDOWN_SECONDS: withDefault(int(0, 3600, 'seconds between two submissions of a member'), '0'),
   DEFAULT_DAILY_CREDITS: withDefault(int(0, 1_000_000, 'credits per server per UTC day, 0 = no budget'), '0'),
-  CREDIT_COSTS: withDefault(creditCosts, ''),
   USER_INSTALL: withDefault(bool('also register the job commands for user installs'), 'false'),
   USER_MAX_ACTIVE_JOBS: withDefault(int(1, 50, 'unfinished personal jobs per member'), '3'),
   USER_DAILY_CREDITS: withDefault(
@@ -321,6 +320,30 @@ const schema = z.object({
 });
 
 type Env = z.output<typeof schema>;
+
+/** The variables each operation declares: MEDIA_PATH_* (in their order), then CREDIT_COSTS. */
+function operationsSchema(operations: readonly OperationSettings[]) {
+  return {
+    paths: z.object(
+      Object.fromEntries(operations.map((o) => [o.path.variable, withDefault(path, o.path.default)])),
+    ),
+    costs: z.object({ CREDIT_COSTS: withDefault(creditCosts(operations), '') }),
+  };
+}
+
+/** Two operations naming one command or one variable (or a cost out of range): a mistake in the code, not in the environment. */
+function declarationProblem(operations: readonly OperationSettings[]): string | undefined {
+  const taken = new Set<string>([...Object.keys(schema.shape), 'CREDIT_COSTS']);
+  for (const o of operations) {
+    for (const name of [`operation ${o.operation}`, `command ${o.command}`, o.path.variable]) {
+      if (taken.has(name)) return `${name} is declared twice`;
+      taken.add(name);
+    }
+    if (!Number.isInteger(o.cost) || o.cost < 0 || o.cost > 1_000_000)
+      return `operation ${o.operation}: cost ${o.cost} is not a whole number 0-1000000`;
+  }
+  return undefined;
+}
 
 export interface Config {
   discord: {
@@ -340,10 +363,8 @@ export interface Config {
     paths: {
       fetch: string;
       fetchMany: string;
-      upscale: string;
-      songExtend: string;
-      videoExtend: string;
-      photoUpload: string;
+      /** Each operation's endpoint (its MEDIA_PATH_* variable), by operation. */
+      submit: Readonly<Record<string, string>>;
     };
     photoFormat: 'base64' | 'url';
     timeoutMs: number;
@@ -382,7 +403,8 @@ export interface Config {
   /** Per-guild settings' defaults (a server's own values, set with /settings, win) and credit costs. */
   community: {
     defaults: { threads: boolean; maxActiveJobs: number; cooldownSeconds: number; dailyCredits: number };
-    costs: Record<CostedCommand, number>;
+    /** What each operation's command costs (CREDIT_COSTS), by command. */
+    costs: Readonly<Record<string, number>>;
   };
   /**
    * User installs (USER_INSTALL): `enabled` registers the user-installable commands globally
@@ -433,7 +455,13 @@ function discordOf(e: DiscordEnv): Config['discord'] {
   };
 }
 
-function toConfig(e: Env): Config {
+/** What the operations' variables set: their endpoints (by operation) and costs (by command). */
+interface OperationValues {
+  submit: Record<string, string>;
+  costs: Record<string, number>;
+}
+
+function toConfig(e: Env, ops: OperationValues): Config {
   return {
     discord: discordOf(e),
     media: {
@@ -442,10 +470,7 @@ function toConfig(e: Env): Config {
       paths: {
         fetch: e.MEDIA_FETCH_PATH,
         fetchMany: e.MEDIA_FETCH_MANY_PATH,
-        upscale: e.MEDIA_PATH_UPSCALE,
-        songExtend: e.MEDIA_PATH_SONG_EXTEND,
-        videoExtend: e.MEDIA_PATH_VIDEO_EXTEND,
-        photoUpload: e.MEDIA_PATH_PHOTO_UPLOAD,
+        submit: ops.submit,
       },
       photoFormat: e.MEDIA_PHOTO_FORMAT,
       timeoutMs: e.MEDIA_TIMEOUT_MS,
@@ -493,7 +518,7 @@ function toConfig(e: Env): Config {
         cooldownSeconds: e.DEFAULT_COOLDOWN_SECONDS,
         dailyCredits: e.DEFAULT_DAILY_CREDITS,
       },
-      costs: e.CREDIT_COSTS,
+      costs: ops.costs,
     },
     userInstall: {
       enabled: e.USER_INSTALL,
@@ -511,9 +536,21 @@ function problemsOf(error: z.ZodError): string[] {
   return error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`);
 }
 
-/** Parses an environment (default: process.env); throws ConfigError listing every problem. */
-export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+/**
+ * Parses an environment (default: process.env); throws ConfigError listing every problem. `operations` declare
+ * the MEDIA_PATH_* variables and the commands CREDIT_COSTS may name (the registry's
+ * modules: src/services/operations/).
+ */
+export function parseConfig(
+  operations: readonly OperationSettings[],
+  env: Record<string, string | undefined> = process.env,
+): Config {
+  const declared = declarationProblem(operations);
+  if (declared !== undefined) throw new Error(`Operations declared wrongly: ${declared}`);
   const parsed = schema.safeParse(env);
+  const variables = operationsSchema(operations);
+  const paths = variables.paths.safeParse(env);
+  const costs = variables.costs.safeParse(env);
   // Listed with the others, so one start shows every problem.
   const publicKeyMissing =
     emptyAsUnset(env['DISCORD_INTERACTIONS']) === 'http' &&
@@ -522,8 +559,14 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
           'DISCORD_PUBLIC_KEY: required with DISCORD_INTERACTIONS=http (Developer Portal → General Information → Public Key)',
         ]
       : [];
-  if (!parsed.success) throw new ConfigError([...problemsOf(parsed.error), ...publicKeyMissing]);
-  if (publicKeyMissing.length > 0) throw new ConfigError(publicKeyMissing);
+  const problems = [
+    ...(parsed.success ? [] : problemsOf(parsed.error)),
+    ...(paths.success ? [] : problemsOf(paths.error)),
+    ...(costs.success ? [] : problemsOf(costs.error)),
+    ...publicKeyMissing,
+  ];
+  if (!parsed.success || !paths.success || !costs.success || problems.length > 0)
+    throw new ConfigError(problems);
   // The service would fetch url-mode photos itself: only the bot's cleaned copies (served under
   // PUBLIC_URL) may be given, never the Discord originals with their metadata.
   if (parsed.data.MEDIA_PHOTO_FORMAT === 'url' && parsed.data.PUBLIC_URL === undefined) {
@@ -534,7 +577,12 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   if (parsed.data.METRICS_PORT !== undefined && parsed.data.METRICS_PORT === parsed.data.PORT) {
     throw new ConfigError(['METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT)']);
   }
-  return toConfig(parsed.data);
+  return toConfig(parsed.data, {
+    submit: Object.fromEntries(
+      operations.map((o) => [o.operation, paths.data[o.path.variable] ?? o.path.default]),
+    ),
+    costs: costs.data.CREDIT_COSTS,
+  });
 }
 
 /**

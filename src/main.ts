@@ -3,13 +3,15 @@ import { createLogger, resolveLogFormat } from './logger.js';
 import { createApp, type App } from './app.js';
 import { describeStartFailure, inPhase } from './start-errors.js';
 import { waitForRedis } from './services/store/wait-for-redis.js';
+import { operationModules } from './services/operations/index.js';
 
 /** Entry point: config → app → start; graceful shutdown on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   loadDotEnv();
   let config: Config;
   try {
-    config = parseConfig();
+    // The operations declare their MEDIA_PATH_* variables and the commands CREDIT_COSTS may name.
+    config = parseConfig(operationModules);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(

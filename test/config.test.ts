@@ -1,15 +1,19 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, secretsOf, type Config } from '../src/config.js';
+import { ConfigError, parseConfig as parseWith, secretsOf, type Config } from '../src/config.js';
+import { operationModules } from '../src/services/operations/index.js';
 
 const REQUIRED = {
   DISCORD_TOKEN: 'bot-token-abc.def',
   DISCORD_APPLICATION_ID: '123456789012345678',
   MEDIA_API_KEY: 'media-key-xyz',
 } as const;
+
+/** The environment read as the bot reads it: with the registry's operations. */
+const parseConfig = (env: Record<string, string | undefined>): Config => parseWith(operationModules, env);
 
 /** The problems parseConfig reports for `env` (fails the test when it parses). */
 function problemsOf(env: Record<string, string | undefined>): string[] {
@@ -126,10 +130,12 @@ describe('parseConfig', () => {
         paths: {
           fetch: '/fetch',
           fetchMany: '/fetch-many',
-          upscale: '/image-upscale',
-          songExtend: '/song-extend',
-          videoExtend: '/video-extend',
-          photoUpload: '/ai-photo-upload',
+          submit: {
+            upscale: '/image-upscale',
+            song: '/song-extend',
+            video: '/video-extend',
+            upload: '/ai-photo-upload',
+          },
         },
         photoFormat: 'base64',
         timeoutMs: c.media.timeoutMs,
@@ -174,6 +180,20 @@ describe('parseConfig', () => {
     expect(() => parseConfig({ ...REQUIRED, CREDIT_COSTS: 'remix=3' })).toThrow(
       /CREDIT_COSTS: .*not understood: "remix=3"/,
     );
+  });
+
+  it('each operation module’s MEDIA_PATH_* variable and default cost are documented where operators look', async () => {
+    const example = await readFile(resolve('.env.example'), 'utf8');
+    const docs = await readFile(resolve('docs/configuration.md'), 'utf8');
+    const costs = operationModules.map((m) => `${m.command}=${m.cost}`).join(',');
+    expect(example).toContain(`CREDIT_COSTS=${costs}\n`);
+    expect(docs).toContain(`| \`${costs}\` |`);
+    for (const m of operationModules) {
+      expect(example).toContain(`${m.path.variable}=${m.path.default}\n`);
+      expect(docs).toMatch(
+        new RegExp(`\\| \`${m.path.variable}\` +\\| \`${m.path.default}\` +\\| \`/${m.command}`),
+      );
+    }
   });
 
   it('ALLOWED_GUILD_IDS and OPERATOR_DAILY_CREDITS: server ids and a daily ceiling, one line per bad value', () => {
@@ -311,7 +331,7 @@ describe('parseConfig', () => {
     expect(c.media.showAccountBalance).toBe(true);
     expect(c.media.submitConcurrency).toBe(3);
     expect(c.media.readsPerSecond).toBe(50);
-    expect(c.media.paths.upscale).toBe('/up');
+    expect(c.media.paths.submit).toEqual({ ...parseConfig(REQUIRED).media.paths.submit, upscale: '/up' });
     expect(c.media.photoFormat).toBe('url');
     expect(c.publicUrl).toBe('https://bot.example.test');
     expect(c.http).toEqual({ host: '127.0.0.1', port: 8080, trustProxy: false });

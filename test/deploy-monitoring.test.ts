@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.js';
 import { parseConfig } from '../src/config.js';
+import { operationModules } from '../src/services/operations/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MONITORING = join(ROOT, 'deploy/monitoring');
@@ -167,7 +168,7 @@ describe('compose profile, Prometheus and Grafana provisioning agree', () => {
     expect(prom).toMatch(/dns_sd_configs:\n\s+- names: \['bot'\]\n\s+type: A\n\s+port: (\d+)/);
     const port = /dns_sd_configs:[\s\S]*?port: (\d+)/.exec(prom)?.[1];
     // The bot's default PORT (the compose file sets none).
-    const config = parseConfig({
+    const config = parseConfig(operationModules, {
       DISCORD_TOKEN: 't',
       DISCORD_APPLICATION_ID: '123456789012345678',
       MEDIA_API_KEY: 'k',

@@ -33,6 +33,7 @@ import {
   type TaskRecord,
 } from './emulator/server.js';
 import { mediaOperations } from '../src/services/operations/index.js';
+import { DEFAULT_MEDIA_PATHS } from './helpers/media-paths.js';
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -52,13 +53,7 @@ function captureLogger(): Captured {
   return { logger, lines };
 }
 
-const PATHS: MediaClientOptions['paths'] = {
-  fetch: '/fetch',
-  upscale: '/image-upscale',
-  songExtend: '/song-extend',
-  videoExtend: '/video-extend',
-  photoUpload: '/ai-photo-upload',
-};
+const PATHS = DEFAULT_MEDIA_PATHS;
 
 const clients: MediaClient[] = [];
 

@@ -41,6 +41,7 @@ import {
 } from './emulator/server.js';
 import { mediaOperations } from '../src/services/operations/index.js';
 import { TimerSchedule } from '../src/services/shared/periodic.js';
+import { DEFAULT_MEDIA_PATHS } from './helpers/media-paths.js';
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -67,14 +68,7 @@ function captureLogger(): { logger: Logger; lines: LogLine[]; raw: string[] } {
   return { logger, lines, raw };
 }
 
-const PATHS: MediaClientOptions['paths'] = {
-  fetch: '/fetch',
-  fetchMany: '/fetch-many',
-  upscale: '/image-upscale',
-  songExtend: '/song-extend',
-  videoExtend: '/video-extend',
-  photoUpload: '/ai-photo-upload',
-};
+const PATHS = DEFAULT_MEDIA_PATHS;
 
 /** Records the waits instead of waiting (the 429 path); `now` stays real. */
 function recordingClock(): Clock & { sleeps: number[] } {

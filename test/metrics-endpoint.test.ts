@@ -4,6 +4,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
+import { operationModules } from '../src/services/operations/index.js';
 import { createMetrics } from '../src/metrics.js';
 import {
   buildMetricsServer,
@@ -84,13 +85,13 @@ describe('/metrics', () => {
 
   it('config: METRICS_TOKEN too short and METRICS_PORT equal to PORT are refused with one line each', () => {
     const base = { DISCORD_TOKEN: 't', DISCORD_APPLICATION_ID: '123456789012345678', MEDIA_API_KEY: 'k' };
-    expect(() => parseConfig({ ...base, METRICS_TOKEN: 'short' })).toThrow(
+    expect(() => parseConfig(operationModules, { ...base, METRICS_TOKEN: 'short' })).toThrow(
       /METRICS_TOKEN: must be at least 16/,
     );
-    expect(() => parseConfig({ ...base, PORT: '3000', METRICS_PORT: '3000' })).toThrow(
+    expect(() => parseConfig(operationModules, { ...base, PORT: '3000', METRICS_PORT: '3000' })).toThrow(
       /METRICS_PORT: must differ/,
     );
-    const c = parseConfig({ ...base, METRICS_PORT: '9100', METRICS_TOKEN: TOKEN });
+    const c = parseConfig(operationModules, { ...base, METRICS_PORT: '9100', METRICS_TOKEN: TOKEN });
     expect(c.metrics).toEqual({ port: 9100, token: TOKEN });
   });
 });

@@ -4,6 +4,7 @@
  * A failing expectation, or an `@ts-expect-error` line that stopped being an error, fails both.
  */
 import { describe, expectTypeOf, it } from 'vitest';
+import type { MessageKey } from '../src/i18n/index.js';
 import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { operations } from '../src/services/operations/index.js';
 import type {
@@ -51,5 +52,11 @@ describe('an incomplete operation does not compile', () => {
     // The checks above can fail: the complete modules do pass.
     expectTypeOf<Registry['song']>().toExtend<OperationModule<'song'>>();
     expectTypeOf<Registry['video']>().toExtend<OperationModule<'video'>>();
+  });
+
+  it('every operation has its title and label in the catalogs (its command texts: test/i18n.test.ts)', () => {
+    expectTypeOf<`operations.${Operation}.title` | `operations.${Operation}.label`>().toExtend<MessageKey>();
+    // The check can fail: an operation the catalogs do not know has no such key.
+    expectTypeOf<'operations.remix.title'>().not.toExtend<MessageKey>();
   });
 });

@@ -22,7 +22,6 @@ import { TrainingSessions } from '../src/services/training/sessions.js';
 import { FairUseLedger } from '../src/services/community/fair-use.js';
 import { CommunityService } from '../src/services/community/community.js';
 import { GuildSettingsStore } from '../src/services/community/settings.js';
-import { DEFAULT_CREDIT_COSTS } from '../src/config.js';
 
 import { REDIS_URL } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
@@ -204,7 +203,7 @@ for (const backend of ['sqlite', 'redis'] as const)
         community: new CommunityService({
           settings: new GuildSettingsStore({ kv: stores.kv, defaults: DEFAULT_SETTINGS }),
           ledger: new FairUseLedger({ kv: stores.kv, slotTtlMs: DAY }),
-          costs: DEFAULT_CREDIT_COSTS,
+          costs: {}, // each command at its module's cost
           operator: {},
           jobMaxDurationMs: DAY,
           personal: { maxActiveJobs: 3, dailyCredits: 20 },

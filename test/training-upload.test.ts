@@ -20,6 +20,7 @@ import { startEmulator, type Emulator } from './emulator/server.js';
 import { MemoryKv } from './helpers/memory-kv.js';
 import { metadataFound, phoneJpeg, pngWithMetadata, uniqueJpeg, uniquePng } from './helpers/photos.js';
 import { mediaOperations } from '../src/services/operations/index.js';
+import { DEFAULT_MEDIA_PATHS } from './helpers/media-paths.js';
 
 /**
  * Service level: photos added to a session are cleaned, spooled, recorded in a
@@ -62,13 +63,7 @@ function client(photoFormat: 'base64' | 'url'): MediaClient {
   return new MediaClient({
     baseUrl: emulator.url,
     apiKey: emulator.apiKey,
-    paths: {
-      fetch: '/fetch',
-      upscale: '/image-upscale',
-      songExtend: '/song-extend',
-      videoExtend: '/video-extend',
-      photoUpload: '/ai-photo-upload',
-    },
+    paths: DEFAULT_MEDIA_PATHS,
     photoFormat,
     timeoutMs: 10_000,
     upscaleTimeoutMs: 10_000,

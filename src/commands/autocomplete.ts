@@ -3,12 +3,25 @@ import type { Operation, Song } from '../services/media/types.js';
 import type { JobRecord } from '../services/store/types.js';
 import { formatAgo, translatorFor } from '../i18n/index.js';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import type { ChoiceSource } from '../services/operations/types.js';
 import { mayActOnJob } from './preconditions.js';
 import type { BotContext } from './types.js';
 
 const MAX_CHOICES = 25;
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The choices of an option whose module declares `source` (the member typed `query`). */
+export function choicesFrom(
+  ctx: BotContext,
+  i: BotInteraction,
+  source: ChoiceSource,
+  query: string,
+): Promise<APIApplicationCommandOptionChoice<string>[]> {
+  return source.from === 'tasks'
+    ? taskChoices(ctx, i, source.of, query)
+    : songChoices(ctx, i, i.options.getString(source.taskOption) ?? '', query);
+}
 
 /** The user's finished tasks of one operation, newest first, filtered by what they typed. */
 export async function taskChoices(

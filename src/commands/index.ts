@@ -4,10 +4,10 @@ import {
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord-api-types/v10';
 import { localizeCommand } from '../i18n/index.js';
+import { operationModules } from '../services/operations/index.js';
+import type { SomeOperationModule } from '../services/operations/types.js';
 import type { Command, ComponentHandler } from './types.js';
-import { upscale } from './upscale.js';
-import { extendSong } from './extend-song.js';
-import { extendVideo } from './extend-video.js';
+import { operationCommand } from './operation-command.js';
 import { trainingPhotos, trainingComponents } from './training-photos.js';
 import { tasks, tasksButtons } from './tasks.js';
 import { settings } from './settings.js';
@@ -16,11 +16,8 @@ import { removeResult } from './remove-result.js';
 import { upscaleImage, upscaleImageModal } from './upscale-image.js';
 import { extendVideoModal, nextStepButtons } from './next-steps.js';
 
-/** The one registry of slash commands: what is here is what gets registered. */
-export const commands: readonly Command[] = [
-  upscale,
-  extendSong,
-  extendVideo,
+/** The commands no operation module declares: training photos (a session) and the rest. */
+const otherCommands: readonly Command[] = [
   trainingPhotos,
   tasks,
   settings,
@@ -28,6 +25,17 @@ export const commands: readonly Command[] = [
   removeResult,
   upscaleImage,
 ];
+
+/**
+ * The commands of `modules` (each operation declared with slash options, in their order)
+ * and the others: what is here is what gets registered.
+ */
+export function commandList(modules: readonly SomeOperationModule[]): Command[] {
+  return [...modules.flatMap((m) => operationCommand(m) ?? []), ...otherCommands];
+}
+
+/** The one list of slash commands: the operations registry's, then the others. */
+export const commands: readonly Command[] = commandList(operationModules);
 
 /** Buttons and modals, matched by custom_id prefix. */
 export const components: readonly ComponentHandler[] = [
@@ -63,8 +71,8 @@ function withInstalls(c: Command, userInstall: boolean): RESTPostAPIApplicationC
  * (`name_localizations`/`description_localizations`; names stay canonical) and where it
  * may be installed (USER_INSTALL).
  */
-export const commandData = (userInstall = false) =>
-  commands.map((c) => localizeCommand(withInstalls(c, userInstall)));
+export const commandData = (userInstall = false, list: readonly Command[] = commands) =>
+  list.map((c) => localizeCommand(withInstalls(c, userInstall)));
 
 /** One registration scope: global (`guildId` unset) or one server's commands. */
 export interface RegistrationScope {

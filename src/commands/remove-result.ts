@@ -6,7 +6,6 @@ import {
 import { translatorFor, type Translator } from '../i18n/index.js';
 import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import type { MessageOutcome, TakeDownReport } from '../services/moderation/take-down.js';
-import type { Operation } from '../services/media/types.js';
 import { requireGuild } from './preconditions.js';
 import { UserError, type BotContext, type Command } from './types.js';
 import { where } from './where.js';
@@ -23,13 +22,6 @@ const data: RESTPostAPIContextMenuApplicationCommandsJSONBody = {
   default_member_permissions: String(PermissionFlagsBits.ManageMessages),
   ...where.serverOnly,
 };
-
-const TITLE_KEY = {
-  upscale: 'operations.upscale.title',
-  song: 'operations.song.title',
-  video: 'operations.video.title',
-  upload: 'operations.upload.title',
-} as const satisfies Record<Operation, string>;
 
 function describe(report: TakeDownReport, tr: Translator): string {
   const { job } = report;
@@ -53,7 +45,10 @@ function describe(report: TakeDownReport, tr: Translator): string {
       tr.t(report.threadLocked ? 'moderation.remove.thread_locked' : 'moderation.remove.thread_not_locked'),
     );
   return [
-    tr.t('moderation.remove.done', { title: tr.t(TITLE_KEY[job.operation]), user: `<@${job.userId}>` }),
+    tr.t('moderation.remove.done', {
+      title: tr.t(`operations.${job.operation}.title`),
+      user: `<@${job.userId}>`,
+    }),
     ...parts.map((p) => `• ${p}`),
   ].join('\n');
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import { createApp, type App, type AppOptions } from '../../src/app.js';
 import { parseConfig, type Config } from '../../src/config.js';
+import { operationModules } from '../../src/services/operations/index.js';
 import { createLogger } from '../../src/logger.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/server.js';
 import { startFakeDiscord, type FakeDiscord } from '../fake-discord/index.js';
@@ -97,7 +98,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...opts.env,
   };
   if (opts.interactions) fake.setInteractionsMode(opts.interactions, `${baseUrl}/interactions`);
-  const config = parseConfig(env);
+  const config = parseConfig(operationModules, env);
   const logger = createLogger({
     level: process.env.TEST_LOG_LEVEL ?? config.logLevel,
     secrets: [fake.token],

@@ -91,7 +91,9 @@ export class CommunityService {
   }
 
   costOf(operation: Operation): number {
-    return this.deps.costs[operations[operation].command];
+    // The config has every registered command's cost; the module's own is its default.
+    const { command, cost } = operations[operation];
+    return this.deps.costs[command] ?? cost;
   }
 
   /**

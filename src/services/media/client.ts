@@ -44,10 +44,8 @@ export interface MediaClientOptions {
   apiKey: string;
   paths: {
     fetch: string;
-    upscale: string;
-    songExtend: string;
-    videoExtend: string;
-    photoUpload: string;
+    /** Each operation's endpoint (MEDIA_PATH_*), by operation. */
+    submit: Readonly<Record<string, string>>;
     /** MEDIA_FETCH_MANY_PATH (default `/fetch-many`). */
     fetchMany?: string;
     /** Default `/account`. */
@@ -212,7 +210,8 @@ export class MediaClient {
     // Built again for each attempt: a streamed body (photos) can be read only once.
     const body = (): Body =>
       m.body(checked.params, { ...(webhook ? { webhook } : {}), photoFormat: this.opts.photoFormat });
-    const path = this.opts.paths[m.path];
+    const path = this.opts.paths.submit[op];
+    if (path === undefined) throw new Error(`no service path for ${op} (its MEDIA_PATH_* variable)`);
     if (m.mode === 'async') {
       const json = await this.sendSubmission(path, body, this.opts.timeoutMs, options);
       const parsed = submitResponseSchema.safeParse(json);

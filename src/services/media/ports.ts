@@ -4,14 +4,12 @@
  * media/ never imports the registry (no import cycle, no upward arrow).
  */
 import type { ResultOutputs } from './schemas.js';
-import type { BodyOptions, Operation, ParamsOf, RequestBody, SubmissionPath } from './types.js';
+import type { BodyOptions, Operation, ParamsOf, RequestBody } from './types.js';
 
 export type { ResultOutputs } from './schemas.js';
 
-/** How one operation is sent to the service. */
+/** How one operation is sent to the service (to its endpoint: the client's `paths.submit`). */
 export interface Submission<K extends Operation> {
-  /** Service endpoint (MEDIA_PATH_*). */
-  readonly path: SubmissionPath;
   /** `sync`: the response is the finished result (upscale); `async`: a task id, then webhooks/polls. */
   readonly mode: 'sync' | 'async';
   /** Parameters → the service request body. */

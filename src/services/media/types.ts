@@ -125,6 +125,3 @@ export interface BodyOptions {
   /** MEDIA_PHOTO_FORMAT. */
   photoFormat: 'base64' | 'url';
 }
-
-/** The submission endpoints among the client's paths (MEDIA_PATH_*). */
-export type SubmissionPath = 'upscale' | 'songExtend' | 'videoExtend' | 'photoUpload';

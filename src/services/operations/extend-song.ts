@@ -79,14 +79,18 @@ function songLine(song: Song, index: number, tr: Translator): string {
 export const songOperation: OperationModule<'song'> = {
   operation: 'song',
   command: 'extend-song',
-  title: 'Song extension',
-  label: 'Song',
-  path: 'songExtend',
+  cost: 2,
+  path: { variable: 'MEDIA_PATH_SONG_EXTEND', default: '/song-extend' },
   mode: 'async',
   schema: songExtendParamsSchema,
   input: {
     kind: 'slash',
     data,
+    // The member's song tasks, then the two songs of the one chosen.
+    autocomplete: {
+      task_id: { from: 'tasks', of: 'song' },
+      song_id: { from: 'songs', taskOption: 'task_id' },
+    },
     fromOptions(o) {
       const continueAt = o.getNumber('continue_at');
       return {

@@ -59,14 +59,14 @@ function inherited(p: StoredParams): Pick<VideoExtendParams, 'enhancePrompt' | '
 export const videoOperation: OperationModule<'video'> = {
   operation: 'video',
   command: 'extend-video',
-  title: 'Video extension',
-  label: 'Video',
-  path: 'videoExtend',
+  cost: 6,
+  path: { variable: 'MEDIA_PATH_VIDEO_EXTEND', default: '/video-extend' },
   mode: 'async',
   schema: videoExtendParamsSchema,
   input: {
     kind: 'slash',
     data,
+    autocomplete: { task_id: { from: 'tasks', of: 'video' } },
     fromOptions(o, limits) {
       const image = o.getAttachment('image');
       const endImage = o.getAttachment('end_image');

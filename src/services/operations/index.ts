@@ -1,21 +1,28 @@
 /**
  * The registry of media operations: one module each (./types.ts says what a
- * module declares). Typed against every `Operation`, so adding an operation to
- * OPERATIONS without its module here (or a module without a piece) does not
- * compile. Adding one: see "Adding an operation" in CONTRIBUTING.md.
+ * module declares), the one source of their commands, costs and service paths.
+ * Typed against every `Operation`, so adding an operation to OPERATIONS without
+ * its module here (or a module without a piece) does not compile. Adding one:
+ * see "Adding an operation" in CONTRIBUTING.md.
  */
 import type { NextStep } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
 import type { ResultParts } from '../discord/render/card.js';
 import type { RenderOperations } from '../discord/render/job-render.js';
-import type { TaskResultBody } from '../media/schemas.js';
 import type { MediaOperations } from '../media/ports.js';
 import type { Operation, TaskOutputs } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import { songOperation } from './extend-song.js';
 import { videoOperation } from './extend-video.js';
 import { uploadOperation } from './training-upload.js';
-import type { OperationModule, OperationRegistry, OutputsOf, Parsed, ParamsOf } from './types.js';
+import type {
+  OperationModule,
+  OperationRegistry,
+  OutputsOf,
+  Parsed,
+  ParamsOf,
+  SomeOperationModule,
+} from './types.js';
 import { upscaleOperation } from './upscale.js';
 import { inEnglish, problemText } from './fields.js';
 import type { MemberText } from './input.js';
@@ -26,6 +33,12 @@ export const operations = {
   video: videoOperation,
   upload: uploadOperation,
 } as const satisfies OperationRegistry;
+
+/**
+ * The modules in the registry's order: what the command list (src/commands/index.ts) and
+ * the configuration's MEDIA_PATH_* and CREDIT_COSTS (parseConfig, from main) are read from.
+ */
+export const operationModules: readonly SomeOperationModule[] = Object.values(operations);
 
 /** The module of `op`, typed for generic callers. */
 export function operationOf<K extends Operation>(op: K): OperationModule<K> {
@@ -44,7 +57,14 @@ export function checkParams<K extends Operation>(
   op: K,
   params: ParamsOf<K>,
 ): { ok: true; params: ParamsOf<K> } | { ok: false; problems: MemberText[] } {
-  const r = operationOf(op).schema.safeParse(params);
+  return checkWith(operationOf(op), params);
+}
+
+function checkWith<K extends Operation>(
+  m: OperationModule<K>,
+  params: ParamsOf<K>,
+): { ok: true; params: ParamsOf<K> } | { ok: false; problems: MemberText[] } {
+  const r = m.schema.safeParse(params);
   if (!r.success) return { ok: false, problems: r.error.issues.map((i) => problemText(i.message)) };
   return { ok: true, params: dropUndefined(r.data) };
 }
@@ -52,11 +72,6 @@ export function checkParams<K extends Operation>(
 /** zod keeps optional keys as `undefined`; the parameters' type (exactOptionalPropertyTypes) does not. */
 function dropUndefined<T>(v: Parsed<T>): T {
   return Object.fromEntries(Object.entries(v as object).filter(([, x]) => x !== undefined)) as T;
-}
-
-/** The outputs of a finished body of `op`, or undefined when the body does not carry them. */
-export function outputsOf(op: Operation, body: TaskResultBody): TaskOutputs | undefined {
-  return operationOf(op).outputs(body);
 }
 
 /** The kind of a result is its operation: the module that parsed it renders it. */
@@ -74,15 +89,30 @@ export function resultFiles(out: TaskOutputs | undefined): string[] {
   return out ? moduleOfResult(out).files(out) : [];
 }
 
+/**
+ * What the media client and result parsing need of `modules` (the registry's, or a
+ * test's own list with an operation of its making).
+ */
+export function mediaOperationsOf(modules: readonly SomeOperationModule[]): MediaOperations {
+  const byOperation = new Map<string, SomeOperationModule>(modules.map((m) => [m.operation, m]));
+  function moduleOf<K extends Operation>(op: K): OperationModule<K> {
+    const m = byOperation.get(op);
+    if (m === undefined) throw new Error(`no module for operation ${op}`);
+    // Keyed by its own `operation`.
+    return m as unknown as OperationModule<K>;
+  }
+  return {
+    checkParams(op, params) {
+      const checked = checkWith(moduleOf(op), params);
+      return checked.ok ? checked : { ok: false, problems: checked.problems.map(inEnglish) };
+    },
+    submission: moduleOf,
+    outputsOf: (op, body) => moduleOf(op).outputs(body),
+  };
+}
+
 /** What the media client and result parsing need of the operations (passed in by the app). */
-export const mediaOperations: MediaOperations = {
-  checkParams(op, params) {
-    const checked = checkParams(op, params);
-    return checked.ok ? checked : { ok: false, problems: checked.problems.map(inEnglish) };
-  },
-  submission: operationOf,
-  outputsOf,
-};
+export const mediaOperations: MediaOperations = mediaOperationsOf(operationModules);
 
 /** What rendering a job needs of its operation (passed in by the app: createJobRenderer). */
 export const renderOperations: RenderOperations = {

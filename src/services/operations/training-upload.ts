@@ -24,9 +24,8 @@ const photoUploadParamsSchema = z.object({
 export const uploadOperation: OperationModule<'upload'> = {
   operation: 'upload',
   command: 'training-photos',
-  title: 'Training photos',
-  label: 'Training photos',
-  path: 'photoUpload',
+  cost: 2,
+  path: { variable: 'MEDIA_PATH_PHOTO_UPLOAD', default: '/ai-photo-upload' },
   mode: 'async',
   schema: photoUploadParamsSchema,
   // Gathered over several interactions (src/commands/training-photos.ts, src/services/training/).

@@ -1,16 +1,18 @@
 /**
- * What one media operation is, declared once: how a member asks for it (slash
- * options), its parameters (one zod schema), how they are kept on the job and
- * read back (Retry, next steps), the service request body, the result it
- * expects, how that result renders, which files the gallery keeps, and the
- * next steps offered under it. The registry (./index.ts) is typed
- * `{ [K in Operation]: OperationModule<K> }`, so an operation without a module,
- * or a module missing a piece, does not compile.
+ * What one media operation is, declared once: its slash command (options and
+ * their autocomplete), what it costs by default (CREDIT_COSTS), its service
+ * endpoint (the MEDIA_PATH_* variable and default path), its parameters (one
+ * zod schema), how they are kept on the job and read back (Retry, next steps),
+ * the service request body, the result it expects, how that result renders,
+ * which files the gallery keeps, and the next steps offered under it. The
+ * command list, the configuration's costs and paths, and the media client's
+ * endpoints are read from the registry (./index.ts), which is typed
+ * `{ [K in Operation]: OperationModule<K> }`: an operation without a module, or
+ * a module missing a piece, does not compile.
  */
 import type { RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord-api-types/v10';
 import type { OptionResolver } from '../discord/interactions/options.js';
 import type { z } from 'zod';
-import type { Config, CostedCommand } from '../../config.js';
 import type { Translator } from '../../i18n/index.js';
 import type { ResultParts } from '../discord/render/card.js';
 import type { TaskResultBody } from '../media/schemas.js';
@@ -27,27 +29,43 @@ export type OutputsOf<K extends Operation> = Extract<TaskOutputs, { kind: K }>;
 /** Parameters as stored on the job: shown to the member, inherited by next steps (no secrets, no bytes). */
 export type StoredParams = JobRecord['params'];
 
-/** The service path keys of MEDIA_PATH_* (config.media.paths). */
-export type OperationPath = Exclude<keyof Config['media']['paths'], 'fetch' | 'fetchMany'>;
-
 /** What the slash options of an operation may check against. */
 export interface InputLimits {
   /** Largest input image accepted (bytes). */
   maxImageBytes: number;
 }
 
+/** Where the choices of an autocompleted option come from (src/commands/autocomplete.ts). */
+export type ChoiceSource =
+  /** The member's finished tasks of an operation (or a task id typed that the service knows as one). */
+  | { from: 'tasks'; of: Operation }
+  /** The songs of the song task named by another option. */
+  | { from: 'songs'; taskOption: string };
+
 /**
- * How a member starts it: a slash command whose options map to the parameters,
- * or a session gathered over several interactions (training photos).
+ * How a member starts it: a slash command whose options map to the parameters
+ * (src/commands/ registers it from here), or a session gathered over several
+ * interactions (training photos: its own command in src/commands/).
  */
 export type OperationInput<K extends Operation> =
   | {
       kind: 'slash';
+      /** Named `command`; the descriptions come from the catalogs (`commands.<command>.*`). */
       data: RESTPostAPIChatInputApplicationCommandsJSONBody;
       /** Options → parameters; throws UserError with what to fix. Validated against `schema` after. */
       fromOptions(options: OptionResolver, limits: InputLimits): ParamsOf<K>;
+      /** The choices of each option declared with `setAutocomplete(true)`, by option name. */
+      autocomplete?: Readonly<Record<string, ChoiceSource>>;
     }
   | { kind: 'session' };
+
+/** The service endpoint of an operation: the variable that sets it and its default. */
+export interface ServicePath {
+  /** Its environment variable (.env.example and docs/configuration.md list it). */
+  readonly variable: `MEDIA_PATH_${string}`;
+  /** The path unless the variable is set. */
+  readonly default: `/${string}`;
+}
 
 /** What a next-step button gives the job it starts, besides the parent. */
 export interface StepInput {
@@ -59,17 +77,18 @@ export interface StepInput {
 
 export interface OperationModule<K extends Operation> {
   readonly operation: K;
-  /** The slash command (its name in CREDIT_COSTS; also names threads). */
-  readonly command: CostedCommand;
-  /** Message title, e.g. "Song extension". */
-  readonly title: string;
-  /** Short label in autocomplete choices. */
-  readonly label: string;
+  /**
+   * The slash command (its name in CREDIT_COSTS; also names threads). Its title and
+   * label are the catalogs' `operations.<operation>.title` and `.label`.
+   */
+  readonly command: string;
+  /** Credits it costs unless CREDIT_COSTS says otherwise (a whole number, 0-1000000). */
+  readonly cost: number;
   readonly input: OperationInput<K>;
   /** Checked before the (paid) service call; messages name the option to fix. */
   readonly schema: z.ZodType<Parsed<ParamsOf<K>>, unknown>;
   /** Service endpoint (MEDIA_PATH_*). */
-  readonly path: OperationPath;
+  readonly path: ServicePath;
   /** `sync`: the response is the finished result (upscale); `async`: a task id, then webhooks/polls. */
   readonly mode: 'sync' | 'async';
   /** Parameters → what the job keeps. */
@@ -107,3 +126,6 @@ export type Parsed<T> = Omit<T, OptionalKeys<T>> & { [P in OptionalKeys<T>]?: T[
 
 /** Every operation has its module. */
 export type OperationRegistry = { readonly [K in Operation]: OperationModule<K> };
+
+/** The module of some operation (what lists of modules hold). */
+export type SomeOperationModule = OperationRegistry[Operation];

@@ -80,14 +80,11 @@ function fromStored(p: StoredParams, keepSeed: boolean): UpscaleParams | { canno
   };
 }
 
-const TITLE = 'Upscale';
-
 export const upscaleOperation: OperationModule<'upscale'> = {
   operation: 'upscale',
   command: 'upscale',
-  title: TITLE,
-  label: 'Upscale',
-  path: 'upscale',
+  cost: 1,
+  path: { variable: 'MEDIA_PATH_UPSCALE', default: '/image-upscale' },
   mode: 'sync',
   schema: upscaleParamsSchema,
   input: {
