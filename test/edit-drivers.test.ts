@@ -25,7 +25,7 @@ import { EditQueue } from '../src/services/discord/edits/edit-queue.js';
 import { QueuedJobMessages, type JobRenderers } from '../src/services/discord/edits/job-messages.js';
 import { createJobRenderer, renderThreadLine } from '../src/services/discord/render/job-render.js';
 import { RedisChannelBudget } from '../src/services/cluster/redis-channel-budget.js';
-import { renderOperations } from '../src/services/operations/index.js';
+import { jobOperations, renderOperations } from '../src/services/operations/index.js';
 import { openBull } from '../src/services/queues/bull.js';
 import { BullJobEdits } from '../src/services/queues/job-edits.js';
 import { createStores, type Stores } from '../src/services/store/keyv-store.js';
@@ -85,7 +85,7 @@ const inProcess: DriverKind = {
   concurrent: false,
   async openStores() {
     const dataDir = await mkdtemp(join(tmpdir(), 'edits-'));
-    const stores = await createStores({ dataDir, logger });
+    const stores = await createStores({ operations: jobOperations, dataDir, logger });
     return {
       stores,
       async dispose() {
@@ -134,7 +134,13 @@ const bullmq = (namespace: string): DriverKind => ({
   requires: needs('redis'),
   concurrent: true,
   async openStores() {
-    const stores = await createStores({ redisUrl: REDIS_URL, dataDir: tmpdir(), logger, namespace });
+    const stores = await createStores({
+      operations: jobOperations,
+      redisUrl: REDIS_URL,
+      dataDir: tmpdir(),
+      logger,
+      namespace,
+    });
     return { stores, dispose: () => stores.close() };
   },
   otherStores() {

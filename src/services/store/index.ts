@@ -13,4 +13,4 @@ export { TERMINAL_STATES } from './types.js';
 export { StoreUnavailableError, isStoreUnavailableError } from './errors.js';
 export { mergeJob, isTerminalState, stateRank, normalizePercentage } from './merge.js';
 export { createStores, type StoreOptions, type Stores } from './keyv-store.js';
-export { jobRecordSchema } from './schema.js';
+export { jobRecordSchemaOf, type JobOperations } from './schema.js';
