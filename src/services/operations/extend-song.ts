@@ -150,6 +150,8 @@ export const songOperation: OperationModule<'song'> = {
       : undefined,
   resultSchema: songResultSchema,
   inGallery: true,
+  // The songs, their covers and each song's video.
+  fileKinds: ['audio', 'image', 'video'],
   // Every file of the result (the service's links expire): the audio files, the covers, each
   // song's video, the top-level video; a link given twice is kept once.
   files: (out) => [

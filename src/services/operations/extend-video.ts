@@ -128,6 +128,7 @@ export const videoOperation: OperationModule<'video'> = {
     ),
   outputs: (b) => (b.video_url ? { kind: 'video', videoUrl: b.video_url } : undefined),
   resultSchema: videoResultSchema,
+  fileKinds: ['video'],
   inGallery: true,
   files: (out) => [out.videoUrl],
   // "Extend again": the parent task, the prompt from the modal, the parent's aspect ratio and prompt enhancement.

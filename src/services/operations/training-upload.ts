@@ -69,6 +69,7 @@ export const uploadOperation: OperationModule<'upload'> = {
   resultSchema: uploadResultSchema,
   inGallery: false,
   files: () => [],
+  fileKinds: [],
   continueFrom: undefined,
   card(_job, out, tr) {
     const message = out.message?.trim();

@@ -122,15 +122,19 @@ export interface OperationModuleOf<K extends string, P, O> {
   readonly inGallery: boolean;
   /** Result files the gallery re-hosts, in the order shown. */
   files(out: O): string[];
+  /** What those files are; a file whose bytes are anything else is linked, never re-hosted. */
+  readonly fileKinds: readonly FileKind[];
   /**
    * A job of this operation continuing `parent` from one of the parent's next-step
    * buttons: the parameters it inherits (every one that still applies). Undefined
    * when no next step leads here.
    */
   continueFrom:
-    | ((parent: JobRecord & { taskId: string }, input: StepInput) => P | { cannot: MemberText })
-    | undefined;
+    ((parent: JobRecord & { taskId: string }, input: StepInput) => P | { cannot: MemberText }) | undefined;
 }
+
+/** A kind of result file the gallery re-hosts (its bytes are sniffed: src/services/community/media-sniff.ts). */
+export type FileKind = 'image' | 'audio' | 'video';
 
 type OptionalKeys<T> = { [P in keyof T]-?: object extends Pick<T, P> ? P : never }[keyof T];
 /** What zod outputs for T: its optional properties may also hold `undefined`. */

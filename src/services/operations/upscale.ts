@@ -156,6 +156,7 @@ export const upscaleOperation: OperationModule<'upscale'> = {
   resultSchema: upscaleResultSchema,
   inGallery: true,
   files: (out) => out.imageUrls,
+  fileKinds: ['image'],
   // "Upscale again": everything but the seed (a new image is wanted).
   continueFrom: (parent) => fromStored(parent.params, false),
   card(job, out, tr) {
