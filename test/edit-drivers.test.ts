@@ -38,7 +38,11 @@ import { needs } from './helpers/requirements.js';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 const render = createJobRenderer(renderOperations);
-const renderers: JobRenderers = { render: render.renderJob, renderReply: renderThreadLine };
+const renderers: JobRenderers = {
+  render: render.renderJob,
+  renderReply: renderThreadLine,
+  withoutFreeText: render.withoutFreeText,
+};
 const MIN = 60_000;
 
 /** One running edit driver (an instance of the bot, as far as edits go). */

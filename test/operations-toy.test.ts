@@ -94,6 +94,7 @@ const remix: OperationModuleOf<'remix', RemixParams, RemixOutputs> = {
   body: (p, o) => JSON.stringify({ image_url: p.imageUrl, ...webhookFields(o.webhook) }),
   outputs: (b) => (b.image_urls ? { kind: 'remix', imageUrls: b.image_urls } : undefined),
   resultSchema: remixResultSchema,
+  resultWithoutText: (out) => out,
   card: () => ({ title: 'Remix', facts: [], media: [], links: [], notes: [], actions: [] }),
   inGallery: false,
   files: () => [],

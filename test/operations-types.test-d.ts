@@ -30,6 +30,8 @@ describe('an incomplete operation does not compile', () => {
     // The stored result's schema (the store checks jobs with it) and the gallery's file kinds.
     expectTypeOf<Omit<Registry['video'], 'resultSchema'>>().not.toExtend<OperationModule<'video'>>();
     expectTypeOf<Omit<Registry['song'], 'fileKinds'>>().not.toExtend<OperationModule<'song'>>();
+    // What of its result is free text (left out when AutoMod refused the message).
+    expectTypeOf<Omit<Registry['upload'], 'resultWithoutText'>>().not.toExtend<OperationModule<'upload'>>();
   });
 
   it('a module answering with another operation’s result or parameters', () => {

@@ -149,6 +149,7 @@ export const songOperation: OperationModule<'song'> = {
       ? { kind: 'song', songs: b.songs.map(songOf), ...(b.video_url ? { videoUrl: b.video_url } : {}) }
       : undefined,
   resultSchema: songResultSchema,
+  resultWithoutText: (out) => ({ ...out, songs: out.songs.map(({ lyrics: _lyrics, ...song }) => song) }),
   inGallery: true,
   // The songs, their covers and each song's video.
   fileKinds: ['audio', 'image', 'video'],

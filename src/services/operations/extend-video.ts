@@ -128,6 +128,8 @@ export const videoOperation: OperationModule<'video'> = {
     ),
   outputs: (b) => (b.video_url ? { kind: 'video', videoUrl: b.video_url } : undefined),
   resultSchema: videoResultSchema,
+  // A link: no free text.
+  resultWithoutText: (out) => out,
   fileKinds: ['video'],
   inGallery: true,
   files: (out) => [out.videoUrl],

@@ -138,6 +138,7 @@ export const jobOperations: JobOperations = jobOperationsOf(operationModules);
 /** What rendering a job needs of its operation (passed in by the app: createJobRenderer). */
 export const renderOperations: RenderOperations = {
   resultParts,
+  resultWithoutText: (out) => moduleOfResult(out).resultWithoutText(out),
   retryable: (op) => operations[op].retryable,
   command: (op) => operations[op].command,
 };

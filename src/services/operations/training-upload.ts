@@ -67,6 +67,7 @@ export const uploadOperation: OperationModule<'upload'> = {
         }
       : undefined,
   resultSchema: uploadResultSchema,
+  resultWithoutText: ({ message: _message, ...rest }) => rest,
   inGallery: false,
   files: () => [],
   fileKinds: [],

@@ -118,6 +118,11 @@ export interface OperationModuleOf<K extends string, P, O> {
   readonly resultSchema: z.ZodType<O>;
   /** What the finished result adds to the job's card, in the card's language (tr). */
   card(job: JobRecord, out: O, tr: Translator): ResultParts;
+  /**
+   * The result without any free text (lyrics, the service's message): what a public message
+   * still shows when AutoMod refused it even without the member's text.
+   */
+  resultWithoutText(out: O): O;
   /** Whether a finished job is also posted to the server's gallery channel. */
   readonly inGallery: boolean;
   /** Result files the gallery re-hosts, in the order shown. */

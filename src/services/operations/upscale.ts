@@ -154,6 +154,8 @@ export const upscaleOperation: OperationModule<'upscale'> = {
       ? { kind: 'upscale', imageUrls: b.image_urls, ...(typeof b.seed === 'number' ? { seed: b.seed } : {}) }
       : undefined,
   resultSchema: upscaleResultSchema,
+  // Links and a seed: no free text.
+  resultWithoutText: (out) => out,
   inGallery: true,
   files: (out) => out.imageUrls,
   fileKinds: ['image'],
