@@ -16,7 +16,7 @@ import {
   type JobRenderer,
 } from '../services/discord/render/job-render.js';
 import { ImageTargets } from '../services/jobs/image-targets.js';
-import type { TaskReading } from '../services/jobs/job-watch.js';
+import type { TaskReading } from '../services/media/ports.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import { RetryGuard } from '../services/jobs/retry-guard.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';

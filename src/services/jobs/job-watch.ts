@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { MediaAuthError, MediaRequestRejectedError, MediaTaskNotInAnswerError } from '../media/errors.js';
-import type { Operation, TaskResult } from '../media/types.js';
+import type { TaskReading } from '../media/ports.js';
 import { isClosed } from '../store/merge.js';
 import type { JobRecord, JobStore } from '../store/types.js';
 import type { Metrics } from '../../metrics.js';
@@ -8,11 +8,6 @@ import { jobError, jobErrorFromMedia } from './job-errors.js';
 import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from './lifecycle.js';
 import type { AfterFinalQueue, MessageUpdates } from './ports.js';
-
-/** Reads a task's current result from the service (batched where the service allows it). */
-export interface TaskReading {
-  read(operation: Operation, taskId: string): Promise<TaskResult>;
-}
 
 export interface JobWatchOptions {
   maxDurationMs: number;

@@ -7,7 +7,7 @@ import { operations } from '../operations/index.js';
 import { isTerminalState } from '../store/merge.js';
 import type { AtomicKeyValueStore, JobRecord, JobStore } from '../store/types.js';
 import type { TrainingSession, TrainingSessions } from '../training/sessions.js';
-import type { ConsentRecord, ConsentStore } from './consent-store.js';
+import type { ConsentRecord, ConsentStore } from '../training/consent-store.js';
 import type { CommunityService } from '../community/community.js';
 import { mergeTraces, traceOfJob, type PostTrace, type PublicPosts } from './public-posts.js';
 import { emptyTally, type CleanupFailure, type KeptByDiscord, type PublicCleanup } from './public-cleanup.js';
