@@ -193,7 +193,7 @@ export class JobLifecycle {
     const queued = { state: 'queued', taskId: outcome.taskId, at: this.now() } as const;
     const updated = await this.untilStored(log, () => this.update(job.id, queued, 'submit'));
     if (updated) this.deps.jobKeys?.remember(updated);
-    if (updated && !isFinal(updated)) {
+    if (updated && !isFinal(updated.state)) {
       await this.deps.checks
         .schedule(
           job.id,
@@ -271,7 +271,7 @@ export class JobLifecycle {
       );
     }
     this.deps.messages.jobChanged(job);
-    if (isFinal(job)) {
+    if (isFinal(job.state)) {
       await this.deps.afterFinal
         .enqueue(job.id)
         .catch((err: unknown) =>
@@ -320,7 +320,7 @@ export class JobLifecycle {
    */
   async noticeDm(jobId: string): Promise<void> {
     const r = await this.deps.store.apply(jobId, { dmNotice: true, at: this.now() }, { remember: false });
-    if (r && r.job.dmNoticeAt !== undefined && !isFinal(r.job)) this.deps.messages.jobChanged(r.job);
+    if (r && r.job.dmNoticeAt !== undefined && !isFinal(r.job.state)) this.deps.messages.jobChanged(r.job);
   }
 
   /** One info line per final state (finished, failed), with the operation and how long it took. */

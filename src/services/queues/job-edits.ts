@@ -134,7 +134,7 @@ export class BullJobEdits implements MessageUpdates {
   jobChanged(job: JobRecord): void {
     if (editsOver(job) || !hasMessage(job)) return;
     this.scheduleNotice(job);
-    if (!isFinal(job)) return this.progress.changed(job.id);
+    if (!isFinal(job.state)) return this.progress.changed(job.id);
     this.progress.flush(job.id);
     this.noticed.delete(job.id);
     // The same final handed over again at once (the webhook, then the keeper's check) is
@@ -254,7 +254,7 @@ export class BullJobEdits implements MessageUpdates {
       if (dmNoticeDue(record, this.opts) !== undefined) await this.deps.onDmNoticeDue?.(jobId);
       return;
     }
-    const final = isFinal(record);
+    const final = isFinal(record.state);
     if (target === 'reply' && (!record.reply || !final)) return;
     const now = this.now();
     if (job.data.notBefore !== undefined && job.data.notBefore > now)

@@ -8,7 +8,8 @@ import type { Operation, TaskOutputs } from '../media/types.js';
  * maximum duration. `queued`: the service accepted it. `finished`/`failed` are final.
  */
 export type JobState = 'submitting' | 'unconfirmed' | 'queued' | 'processing' | 'finished' | 'failed';
-export const TERMINAL_STATES: readonly JobState[] = ['finished', 'failed'];
+/** The states nothing changes again (store/merge.ts isFinal tells them). */
+export type FinalState = Extract<JobState, 'finished' | 'failed'>;
 
 export interface JobError {
   /** Stable identifier, e.g. `service_rejected`, `service_auth`, `timed_out`, `restart_during_submit`. */

@@ -44,6 +44,7 @@ import { MAX_PHOTOS, MIN_PHOTOS } from '../operations/fields.js';
 import { createHash } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../media/types.js';
 import type { AtomicKeyValueStore, JobState, KvDecision, KvWrite } from '../store/types.js';
+import { isFinal } from '../store/merge.js';
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
@@ -516,7 +517,7 @@ export class TrainingSessions {
    * (failed). Idempotent.
    */
   async jobEnded(jobId: string, state: JobState): Promise<void> {
-    if (state !== 'finished' && state !== 'failed') return;
+    if (!isFinal(state)) return;
     const key = await this.kv.get<unknown>(jobLinkKey(jobId));
     if (typeof key !== 'string') return;
     await this.modify(
@@ -620,8 +621,7 @@ export class TrainingSessions {
     }
     const state = await this.jobState?.(sub.jobId);
     // A job no longer stored cannot be waited for: its photos are open again.
-    if (state === 'finished' || state === 'failed' || state === undefined)
-      return settleAs(s, state ?? 'failed');
+    if (state === undefined || isFinal(state)) return settleAs(s, state ?? 'failed');
     return s;
   }
 

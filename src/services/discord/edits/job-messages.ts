@@ -41,7 +41,7 @@ export function dmNoticeDue(
   job: JobRecord,
   opts: EditPolicyOptions = DEFAULT_EDIT_POLICY,
 ): number | undefined {
-  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job) }, opts);
+  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job.state) }, opts);
 }
 
 /** What both drivers report back about a job's message, to be stored with the job. */
@@ -81,7 +81,7 @@ export class QueuedJobMessages implements MessageUpdates {
     this.scheduleNotice(job);
     this.push(job, 'message', false);
     // A job in its own thread: the channel's one-line reply ends on the final state.
-    if (job.reply && isFinal(job)) this.push(job, 'reply', false);
+    if (job.reply && isFinal(job.state)) this.push(job, 'reply', false);
   }
 
   /** Stops the notice timers (shutdown). */
@@ -134,7 +134,7 @@ export class QueuedJobMessages implements MessageUpdates {
       ref: facts.ref,
       messageCreatedAt: facts.messageCreatedAt,
       payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
-      final: reply ? true : isFinal(job),
+      final: reply ? true : isFinal(job.state),
       text,
       ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
       ...(job.personal === true && !reply ? { personal: { userId: job.userId } } : {}),
