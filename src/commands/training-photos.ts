@@ -4,6 +4,7 @@ import type { BotInteraction, MessageBody } from '../services/discord/interactio
 import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/interactions/custom-ids.js';
+import { encodeEditKey } from '../services/discord/edits/edit-key.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
 import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import { isPersonalPlace } from './preconditions.js';
@@ -153,9 +154,6 @@ function replyOptions(p: SessionPayload): MessageBody {
   return { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
 }
 
-/** The edit queue's key for a session message: one per message (a closed message is never edited again). */
-const sessionMessageKey = (messageId: string): string => `training-message:${messageId}`;
-
 /**
  * Queues an edit of a session's public message on the bot's one edit path
  * (coalesced, rate-budgeted, through the interaction webhook that posted it
@@ -190,7 +188,8 @@ function editSessionMessage(
   // than 1 h (30046): those are kept for job results.
   if (!ctx.edits.editable(target, ref.createdAt, false)) return false;
   ctx.edits.push({
-    jobId: sessionMessageKey(ref.id),
+    // One key per message: a closed message is never edited again.
+    jobId: encodeEditKey({ kind: 'session', messageId: ref.id }),
     ref: target,
     messageCreatedAt: ref.createdAt,
     payload: { content: p.content, embeds: [], components: p.components, allowed_mentions: { parse: [] } },

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { ChannelBudget } from '../services/discord/edits/channel-budget.js';
+import { jobMessageOf } from '../services/discord/edits/edit-key.js';
 import { EditQueue } from '../services/discord/edits/edit-queue.js';
 import type { JobRenderers } from '../services/discord/edits/job-messages.js';
 import { AfterFinalWork } from '../services/jobs/after-final.js';
@@ -78,14 +79,16 @@ export function createJobs(deps: {
     now,
     channelBudget: deps.editBudget,
     onMessageGone: (key, reason) => {
-      if (key.endsWith(':reply') || key.startsWith('training-message:')) return;
-      logger.info({ jobId: key, reason }, 'job message is gone; edits stopped');
-      void lifecycle.mark(key, { messageGone: true }).catch(() => undefined);
+      const jobId = jobMessageOf(key);
+      if (jobId === undefined) return;
+      logger.info({ jobId, reason }, 'job message is gone; edits stopped');
+      void lifecycle.mark(jobId, { messageGone: true }).catch(() => undefined);
     },
     onDelivered: (key, d) => {
       metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
-      if (d.final && !key.includes(':')) {
-        void lifecycle.mark(key, { finalShown: true }).catch(() => undefined);
+      const jobId = jobMessageOf(key);
+      if (d.final && jobId !== undefined) {
+        void lifecycle.mark(jobId, { finalShown: true }).catch(() => undefined);
       }
     },
     metrics: {

@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
+import { encodeEditKey, type JobEditTarget } from '../discord/edits/edit-key.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
 import {
   DEFAULT_EDIT_POLICY,
@@ -52,10 +53,9 @@ import { ProgressCoalescer } from './progress-coalescer.js';
  * check, and the PATCH.
  */
 
-type Target = 'message' | 'reply' | 'notice';
 interface EditData {
   jobId: string;
-  target: Target;
+  target: JobEditTarget;
   /** Interaction route 429: not sent before this (a promotion of the edit must not cut it short). */
   notBefore?: number;
 }
@@ -72,7 +72,7 @@ const FINAL_REQUEUE_MS = 5000;
 const MARK_TTL_MS = 10_000;
 
 const dedupKey = (d: Pick<EditData, 'jobId' | 'target'>): string =>
-  `${d.target === 'reply' ? 'r' : d.target === 'notice' ? 'n' : 'm'}-${d.jobId}`;
+  encodeEditKey({ kind: 'job', jobId: d.jobId, target: d.target });
 
 export interface JobEditsDeps {
   store: Pick<JobStore, 'get'>;

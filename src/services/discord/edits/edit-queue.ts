@@ -49,7 +49,7 @@ export type EditQueueOptions = EditPolicyOptions;
 export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = DEFAULT_EDIT_POLICY;
 
 export interface EditRequest {
-  /** The message's key in the queue: a job id, or any id stable for that one message. */
+  /** The message's key in the queue (encodeEditKey's, see ./edit-key.ts): stable for that one message. */
   jobId: string;
   ref: EditMessageRef;
   /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
@@ -64,9 +64,9 @@ export interface EditRequest {
   tokenRefused?: boolean;
   /**
    * A personal job's message: never the bot token in its channel; its final goes to
-   * `userId` by DM once the token is past its use (or refused).
+   * `userId` by DM once the token is past its use (or refused); once per `jobId` (its nonce).
    */
-  personal?: { userId: string };
+  personal?: { userId: string; jobId: string };
   /** Called (besides `onMessageGone`) when this message turns out deleted or inaccessible. */
   onGone?: (reason: string) => void;
   /** Discord refused the interaction token: the caller records it with the job (every instance then knows). */
@@ -137,7 +137,7 @@ interface Slot {
   onDmRefused: (() => void) | undefined;
   onDirectMessage: ((posted: { channelId: string; messageId: string }) => void) | undefined;
   text: 'member' | 'withheld' | 'bare';
-  personal: { userId: string } | undefined;
+  personal: { userId: string; jobId: string } | undefined;
   messageCreatedAt: number;
   /** Latest state not yet sent (the in-flight one is held by its request). */
   pending: QueuedState | undefined;
@@ -527,7 +527,11 @@ export class EditQueue {
         );
       } else if (target.route === 'dm') {
         if (!slot.personal) throw new Error('a DM route without a member');
-        const posted = await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
+        const posted = await this.deps.transport.sendDirectMessage(
+          slot.personal.userId,
+          payload,
+          slot.personal.jobId,
+        );
         const told = slot.onDirectMessage;
         if (told) this.safeCall(() => told(posted));
       } else {

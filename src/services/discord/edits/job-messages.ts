@@ -4,6 +4,7 @@ import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
 import { withoutFreeText } from '../render/withheld.js';
 import type { EditQueue } from './edit-queue.js';
+import { encodeEditKey } from './edit-key.js';
 import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFacts } from './edit-policy.js';
 
 /** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
@@ -11,9 +12,6 @@ export interface JobRenderers {
   render(job: JobRecord, now: number): MessagePayload;
   renderReply(job: JobRecord): MessagePayload;
 }
-
-/** The key of a job's channel line in the edit queue (its live message's key is the job id). */
-export const replyKey = (jobId: string): string => `${jobId}:reply`;
 
 /** Whether the job has a message to edit (its reply was sent). */
 export function hasMessage(job: JobRecord): boolean {
@@ -130,14 +128,14 @@ export class QueuedJobMessages implements MessageUpdates {
     const reply = target === 'reply' && job.reply !== undefined ? job.reply : undefined;
     const facts = messageFacts(job, target);
     this.deps.edits.push({
-      jobId: reply ? replyKey(job.id) : job.id,
+      jobId: encodeEditKey({ kind: 'job', jobId: job.id, target }),
       ref: facts.ref,
       messageCreatedAt: facts.messageCreatedAt,
       payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
       final: reply ? true : isFinal(job.state),
       text,
       ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
-      ...(job.personal === true && !reply ? { personal: { userId: job.userId } } : {}),
+      ...(job.personal === true && !reply ? { personal: { userId: job.userId, jobId: job.id } } : {}),
       ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(job.id) } : {}),
       ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
       ...(learned?.directMessage
