@@ -6,6 +6,7 @@ import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/m
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/interactions/custom-ids.js';
 import { encodeEditKey } from '../services/discord/edits/edit-key.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
+import type { MessageRef } from '../services/shared/message-ref.js';
 import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import { isPersonalPlace } from './preconditions.js';
 import {
@@ -173,32 +174,26 @@ function editSessionMessage(
 ): boolean {
   if (!ref) return false;
   const final = opts.final ?? false;
-  const target = {
-    channelId: ref.channelId,
-    // The channel route (bot token) needs this id: a personal place's message never takes it.
-    ...(ref.personal === true ? {} : { messageId: ref.id }),
-    interaction: {
-      applicationId: ref.applicationId,
-      token: ref.token,
-      createdAt: ref.createdAt,
-      ...(opts.original ? {} : { messageId: ref.id }),
-    },
-  };
+  const { messageId: id, ...atOriginal } = ref.interaction;
+  const target: MessageRef = opts.original ? { ...ref, interaction: atOriginal } : ref;
+  const createdAt = ref.interaction.createdAt;
   // Even a closing note is not worth one of the few edits Discord allows on messages older
   // than 1 h (30046): those are kept for job results.
-  if (!ctx.edits.editable(target, ref.createdAt, false)) return false;
+  if (!ctx.edits.editable(target, createdAt, false)) return false;
   ctx.edits.push({
     // One key per message: a closed message is never edited again.
-    jobId: encodeEditKey({ kind: 'session', messageId: ref.id }),
+    jobId: encodeEditKey({ kind: 'session', messageId: id }),
     ref: target,
-    messageCreatedAt: ref.createdAt,
+    messageCreatedAt: createdAt,
     payload: { content: p.content, embeds: [], components: p.components, allowed_mentions: { parse: [] } },
     final,
     onGone: () => {
       // Deleted or out of reach: the next add posts a fresh session message.
       ctx.training
         .get(key)
-        .then((cur) => (cur?.message?.id === ref.id ? ctx.training.setMessage(key, undefined) : undefined))
+        .then((cur) =>
+          cur?.message?.interaction.messageId === id ? ctx.training.setMessage(key, undefined) : undefined,
+        )
         .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not forget the session message'));
     },
   });
@@ -208,12 +203,10 @@ function editSessionMessage(
 /** The reply an interaction posted, as a session message reference. */
 function replyRef(i: BotInteraction, messageId: string, channelId: string): SessionMessageRef {
   return {
-    id: messageId,
     channelId,
-    applicationId: i.applicationId,
-    token: i.token,
-    createdAt: i.createdTimestamp,
-    ...(isPersonalPlace(i) ? { personal: true as const } : {}),
+    // The channel route (bot token) needs this id: a personal place's message never takes it.
+    ...(isPersonalPlace(i) ? {} : { messageId }),
+    interaction: { applicationId: i.applicationId, token: i.token, createdAt: i.createdTimestamp, messageId },
   };
 }
 
@@ -584,7 +577,8 @@ async function settleClaim(
           final: true,
         },
       );
-      if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
+      if (now?.message?.interaction.messageId === session.message.interaction.messageId)
+        await ctx.training.setMessage(key, undefined);
     }
     return 'accepted';
   }

@@ -1,7 +1,6 @@
 export type {
   ApplyResult,
   JobError,
-  JobMessageRef,
   JobRecord,
   JobState,
   JobStore,

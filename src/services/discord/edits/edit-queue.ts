@@ -2,6 +2,7 @@ import { DiscordAPIError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
 import type { DiscordTransport, MessagePayload } from '../discord-transport.js';
+import type { MessageRef } from '../../shared/message-ref.js';
 import {
   DEFAULT_EDIT_POLICY,
   budgetKind,
@@ -12,7 +13,6 @@ import {
   interactionReadyAt,
   routeFor,
   type Delivery,
-  type EditMessageRef,
   type EditOutcome,
   type EditPolicyOptions,
   type Route,
@@ -41,7 +41,7 @@ export type { ChannelBudget, EditKind } from './channel-budget.js';
  *   `pump()`, which scans the waiting messages and sends what the budgets allow.
  */
 
-export type { EditRoute, EditOutcome, EditMessageRef, Failure } from './edit-policy.js';
+export type { EditRoute, EditOutcome, Failure } from './edit-policy.js';
 export { classify, editOutcome } from './edit-policy.js';
 
 /** The queue's options are the edit policy's (one set of numbers for both drivers). */
@@ -51,7 +51,7 @@ export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = DEFAULT_ED
 export interface EditRequest {
   /** The message's key in the queue (encodeEditKey's, see ./edit-key.ts): stable for that one message. */
   jobId: string;
-  ref: EditMessageRef;
+  ref: MessageRef;
   /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
   messageCreatedAt: number;
   /**
@@ -130,7 +130,7 @@ type Target = Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>;
 
 interface Slot {
   jobId: string;
-  ref: EditMessageRef;
+  ref: MessageRef;
   onGone: ((reason: string) => void) | undefined;
   onAutoMod: (() => void) | undefined;
   onTokenRefused: (() => void) | undefined;
@@ -252,7 +252,7 @@ export class EditQueue {
    * by the routing rules (a fresh interaction token, or a message id and, for a
    * non-final, a message younger than the old-message limit).
    */
-  editable(ref: EditMessageRef, messageCreatedAt: number, final: boolean): boolean {
+  editable(ref: MessageRef, messageCreatedAt: number, final: boolean): boolean {
     return editable(
       { ref, messageCreatedAt, tokenRefused: this.tokenDead(ref) },
       this.now(),
@@ -466,7 +466,7 @@ export class EditQueue {
     );
   }
 
-  private tokenDead(ref: EditMessageRef): boolean {
+  private tokenDead(ref: MessageRef): boolean {
     const token = ref.interaction?.token;
     return token !== undefined && this.deadTokens.has(token);
   }

@@ -1,4 +1,5 @@
-import type { JobMessageRef, JobRecord } from '../../store/types.js';
+import type { JobRecord } from '../../store/types.js';
+import type { MessageRef } from '../../shared/message-ref.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
@@ -25,7 +26,7 @@ export function editsOver(job: JobRecord): boolean {
 
 /** What the edit policy needs to know of a job's message (or its channel line), from its record. */
 export function messageFacts(job: JobRecord, target: 'message' | 'reply'): MessageFacts {
-  const ref: JobMessageRef = target === 'reply' && job.reply ? job.reply : job.message;
+  const ref: MessageRef = target === 'reply' && job.reply ? job.reply : job.message;
   return {
     ref,
     messageCreatedAt: job.createdAt,
