@@ -19,6 +19,7 @@ import type { DiscordRest } from './discord-rest.js';
 import type { Disposers } from './disposers.js';
 import { createJobEngine, type EditDelivery, type Queues } from './job-engine.js';
 import { SUBMIT_WAIT_BOUND_MS, type MediaSide } from './media.js';
+import type { PostedMessage } from '../services/shared/message-ref.js';
 
 /** Jobs: the lifecycle, its watch, the edits of their messages, what runs after a final result. */
 export interface Jobs {
@@ -109,7 +110,7 @@ export function createJobs(deps: {
     timeoutMs: ({ drainMs }) => drainMs + 1000,
   });
   // A personal job's result sent by DM: indexed with its public posts, so /privacy delete reaches it.
-  const indexDirectMessage = async (jobId: string, posted: { channelId: string; messageId: string }) => {
+  const indexDirectMessage = async (jobId: string, posted: PostedMessage) => {
     const job = await stores.jobs.get(jobId);
     if (job) await deps.publicPosts.recordDirectMessage(job, posted);
   };

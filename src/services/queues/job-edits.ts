@@ -33,6 +33,7 @@ import type { MessageUpdates } from '../jobs/ports.js';
 import type { JobRecord, JobStore } from '../store/types.js';
 import { delayJob, queueWithWorker, stillOurs, type BullContext, type QueueHandle } from './bull.js';
 import { ProgressCoalescer } from './progress-coalescer.js';
+import type { PostedMessage } from '../shared/message-ref.js';
 
 /**
  * The Discord edits of job messages on BullMQ: the Redis driver of the edit policy
@@ -97,7 +98,7 @@ export interface JobEditsDeps {
   /** The edit reached Discord (latency metric, tests). */
   onDelivered?: (jobId: string, final: boolean) => void;
   /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
-  onDirectMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => Promise<void>;
+  onDirectMessage?: (jobId: string, posted: PostedMessage) => Promise<void>;
 }
 
 export class BullJobEdits implements MessageUpdates {
@@ -409,7 +410,7 @@ export class BullJobEdits implements MessageUpdates {
     route: Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>,
     record: JobRecord,
     payload: MessagePayload,
-  ): Promise<{ kind: 'ok'; posted?: { channelId: string; messageId: string } } | Failure> {
+  ): Promise<{ kind: 'ok'; posted?: PostedMessage } | Failure> {
     try {
       if (route.route === 'interaction') {
         await this.deps.transport.editInteractionOriginal(

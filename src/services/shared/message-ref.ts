@@ -24,3 +24,9 @@ export const messageRefSchema = z.object({
 
 export type InteractionRef = z.output<typeof interactionRefSchema>;
 export type MessageRef = z.output<typeof messageRefSchema>;
+
+/** A message that exists where the bot can reach it with its token (a DM it sent, a gallery post). */
+export interface PostedMessage {
+  channelId: string;
+  messageId: string;
+}

@@ -1,5 +1,5 @@
 import type { Operation, TaskOutputs } from '../media/types.js';
-import type { MessageRef } from '../shared/message-ref.js';
+import type { MessageRef, PostedMessage } from '../shared/message-ref.js';
 
 /**
  * `submitting`: stored, service call not answered yet (the webhook may beat the
@@ -20,9 +20,7 @@ export interface JobError {
   details?: string[];
 }
 
-export interface GalleryPostRef {
-  channelId: string;
-  messageId: string;
+export interface GalleryPostRef extends PostedMessage {
   /** A forum or media channel's post: the thread the message starts. */
   threadId?: string;
 }

@@ -2,7 +2,7 @@ import { DiscordAPIError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
 import type { DiscordTransport, MessagePayload } from '../discord-transport.js';
-import type { MessageRef } from '../../shared/message-ref.js';
+import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import {
   DEFAULT_EDIT_POLICY,
   budgetKind,
@@ -74,7 +74,7 @@ export interface EditRequest {
   /** The member's DMs are closed (50007): the caller records it with the job; its result stays in /tasks. */
   onDmRefused?: () => void;
   /** The final went by DM: where it is (the bot's own DM channel), for /privacy delete. */
-  onDirectMessage?: (posted: { channelId: string; messageId: string }) => void;
+  onDirectMessage?: (posted: PostedMessage) => void;
   /**
    * Discord's AutoMod refused this body (200000, 200001): the caller renders the message
    * again (without the member's text, or, `text: 'withheld'` already, without any free
@@ -135,7 +135,7 @@ interface Slot {
   onAutoMod: (() => void) | undefined;
   onTokenRefused: (() => void) | undefined;
   onDmRefused: (() => void) | undefined;
-  onDirectMessage: ((posted: { channelId: string; messageId: string }) => void) | undefined;
+  onDirectMessage: ((posted: PostedMessage) => void) | undefined;
   text: 'member' | 'withheld' | 'bare';
   personal: { userId: string; jobId: string } | undefined;
   messageCreatedAt: number;

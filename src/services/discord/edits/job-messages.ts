@@ -1,5 +1,5 @@
 import type { JobRecord } from '../../store/types.js';
-import type { MessageRef } from '../../shared/message-ref.js';
+import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
@@ -52,7 +52,7 @@ export interface LearnedAbout {
   /** A personal job's notice is due: the caller stores it (dmNotice) and shows the message again. */
   dmNoticeDue?: (jobId: string) => void;
   /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
-  directMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => void;
+  directMessage?: (jobId: string, posted: PostedMessage) => void;
 }
 
 /**
@@ -141,8 +141,7 @@ export class QueuedJobMessages implements MessageUpdates {
       ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
       ...(learned?.directMessage
         ? {
-            onDirectMessage: (p: { channelId: string; messageId: string }) =>
-              learned.directMessage?.(job.id, p),
+            onDirectMessage: (p: PostedMessage) => learned.directMessage?.(job.id, p),
           }
         : {}),
       ...autoMod,
