@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OPERATIONS, type TaskOutputs } from '../media/types.js';
-import type { JobError, JobMessageRef, JobRecord, JobState } from './types.js';
+import { messageRefSchema } from '../shared/message-ref.js';
+import type { JobError, JobRecord, JobState } from './types.js';
 
 /**
  * Shape check for records read back from the backend. Optional fields use
@@ -44,20 +45,6 @@ const jobErrorSchema = z.object({
   details: z.array(z.string()).exactOptional(),
 });
 
-const jobMessageRefSchema = z.object({
-  channelId: z.string(),
-  guildId: z.string().exactOptional(),
-  messageId: z.string().exactOptional(),
-  interaction: z
-    .object({
-      applicationId: z.string(),
-      token: z.string(),
-      createdAt: z.number(),
-      messageId: z.string().exactOptional(),
-    })
-    .exactOptional(),
-});
-
 const epochMs = z.number().finite();
 
 const galleryPostSchema = z.object({
@@ -71,8 +58,8 @@ export const jobRecordSchema = z.object({
   secret: z.string(),
   operation: z.enum(OPERATIONS),
   userId: z.string(),
-  message: jobMessageRefSchema,
-  reply: jobMessageRefSchema.exactOptional(),
+  message: messageRefSchema,
+  reply: messageRefSchema.exactOptional(),
   params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
   locale: z.string().max(16).exactOptional(),
   taskId: z.string().exactOptional(),
@@ -109,7 +96,6 @@ const schemaMatchesTypes: [
   Same<z.output<typeof jobRecordSchema>, JobRecord>,
   Same<z.output<typeof taskOutputsSchema>, TaskOutputs>,
   Same<z.output<typeof jobErrorSchema>, JobError>,
-  Same<z.output<typeof jobMessageRefSchema>, JobMessageRef>,
   Same<z.output<typeof jobStateSchema>, JobState>,
-] = [true, true, true, true, true];
+] = [true, true, true, true];
 void schemaMatchesTypes;
