@@ -40,7 +40,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { MediaClient } from '../src/services/media/client.js';
-import { ConsentStore } from '../src/services/privacy/consent-store.js';
+import { ConsentStore } from '../src/services/training/consent-store.js';
 import { PhotoCleaner } from '../src/services/training/clean-photo.js';
 import { PhotoSpool } from '../src/services/training/photo-spool.js';
 import { TrainingSessions, sessionKey, type PhotoInput } from '../src/services/training/sessions.js';

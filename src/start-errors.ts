@@ -5,7 +5,9 @@
  * right variable even when the underlying error is a bare ECONNREFUSED.
  */
 
+import { errorChain, messageOf } from './services/shared/error-chain.js';
 import { DataDirInUseError } from './services/store/data-dir-lock.js';
+import { isRedisAuthError, redactUrl } from './services/store/redis-errors.js';
 
 export type StartPhase = 'store' | 'http' | 'metrics-http' | 'discord';
 
@@ -54,19 +56,6 @@ const NETWORK_CODES = new Set([
 ]);
 const FS_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC', 'EISDIR', 'ENOENT']);
 
-/** The error and everything under it (`cause` chains, AggregateError members), outermost first. */
-function chain(err: unknown): unknown[] {
-  const out: unknown[] = [];
-  const walk = (e: unknown, depth: number): void => {
-    if (e === undefined || e === null || depth > 8 || out.includes(e)) return;
-    out.push(e);
-    if (e instanceof AggregateError) for (const inner of e.errors) walk(inner, depth + 1);
-    if (e instanceof Error) walk(e.cause, depth + 1);
-  };
-  walk(err, 0);
-  return out;
-}
-
 function codeOf(e: unknown): string | undefined {
   if (typeof e !== 'object' || e === null) return undefined;
   const code = (e as { code?: unknown }).code;
@@ -79,35 +68,16 @@ function statusOf(e: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 const firstCode = (err: unknown, codes: ReadonlySet<string>): string | undefined =>
-  chain(err)
+  errorChain(err)
     .map(codeOf)
     .find((c): c is string => c !== undefined && codes.has(c));
-
-/** A Redis URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return '(unparseable URL)';
-  }
-}
-
-export function isRedisAuthError(err: unknown): boolean {
-  return chain(err).some((e) => /WRONGPASS|NOAUTH|invalid username-password|NOPERM/i.test(messageOf(e)));
-}
 
 /** One line, no trailing period juggling: "<what failed> (<why>): check <VARIABLE>…". */
 export function describeStartFailure(err: unknown, ctx: StartContext): string {
   const phase = err instanceof StartError ? err.phase : undefined;
   const inner = err instanceof StartError ? err.cause : err;
-  const all = chain(inner);
+  const all = errorChain(inner);
   const short = (s: string) => (s.length > 200 ? `${s.slice(0, 200)}…` : s);
   const last = short(messageOf(all[all.length - 1] ?? inner));
 

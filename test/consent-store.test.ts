@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConsentStore } from '../src/services/privacy/consent-store.js';
+import { ConsentStore } from '../src/services/training/consent-store.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { jobOperations } from '../src/services/operations/index.js';
 import { REDIS_URL } from './helpers/harness.js';

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRedisAuthError } from '../src/start-errors.js';
+import { isRedisAuthError } from '../src/services/store/redis-errors.js';
 import { eventually, freePort } from './helpers/harness.js';
 import { foundAt, needs } from './helpers/requirements.js';
 

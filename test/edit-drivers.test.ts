@@ -22,6 +22,7 @@ import {
 import type { ChannelBudget } from '../src/services/discord/edits/channel-budget.js';
 import { DEFAULT_EDIT_POLICY } from '../src/services/discord/edits/edit-policy.js';
 import { EditQueue } from '../src/services/discord/edits/edit-queue.js';
+import { jobMessageOf } from '../src/services/discord/edits/edit-key.js';
 import { QueuedJobMessages, type JobRenderers } from '../src/services/discord/edits/job-messages.js';
 import { createJobRenderer, renderThreadLine } from '../src/services/discord/render/job-render.js';
 import { RedisChannelBudget } from '../src/services/cluster/redis-channel-budget.js';
@@ -106,9 +107,13 @@ const inProcess: DriverKind = {
     const queue = new EditQueue({
       transport: world.transport,
       logger,
-      onMessageGone: (key) => void core.lifecycle.mark(key, { messageGone: true }),
+      onMessageGone: (key) => {
+        const jobId = jobMessageOf(key);
+        if (jobId !== undefined) void core.lifecycle.mark(jobId, { messageGone: true });
+      },
       onDelivered: (key, d) => {
-        if (d.final && !key.includes(':')) void core.lifecycle.mark(key, { finalShown: true });
+        const jobId = jobMessageOf(key);
+        if (d.final && jobId !== undefined) void core.lifecycle.mark(jobId, { finalShown: true });
       },
     });
     const messages = new QueuedJobMessages({

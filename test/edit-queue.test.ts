@@ -10,7 +10,7 @@ import {
   type MessagePayload,
 } from '../src/services/discord/discord-transport.js';
 import { EditQueue, type EditQueueDeps, type EditRequest } from '../src/services/discord/edits/edit-queue.js';
-import type { JobMessageRef } from '../src/services/store/types.js';
+import type { MessageRef } from '../src/services/shared/message-ref.js';
 
 // ---------------------------------------------------------------- helpers
 
@@ -131,14 +131,14 @@ function captureLogger(): { logger: Logger; lines: LogLine[] } {
 
 const freshInteraction = (token = 'tok') => ({ applicationId: APP_ID, token, createdAt: Date.now() });
 
-function channelRef(channelId = '200000000000000001', messageId = '300000000000000001'): JobMessageRef {
+function channelRef(channelId = '200000000000000001', messageId = '300000000000000001'): MessageRef {
   return { channelId, messageId };
 }
 
 function req(
   jobId: string,
   label: string,
-  ref: JobMessageRef,
+  ref: MessageRef,
   final = false,
   messageCreatedAt = Date.now(),
 ): EditRequest {
@@ -174,7 +174,7 @@ describe('EditQueue (fake clock)', () => {
 
   it('coalesces 100 rapid pushes into a few edits, one in flight, final last', async () => {
     const { transport, queue } = setup();
-    const ref: JobMessageRef = { channelId: '2', interaction: freshInteraction() };
+    const ref: MessageRef = { channelId: '2', interaction: freshInteraction() };
     for (let i = 0; i < 99; i++) {
       queue.push(req('job', `p${i}`, ref));
       await tick(10);
@@ -195,7 +195,7 @@ describe('EditQueue (fake clock)', () => {
   it('interaction route: progress leaves two slots of every window to the final', async () => {
     const { transport, queue } = setup({ options: { interactionLimit: 5, finalReserve: 2 } });
     transport.latencyMs = 20;
-    const ref: JobMessageRef = { channelId: '2', interaction: freshInteraction() };
+    const ref: MessageRef = { channelId: '2', interaction: freshInteraction() };
     // A progress push every 50 ms for 12 s, then the final.
     for (let i = 0; i < 240; i++) {
       queue.push(req('job', `p${i}`, ref));
@@ -345,7 +345,7 @@ describe('EditQueue (fake clock)', () => {
 
   it('without a message id and an expired token: progress dropped, final logged as error', async () => {
     const { transport, queue, lines } = setup();
-    const ref: JobMessageRef = {
+    const ref: MessageRef = {
       channelId: '2',
       interaction: { applicationId: APP_ID, token: 't', createdAt: Date.now() - 20 * 60_000 },
     };

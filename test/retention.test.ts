@@ -11,7 +11,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { ConsentStore } from '../src/services/privacy/consent-store.js';
+import { ConsentStore } from '../src/services/training/consent-store.js';
 import { MemberData } from '../src/services/privacy/member-data.js';
 import { PublicPosts } from '../src/services/privacy/public-posts.js';
 import { RetentionSweeper, SWEEP_INTERVAL_MS } from '../src/services/privacy/retention.js';

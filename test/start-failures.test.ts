@@ -25,7 +25,7 @@ interface Run {
   stderr: string;
 }
 
-function run(args: string[], env: Record<string, string>, timeoutMs = 25_000): Promise<Run> {
+function run(args: string[], env: Record<string, string>, timeoutMs = 45_000): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
@@ -115,7 +115,7 @@ function expectOneLine(r: Run, ...patterns: RegExp[]): string {
   return line;
 }
 
-describe('start failures: one line, the variable to check, exit 1, no stack', () => {
+describe('start failures: one line, the variable to check, exit 1, no stack', { timeout: 60_000 }, () => {
   let fake: FakeDiscord;
   let dataDir: string;
   let base: Record<string, string>;

@@ -18,6 +18,7 @@ import {
   pngWithMetadata,
 } from './helpers/photos.js';
 import { needs } from './helpers/requirements.js';
+import { encodeEditKey } from '../src/services/discord/edits/edit-key.js';
 import { ETHNICITIES } from '../src/services/media/types.js';
 import { translator } from '../src/i18n/index.js';
 import { messageText } from './helpers/message-text.js';
@@ -621,7 +622,7 @@ describe('/training-photos end to end', () => {
         options: { ethnicity: 'asian', gender: 'female' },
       });
       const sessionMsg = await start.waitForMessage((m) => m.content.includes('0 / 30 photos'));
-      const key = `training-message:${sessionMsg.id}`;
+      const key = encodeEditKey({ kind: 'session', messageId: sessionMsg.id });
 
       // Token fresh: the add's update is queued and sent through the interaction webhook, without the bot token.
       const add = fake.sendCommand({

@@ -429,6 +429,41 @@ describe('TrainingSessions', () => {
     expect(kv.data.has('training:9:9')).toBe(false);
   });
 
+  it('reads a message stored in the flat shape of before as the one MessageRef, and writes that back', async () => {
+    const { s, kv } = sessions();
+    const key = await opened(s);
+    const stored = (id: string, personal: boolean) => ({
+      id,
+      channelId: '2',
+      applicationId: 'app',
+      token: 'tok',
+      createdAt: 1000,
+      ...(personal ? { personal: true } : {}),
+    });
+    const interaction = (id: string) => ({
+      applicationId: 'app',
+      token: 'tok',
+      createdAt: 1000,
+      messageId: id,
+    });
+    const raw = (await kv.get<Record<string, unknown>>(key)) ?? {};
+    await kv.set(key, { ...raw, message: stored('300', false) }, 60_000);
+    expect((await s.get(key))?.message).toEqual({
+      channelId: '2',
+      messageId: '300',
+      interaction: interaction('300'),
+    });
+    // A personal place's message: only its interaction can edit it, so no bot-token message id.
+    await kv.set(key, { ...raw, message: stored('301', true) }, 60_000);
+    const personal = await s.get(key);
+    expect(personal?.message).toEqual({ channelId: '2', interaction: interaction('301') });
+    await s.setMessage(key, personal?.message);
+    expect((await kv.get<{ message?: unknown }>(key))?.message).toEqual({
+      channelId: '2',
+      interaction: interaction('301'),
+    });
+  });
+
   it('claims a submission once: a second claim, adds and cancel are refused until it ends', async () => {
     const { s } = sessions();
     const key = await opened(s);

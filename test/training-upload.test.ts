@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MediaClient } from '../src/services/media/client.js';
 import { MediaRequestInvalidError } from '../src/services/media/errors.js';
-import { ConsentStore } from '../src/services/privacy/consent-store.js';
+import { ConsentStore } from '../src/services/training/consent-store.js';
 import { PhotoCleaner } from '../src/services/training/clean-photo.js';
 import { PhotoSpool } from '../src/services/training/photo-spool.js';
 import { TrainingSessions, sessionKey, type PhotoInput } from '../src/services/training/sessions.js';

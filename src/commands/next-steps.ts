@@ -44,7 +44,7 @@ async function retry<K extends Operation>(
   ctx: BotContext,
   job: JobRecord & { operation: K },
 ): Promise<void> {
-  if (!isFinal(job)) {
+  if (!isFinal(job.state)) {
     throw new UserError('still_running', (tr) => tr.t('jobs.still_running'));
   }
   // Training photos live in the member's session, not on the job: they go through consent again.

@@ -246,7 +246,7 @@ async function detail(ctx: BotContext, job: JobRecord, tr: Translator): Promise<
     job.removed !== undefined
       ? []
       : [
-          ...(isFinal(job) && operations[job.operation].retryable && !hasRetry
+          ...(isFinal(job.state) && operations[job.operation].retryable && !hasRetry
             ? [button(tr.t('buttons.retry'), retryId, false, ButtonStyle.Primary)]
             : []),
           button(tr.t('buttons.repost'), tasksRepostId(job.id)),

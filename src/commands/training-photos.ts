@@ -4,7 +4,9 @@ import type { BotInteraction, MessageBody } from '../services/discord/interactio
 import { randomUUID } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../services/media/types.js';
 import { parseTrainingCustomId, trainingCustomId } from '../services/discord/interactions/custom-ids.js';
+import { encodeEditKey } from '../services/discord/edits/edit-key.js';
 import { discordTimestamp as ts } from '../services/shared/format.js';
+import type { MessageRef } from '../services/shared/message-ref.js';
 import { formatBytes, publicTranslator, translatorFor, type Translator } from '../i18n/index.js';
 import { isPersonalPlace } from './preconditions.js';
 import {
@@ -153,9 +155,6 @@ function replyOptions(p: SessionPayload): MessageBody {
   return { content: p.content, components: p.components, allowed_mentions: { parse: [] } };
 }
 
-/** The edit queue's key for a session message: one per message (a closed message is never edited again). */
-const sessionMessageKey = (messageId: string): string => `training-message:${messageId}`;
-
 /**
  * Queues an edit of a session's public message on the bot's one edit path
  * (coalesced, rate-budgeted, through the interaction webhook that posted it
@@ -175,31 +174,26 @@ function editSessionMessage(
 ): boolean {
   if (!ref) return false;
   const final = opts.final ?? false;
-  const target = {
-    channelId: ref.channelId,
-    // The channel route (bot token) needs this id: a personal place's message never takes it.
-    ...(ref.personal === true ? {} : { messageId: ref.id }),
-    interaction: {
-      applicationId: ref.applicationId,
-      token: ref.token,
-      createdAt: ref.createdAt,
-      ...(opts.original ? {} : { messageId: ref.id }),
-    },
-  };
+  const { messageId: id, ...atOriginal } = ref.interaction;
+  const target: MessageRef = opts.original ? { ...ref, interaction: atOriginal } : ref;
+  const createdAt = ref.interaction.createdAt;
   // Even a closing note is not worth one of the few edits Discord allows on messages older
   // than 1 h (30046): those are kept for job results.
-  if (!ctx.edits.editable(target, ref.createdAt, false)) return false;
+  if (!ctx.edits.editable(target, createdAt, false)) return false;
   ctx.edits.push({
-    jobId: sessionMessageKey(ref.id),
+    // One key per message: a closed message is never edited again.
+    jobId: encodeEditKey({ kind: 'session', messageId: id }),
     ref: target,
-    messageCreatedAt: ref.createdAt,
+    messageCreatedAt: createdAt,
     payload: { content: p.content, embeds: [], components: p.components, allowed_mentions: { parse: [] } },
     final,
     onGone: () => {
       // Deleted or out of reach: the next add posts a fresh session message.
       ctx.training
         .get(key)
-        .then((cur) => (cur?.message?.id === ref.id ? ctx.training.setMessage(key, undefined) : undefined))
+        .then((cur) =>
+          cur?.message?.interaction.messageId === id ? ctx.training.setMessage(key, undefined) : undefined,
+        )
         .catch((err: unknown) => ctx.logger.warn({ err, key }, 'could not forget the session message'));
     },
   });
@@ -209,12 +203,10 @@ function editSessionMessage(
 /** The reply an interaction posted, as a session message reference. */
 function replyRef(i: BotInteraction, messageId: string, channelId: string): SessionMessageRef {
   return {
-    id: messageId,
     channelId,
-    applicationId: i.applicationId,
-    token: i.token,
-    createdAt: i.createdTimestamp,
-    ...(isPersonalPlace(i) ? { personal: true as const } : {}),
+    // The channel route (bot token) needs this id: a personal place's message never takes it.
+    ...(isPersonalPlace(i) ? {} : { messageId }),
+    interaction: { applicationId: i.applicationId, token: i.token, createdAt: i.createdTimestamp, messageId },
   };
 }
 
@@ -585,7 +577,8 @@ async function settleClaim(
           final: true,
         },
       );
-      if (now?.message?.id === session.message.id) await ctx.training.setMessage(key, undefined);
+      if (now?.message?.interaction.messageId === session.message.interaction.messageId)
+        await ctx.training.setMessage(key, undefined);
     }
     return 'accepted';
   }

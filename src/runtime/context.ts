@@ -9,14 +9,14 @@ import type { GuildSettingsStore } from '../services/community/settings.js';
 import { createThreadApi } from '../services/community/threads.js';
 import type { ChannelBudget } from '../services/discord/edits/channel-budget.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, type EditQueue } from '../services/discord/edits/edit-queue.js';
-import { replyKey } from '../services/discord/edits/job-messages.js';
+import { encodeEditKey } from '../services/discord/edits/edit-key.js';
 import {
   renderRemoved,
   renderRemovedAtRequest,
   type JobRenderer,
 } from '../services/discord/render/job-render.js';
 import { ImageTargets } from '../services/jobs/image-targets.js';
-import type { TaskReading } from '../services/jobs/job-watch.js';
+import type { TaskReading } from '../services/media/ports.js';
 import type { JobLifecycle } from '../services/jobs/lifecycle.js';
 import { RetryGuard } from '../services/jobs/retry-guard.js';
 import type { AccountMonitor } from '../services/media/account-monitor.js';
@@ -100,8 +100,8 @@ export function buildContext(deps: {
       jobs: stores.jobs,
       // The job's message and, with a thread, its channel line (JobRenderers' keys).
       stopEdits: (jobId) => {
-        sessionEdits.forget(jobId);
-        sessionEdits.forget(replyKey(jobId));
+        sessionEdits.forget(encodeEditKey({ kind: 'job', jobId, target: 'message' }));
+        sessionEdits.forget(encodeEditKey({ kind: 'job', jobId, target: 'reply' }));
       },
       sessions: trainingServices.sessions,
       consents: trainingServices.consent.records,

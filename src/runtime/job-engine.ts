@@ -17,6 +17,7 @@ import type * as JobQueuesModule from '../services/queues/job-queues.js';
 import type * as PeriodicModule from '../services/queues/periodic.js';
 import type { JobStore } from '../services/store/types.js';
 import type { Disposers } from './disposers.js';
+import type { PostedMessage } from '../services/shared/message-ref.js';
 
 /** The Discord edits of job messages, whichever way they are delivered (tests, benches). */
 export interface EditDelivery {
@@ -59,7 +60,7 @@ export interface JobEngineDeps {
   afterFinalWork: AfterFinalWork;
   /** One check of a job; resolves the delay before the next, if any. */
   check: (jobId: string) => Promise<number | undefined>;
-  indexDirectMessage: (jobId: string, posted: { channelId: string; messageId: string }) => Promise<void>;
+  indexDirectMessage: (jobId: string, posted: PostedMessage) => Promise<void>;
   pollInitialMs: number;
   disposers: Disposers;
   logger: Logger;

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { CommunityService } from '../services/community/community.js';
 import type { ChannelBudget } from '../services/discord/edits/channel-budget.js';
+import { jobMessageOf } from '../services/discord/edits/edit-key.js';
 import { EditQueue } from '../services/discord/edits/edit-queue.js';
 import type { JobRenderers } from '../services/discord/edits/job-messages.js';
 import { AfterFinalWork } from '../services/jobs/after-final.js';
@@ -18,6 +19,7 @@ import type { DiscordRest } from './discord-rest.js';
 import type { Disposers } from './disposers.js';
 import { createJobEngine, type EditDelivery, type Queues } from './job-engine.js';
 import { SUBMIT_WAIT_BOUND_MS, type MediaSide } from './media.js';
+import type { PostedMessage } from '../services/shared/message-ref.js';
 
 /** Jobs: the lifecycle, its watch, the edits of their messages, what runs after a final result. */
 export interface Jobs {
@@ -78,14 +80,16 @@ export function createJobs(deps: {
     now,
     channelBudget: deps.editBudget,
     onMessageGone: (key, reason) => {
-      if (key.endsWith(':reply') || key.startsWith('training-message:')) return;
-      logger.info({ jobId: key, reason }, 'job message is gone; edits stopped');
-      void lifecycle.mark(key, { messageGone: true }).catch(() => undefined);
+      const jobId = jobMessageOf(key);
+      if (jobId === undefined) return;
+      logger.info({ jobId, reason }, 'job message is gone; edits stopped');
+      void lifecycle.mark(jobId, { messageGone: true }).catch(() => undefined);
     },
     onDelivered: (key, d) => {
       metrics.webhookToEdit.observe((now() - d.pushedAt) / 1000);
-      if (d.final && !key.includes(':')) {
-        void lifecycle.mark(key, { finalShown: true }).catch(() => undefined);
+      const jobId = jobMessageOf(key);
+      if (d.final && jobId !== undefined) {
+        void lifecycle.mark(jobId, { finalShown: true }).catch(() => undefined);
       }
     },
     metrics: {
@@ -106,7 +110,7 @@ export function createJobs(deps: {
     timeoutMs: ({ drainMs }) => drainMs + 1000,
   });
   // A personal job's result sent by DM: indexed with its public posts, so /privacy delete reaches it.
-  const indexDirectMessage = async (jobId: string, posted: { channelId: string; messageId: string }) => {
+  const indexDirectMessage = async (jobId: string, posted: PostedMessage) => {
     const job = await stores.jobs.get(jobId);
     if (job) await deps.publicPosts.recordDirectMessage(job, posted);
   };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { TaskReading } from '../services/jobs/job-watch.js';
+import type { TaskReading } from '../services/media/ports.js';
 import { AccountMonitor } from '../services/media/account-monitor.js';
 import { MediaClient } from '../services/media/client.js';
 import { SubmitLimit } from '../services/media/submit-limit.js';

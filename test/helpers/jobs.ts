@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { AfterFinalWork, InProcessAfterFinal } from '../../src/services/jobs/after-final.js';
 import { JobLifecycle, type LifecycleOptions } from '../../src/services/jobs/lifecycle.js';
-import { JobWatch, type TaskReading } from '../../src/services/jobs/job-watch.js';
+import { JobWatch } from '../../src/services/jobs/job-watch.js';
+import type { TaskReading } from '../../src/services/media/ports.js';
 import { TimerChecks } from '../../src/services/jobs/timer-checks.js';
 import type { Metrics } from '../../src/metrics.js';
 import type { JobRecord, JobStore } from '../../src/services/store/types.js';

@@ -6,7 +6,7 @@ import { discordTimestamp } from '../shared/format.js';
 import type { Operation } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import { NOT_STARTED_CODES } from '../jobs/job-errors.js';
-import { isTerminalState } from '../store/merge.js';
+import { isFinal } from '../store/merge.js';
 import type { Metrics } from '../../metrics.js';
 import { personalScope, type FairUseLedger, type Refusal } from './fair-use.js';
 import type { GuildSettingsStore } from './settings.js';
@@ -159,7 +159,7 @@ export class CommunityService {
   async jobDeleted(job: JobRecord): Promise<void> {
     const scope = scopeOf(job);
     if (scope === undefined || job.settledAt !== undefined) return;
-    if (isTerminalState(job.state)) {
+    if (isFinal(job.state)) {
       await this.release(scope, job.userId, job.id, startedNothing(job));
       return;
     }

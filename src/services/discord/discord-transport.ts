@@ -3,6 +3,7 @@ import { Routes } from 'discord-api-types/v10';
 import { z } from 'zod';
 import { oncePerJob } from './message-nonce.js';
 import { editBody, type MessagePayload } from './render/limits.js';
+import type { PostedMessage } from '../shared/message-ref.js';
 
 export type { MessagePayload };
 
@@ -50,11 +51,7 @@ export interface DiscordTransport {
    * member's DMs are closed to the bot. Once per job (an enforced nonce from `jobId`): a
    * retry after a lost answer, or the keeper showing the final again, sends no second DM.
    */
-  sendDirectMessage(
-    userId: string,
-    body: MessagePayload,
-    jobId: string,
-  ): Promise<{ channelId: string; messageId: string }>;
+  sendDirectMessage(userId: string, body: MessagePayload, jobId: string): Promise<PostedMessage>;
 }
 
 /** What the bot reads of a created channel or message. */

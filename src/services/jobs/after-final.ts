@@ -27,7 +27,7 @@ export class AfterFinalWork {
     const job = await this.deps.store.get(jobId);
     if (!job) return true;
     if (job.settledAt !== undefined) return true;
-    if (!isFinal(job)) return false;
+    if (!isFinal(job.state)) return false;
     await this.deps.run(job);
     await this.deps.lifecycle.mark(jobId, { settled: true });
     return true;

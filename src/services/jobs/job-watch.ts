@@ -1,18 +1,12 @@
 import type { Logger } from 'pino';
 import { MediaAuthError, MediaRequestRejectedError, MediaTaskNotInAnswerError } from '../media/errors.js';
-import type { Operation, TaskResult } from '../media/types.js';
-import { isClosed } from '../store/merge.js';
+import type { TaskReading } from '../media/ports.js';
+import { isClosed, isFinal } from '../store/merge.js';
 import type { JobRecord, JobStore } from '../store/types.js';
 import type { Metrics } from '../../metrics.js';
 import { jobError, jobErrorFromMedia } from './job-errors.js';
-import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from './lifecycle.js';
 import type { AfterFinalQueue, MessageUpdates } from './ports.js';
-
-/** Reads a task's current result from the service (batched where the service allows it). */
-export interface TaskReading {
-  read(operation: Operation, taskId: string): Promise<TaskResult>;
-}
 
 export interface JobWatchOptions {
   maxDurationMs: number;
@@ -82,7 +76,7 @@ export class JobWatch {
       this.notFound.delete(jobId);
       return undefined;
     }
-    if (isFinal(job)) return this.settle(job);
+    if (isFinal(job.state)) return this.settle(job);
     const o = this.deps.options;
     const age = this.now() - job.createdAt;
     if (age >= o.maxDurationMs) return this.expire(job);
@@ -165,7 +159,7 @@ export class JobWatch {
       this.notFound.delete(jobId);
       const updated = await this.deps.lifecycle.applyResult(jobId, result, 'poll');
       if (!updated) return undefined;
-      if (isFinal(updated)) return this.deps.options.settleRecheckMs ?? SETTLE_RECHECK_MS;
+      if (isFinal(updated.state)) return this.deps.options.settleRecheckMs ?? SETTLE_RECHECK_MS;
       return Math.min(left, this.backoff(updated));
     } catch (err) {
       this.deps.metrics?.polls.inc({ outcome: 'error' });

@@ -5,7 +5,8 @@ import { MediaOutcomeUnknownError, MediaOutOfCreditsError } from '../media/error
 import type { Operation, TaskResult, WebhookTarget } from '../media/types.js';
 import { StoreUnavailableError } from '../store/errors.js';
 import { isFinal } from '../store/merge.js';
-import type { JobError, JobMessageRef, JobRecord, JobStore, JobUpdate } from '../store/types.js';
+import type { JobError, JobRecord, JobStore, JobUpdate } from '../store/types.js';
+import type { MessageRef } from '../shared/message-ref.js';
 import type { Metrics } from '../../metrics.js';
 import { jobErrorFromMedia, jobErrorFromResult } from './job-errors.js';
 import type { AfterFinalQueue, CheckScheduler, JobSource, MessageUpdates } from './ports.js';
@@ -20,7 +21,7 @@ export interface NewJob {
   id?: string;
   operation: Operation;
   userId: string;
-  message: JobMessageRef;
+  message: MessageRef;
   params: JobRecord['params'];
   cost?: number;
   /** The server's language (guild_locale), for the job's public messages. */
@@ -126,11 +127,7 @@ export class JobLifecycle {
   }
 
   /** The job now lives in its thread: `message` is the live one there, `reply` the channel line. */
-  async moveToThread(
-    jobId: string,
-    message: JobMessageRef,
-    reply: JobMessageRef,
-  ): Promise<JobRecord | undefined> {
+  async moveToThread(jobId: string, message: MessageRef, reply: MessageRef): Promise<JobRecord | undefined> {
     const r = await this.deps.store.apply(jobId, { thread: { message, reply }, at: this.now() });
     return r?.job;
   }
@@ -193,7 +190,7 @@ export class JobLifecycle {
     const queued = { state: 'queued', taskId: outcome.taskId, at: this.now() } as const;
     const updated = await this.untilStored(log, () => this.update(job.id, queued, 'submit'));
     if (updated) this.deps.jobKeys?.remember(updated);
-    if (updated && !isFinal(updated)) {
+    if (updated && !isFinal(updated.state)) {
       await this.deps.checks
         .schedule(
           job.id,
@@ -271,7 +268,7 @@ export class JobLifecycle {
       );
     }
     this.deps.messages.jobChanged(job);
-    if (isFinal(job)) {
+    if (isFinal(job.state)) {
       await this.deps.afterFinal
         .enqueue(job.id)
         .catch((err: unknown) =>
@@ -320,7 +317,7 @@ export class JobLifecycle {
    */
   async noticeDm(jobId: string): Promise<void> {
     const r = await this.deps.store.apply(jobId, { dmNotice: true, at: this.now() }, { remember: false });
-    if (r && r.job.dmNoticeAt !== undefined && !isFinal(r.job)) this.deps.messages.jobChanged(r.job);
+    if (r && r.job.dmNoticeAt !== undefined && !isFinal(r.job.state)) this.deps.messages.jobChanged(r.job);
   }
 
   /** One info line per final state (finished, failed), with the operation and how long it took. */

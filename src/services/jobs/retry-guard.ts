@@ -48,7 +48,7 @@ export class RetryGuard {
           if (this.deps.now() - mark.data.at < STARTING_TTL_MS) return { result: { ok: false } };
         } else {
           const running = await this.deps.records.get(mark.data.jobId);
-          if (running && !isFinal(running)) return { result: { ok: false, running } };
+          if (running && !isFinal(running.state)) return { result: { ok: false, running } };
         }
       }
       return {

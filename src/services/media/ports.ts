@@ -4,7 +4,7 @@
  * media/ never imports the registry (no import cycle, no upward arrow).
  */
 import type { ResultOutputs } from './schemas.js';
-import type { BodyOptions, Operation, ParamsOf, RequestBody } from './types.js';
+import type { BodyOptions, Operation, ParamsOf, RequestBody, TaskResult } from './types.js';
 
 export type { ResultOutputs } from './schemas.js';
 
@@ -29,4 +29,9 @@ export type CheckedParams<K extends Operation> =
 export interface MediaOperations extends ResultOutputs {
   checkParams<K extends Operation>(op: K, params: ParamsOf<K>): CheckedParams<K>;
   submission<K extends Operation>(op: K): Submission<K>;
+}
+
+/** Reads a task's current result from the service (batched where the service allows it). */
+export interface TaskReading {
+  read(operation: Operation, taskId: string): Promise<TaskResult>;
 }

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import type { TaskReading } from '../jobs/job-watch.js';
+import type { TaskReading } from './ports.js';
 import { MediaRequestRejectedError, MediaTaskNotInAnswerError } from './errors.js';
 import type { Operation, TaskResult } from './types.js';
 

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { TakeDown } from '../community/gallery.js';
 import type { MessagePayload } from '../discord/render/limits.js';
 import { isGoneOnDiscord } from '../discord/discord-transport.js';
-import type { JobMessageRef, JobRecord, JobStore } from '../store/types.js';
+import type { JobRecord, JobStore } from '../store/types.js';
+import type { MessageRef } from '../shared/message-ref.js';
 import type { PostTrace, PublicPosts } from '../privacy/public-posts.js';
 import { deleteMessages } from '../privacy/public-cleanup.js';
 
@@ -117,7 +118,7 @@ export class ResultTakeDown {
     return this.edit({ channelId, messageId }, this.deps.renderRemoved());
   }
 
-  private async edit(ref: JobMessageRef, body: MessagePayload): Promise<MessageOutcome> {
+  private async edit(ref: MessageRef, body: MessagePayload): Promise<MessageOutcome> {
     const messageId = ref.messageId ?? ref.interaction?.messageId;
     if (messageId === undefined) return 'gone';
     try {

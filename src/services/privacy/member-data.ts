@@ -4,10 +4,10 @@ import { createGzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { operations } from '../operations/index.js';
-import { isTerminalState } from '../store/merge.js';
+import { isFinal } from '../store/merge.js';
 import type { AtomicKeyValueStore, JobRecord, JobStore } from '../store/types.js';
 import type { TrainingSession, TrainingSessions } from '../training/sessions.js';
-import type { ConsentRecord, ConsentStore } from './consent-store.js';
+import type { ConsentRecord, ConsentStore } from '../training/consent-store.js';
 import type { CommunityService } from '../community/community.js';
 import { mergeTraces, traceOfJob, type PostTrace, type PublicPosts } from './public-posts.js';
 import { emptyTally, type CleanupFailure, type KeptByDiscord, type PublicCleanup } from './public-cleanup.js';
@@ -266,7 +266,7 @@ export class MemberData {
 
   private async deleteJob(job: JobRecord, report: { jobs: number; running: number }): Promise<void> {
     await this.deps.community.jobDeleted(job);
-    if (!isTerminalState(job.state)) report.running++;
+    if (!isFinal(job.state)) report.running++;
     await this.deps.jobs.delete(job.id);
     this.deps.stopEdits?.(job.id);
     report.jobs++;

@@ -8,7 +8,7 @@ import { isGoneOnDiscord } from '../discord/discord-transport.js';
 import type { MessagePayload } from '../discord/render/limits.js';
 import type { GalleryPostRef } from '../store/types.js';
 import { editBody } from '../discord/render/limits.js';
-import type { JobMessageRef } from '../store/types.js';
+import type { MessageRef } from '../shared/message-ref.js';
 import type { PostedMessage, PostTrace } from './public-posts.js';
 
 /**
@@ -43,7 +43,7 @@ export interface KeptByDiscord {
 
 /** What the job's record still knows of its message when it is deleted (its interaction token). */
 export interface LiveMessage {
-  interaction?: JobMessageRef['interaction'];
+  interaction?: MessageRef['interaction'];
   tokenRefused: boolean;
 }
 

@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
+import { encodeEditKey, type JobEditTarget } from '../discord/edits/edit-key.js';
 import type { DiscordTransport } from '../discord/discord-transport.js';
 import {
   DEFAULT_EDIT_POLICY,
@@ -31,6 +32,7 @@ import type { MessageUpdates } from '../jobs/ports.js';
 import type { JobRecord, JobStore } from '../store/types.js';
 import { delayJob, queueWithWorker, stillOurs, type BullContext, type QueueHandle } from './bull.js';
 import { ProgressCoalescer } from './progress-coalescer.js';
+import type { PostedMessage } from '../shared/message-ref.js';
 
 /**
  * The Discord edits of job messages on BullMQ: the Redis driver of the edit policy
@@ -51,10 +53,9 @@ import { ProgressCoalescer } from './progress-coalescer.js';
  * check, and the PATCH.
  */
 
-type Target = 'message' | 'reply' | 'notice';
 interface EditData {
   jobId: string;
-  target: Target;
+  target: JobEditTarget;
   /** Interaction route 429: not sent before this (a promotion of the edit must not cut it short). */
   notBefore?: number;
 }
@@ -71,7 +72,7 @@ const FINAL_REQUEUE_MS = 5000;
 const MARK_TTL_MS = 10_000;
 
 const dedupKey = (d: Pick<EditData, 'jobId' | 'target'>): string =>
-  `${d.target === 'reply' ? 'r' : d.target === 'notice' ? 'n' : 'm'}-${d.jobId}`;
+  encodeEditKey({ kind: 'job', jobId: d.jobId, target: d.target });
 
 export interface JobEditsDeps {
   store: Pick<JobStore, 'get'>;
@@ -96,7 +97,7 @@ export interface JobEditsDeps {
   /** The edit reached Discord (latency metric, tests). */
   onDelivered?: (jobId: string, final: boolean) => void;
   /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
-  onDirectMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => Promise<void>;
+  onDirectMessage?: (jobId: string, posted: PostedMessage) => Promise<void>;
 }
 
 export class BullJobEdits implements MessageUpdates {
@@ -133,7 +134,7 @@ export class BullJobEdits implements MessageUpdates {
   jobChanged(job: JobRecord): void {
     if (editsOver(job) || !hasMessage(job)) return;
     this.scheduleNotice(job);
-    if (!isFinal(job)) return this.progress.changed(job.id);
+    if (!isFinal(job.state)) return this.progress.changed(job.id);
     this.progress.flush(job.id);
     this.noticed.delete(job.id);
     // The same final handed over again at once (the webhook, then the keeper's check) is
@@ -253,7 +254,7 @@ export class BullJobEdits implements MessageUpdates {
       if (dmNoticeDue(record, this.opts) !== undefined) await this.deps.onDmNoticeDue?.(jobId);
       return;
     }
-    const final = isFinal(record);
+    const final = isFinal(record.state);
     if (target === 'reply' && (!record.reply || !final)) return;
     const now = this.now();
     if (job.data.notBefore !== undefined && job.data.notBefore > now)
@@ -408,7 +409,7 @@ export class BullJobEdits implements MessageUpdates {
     route: Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>,
     record: JobRecord,
     payload: MessagePayload,
-  ): Promise<{ kind: 'ok'; posted?: { channelId: string; messageId: string } } | Failure> {
+  ): Promise<{ kind: 'ok'; posted?: PostedMessage } | Failure> {
     try {
       if (route.route === 'interaction') {
         await this.deps.transport.editInteractionOriginal(

@@ -1,7 +1,6 @@
 export type {
   ApplyResult,
   JobError,
-  JobMessageRef,
   JobRecord,
   JobState,
   JobStore,
@@ -9,8 +8,7 @@ export type {
   KeyValueStore,
   KvClaim,
 } from './types.js';
-export { TERMINAL_STATES } from './types.js';
 export { StoreUnavailableError, isStoreUnavailableError } from './errors.js';
-export { mergeJob, isTerminalState, stateRank, normalizePercentage } from './merge.js';
+export { mergeJob, isFinal, stateRank, normalizePercentage } from './merge.js';
 export { createStores, type StoreOptions, type Stores } from './keyv-store.js';
 export { jobRecordSchemaOf, type JobOperations } from './schema.js';

@@ -9,7 +9,7 @@ import {
   type RedisClient,
 } from './backend.js';
 import { describeError, StoreUnavailableError } from './errors.js';
-import { isClosed, isTerminalState, mergeJob } from './merge.js';
+import { isClosed, isFinal, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
 import { jobRecordSchemaOf, type JobOperations } from './schema.js';
 import type {
@@ -348,7 +348,7 @@ class StoreCore {
   }
 
   jobTtl(job: JobRecord): number {
-    return isTerminalState(job.state) ? this.config.jobTtlMs : this.config.unfinishedTtlMs;
+    return isFinal(job.state) ? this.config.jobTtlMs : this.config.unfinishedTtlMs;
   }
 
   async ping(): Promise<void> {
@@ -486,7 +486,7 @@ class KeyvJobStore implements JobStore {
           core.call('index', () =>
             sorted.add(userJobsKey(record.userId), record.id, record.createdAt, userTtl),
           ),
-          ...(isTerminalState(record.state)
+          ...(isFinal(record.state)
             ? [core.call('index', () => sorted.add(ENDED, record.id, record.finishedAt ?? record.updatedAt))]
             : []),
           ...(isClosed(record) ? [] : [core.addUnfinished(record.id, record.createdAt)]),
@@ -639,7 +639,7 @@ class KeyvJobStore implements JobStore {
     const current = seen.job;
     // The merge of a validated record with a typed update stays valid: no second parse on the hot path.
     const { job: record, changed } = merged;
-    const becameFinal = !isTerminalState(current.state) && isTerminalState(record.state);
+    const becameFinal = !isFinal(current.state) && isFinal(record.state);
     const becameClosed = !isClosed(current) && isClosed(record);
     // Task index before the record: if the record write fails, a retry sees the
     // taskId as new again and rewrites the index.

@@ -1,4 +1,4 @@
-import type { JobRecord, JobState, JobUpdate } from './types.js';
+import type { FinalState, JobRecord, JobState, JobUpdate } from './types.js';
 
 /**
  * Monotonic merge of a job update into a job record.
@@ -84,7 +84,7 @@ export function mergeJob(
     const marked = markJob(job, update);
     if (marked !== job) return { job: marked, changed: false };
   }
-  if (isTerminalState(job.state)) return { job, changed: false };
+  if (isFinal(job.state)) return { job, changed: false };
   // A result of another task (a poll, a Refresh or a webhook naming a task this job is not):
   // nothing of it is this job's.
   if (update.taskId !== undefined && job.taskId !== undefined && update.taskId !== job.taskId) {
@@ -112,7 +112,7 @@ export function mergeJob(
     update.statusText !== undefined && isLaterStatus(textRank, at, update.statusText, job)
       ? update.statusText
       : undefined;
-  const final = isTerminalState(state);
+  const final = isFinal(state);
   const newMessageId =
     job.message.messageId === undefined && update.messageId !== undefined && update.messageId !== ''
       ? update.messageId
@@ -212,13 +212,9 @@ export function stateRank(state: JobState): number {
   return RANK[state];
 }
 
-export function isTerminalState(state: JobState): boolean {
-  return RANK[state] === 3;
-}
-
 /** The one test of a job being over (finished or failed): nothing changes its state again. */
-export function isFinal(job: Pick<JobRecord, 'state'>): boolean {
-  return isTerminalState(job.state);
+export function isFinal(state: JobState): state is FinalState {
+  return RANK[state] === 3;
 }
 
 /** Integer 0..100, or undefined for a missing or non-finite value. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Operation, TaskOutputs } from '../media/types.js';
-import type { JobError, JobMessageRef, JobRecord, JobState } from './types.js';
+import { messageRefSchema } from '../shared/message-ref.js';
+import type { JobError, JobRecord, JobState } from './types.js';
 
 /**
  * What the store checks of the operations, passed in (createStores' `operations`): the
@@ -26,20 +27,6 @@ const jobErrorSchema = z.object({
   code: z.string(),
   message: z.string(),
   details: z.array(z.string()).exactOptional(),
-});
-
-const jobMessageRefSchema = z.object({
-  channelId: z.string(),
-  guildId: z.string().exactOptional(),
-  messageId: z.string().exactOptional(),
-  interaction: z
-    .object({
-      applicationId: z.string(),
-      token: z.string(),
-      createdAt: z.number(),
-      messageId: z.string().exactOptional(),
-    })
-    .exactOptional(),
 });
 
 const epochMs = z.number().finite();
@@ -73,8 +60,8 @@ const jobRecordBase = z.object({
   id: z.string().min(1),
   secret: z.string(),
   userId: z.string(),
-  message: jobMessageRefSchema,
-  reply: jobMessageRefSchema.exactOptional(),
+  message: messageRefSchema,
+  reply: messageRefSchema.exactOptional(),
   params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])),
   locale: z.string().max(16).exactOptional(),
   taskId: z.string().exactOptional(),
@@ -109,7 +96,6 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesTypes: [
   Same<z.output<ReturnType<typeof jobRecordSchemaOf>>, JobRecord>,
   Same<z.output<typeof jobErrorSchema>, JobError>,
-  Same<z.output<typeof jobMessageRefSchema>, JobMessageRef>,
   Same<z.output<typeof jobStateSchema>, JobState>,
-] = [true, true, true, true];
+] = [true, true, true];
 void schemaMatchesTypes;

@@ -1,4 +1,5 @@
 import type { Operation, TaskOutputs } from '../media/types.js';
+import type { MessageRef, PostedMessage } from '../shared/message-ref.js';
 
 /**
  * `submitting`: stored, service call not answered yet (the webhook may beat the
@@ -8,7 +9,8 @@ import type { Operation, TaskOutputs } from '../media/types.js';
  * maximum duration. `queued`: the service accepted it. `finished`/`failed` are final.
  */
 export type JobState = 'submitting' | 'unconfirmed' | 'queued' | 'processing' | 'finished' | 'failed';
-export const TERMINAL_STATES: readonly JobState[] = ['finished', 'failed'];
+/** The states nothing changes again (store/merge.ts isFinal tells them). */
+export type FinalState = Extract<JobState, 'finished' | 'failed'>;
 
 export interface JobError {
   /** Stable identifier, e.g. `service_rejected`, `service_auth`, `timed_out`, `restart_during_submit`. */
@@ -18,18 +20,7 @@ export interface JobError {
   details?: string[];
 }
 
-/** Where the job's live message is, and how to edit it. */
-export interface JobMessageRef {
-  channelId: string;
-  guildId?: string;
-  messageId?: string;
-  /** Interaction webhook (token valid ~15 min from `createdAt`). */
-  interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
-}
-
-export interface GalleryPostRef {
-  channelId: string;
-  messageId: string;
+export interface GalleryPostRef extends PostedMessage {
   /** A forum or media channel's post: the thread the message starts. */
   threadId?: string;
 }
@@ -40,12 +31,12 @@ export interface JobRecord {
   secret: string;
   operation: Operation;
   userId: string;
-  message: JobMessageRef;
+  message: MessageRef;
   /**
    * With a thread per job: the public reply in the channel (one short line linking the
    * thread, edited to the final state at the end), while `message` is the live one in the thread.
    */
-  reply?: JobMessageRef;
+  reply?: MessageRef;
   /** What was submitted, as shown to the user (no secrets, no image bytes). */
   params: Record<string, string | number | boolean | string[]>;
   /** The server's language (Discord's guild_locale) when the job started: its public messages speak it. */
@@ -116,7 +107,7 @@ export interface JobUpdate {
   messageId?: string;
   followUp?: true;
   /** Moves the live message into the job's thread (once): see JobRecord.reply. */
-  thread?: { message: JobMessageRef; reply: JobMessageRef };
+  thread?: { message: MessageRef; reply: MessageRef };
   /** 429 from the service: waiting until then (cleared by any later state). */
   waitingUntil?: number;
   /**

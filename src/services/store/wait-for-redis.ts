@@ -1,6 +1,6 @@
 import { createClient } from '@keyv/redis';
 import type { Logger } from 'pino';
-import { isRedisAuthError, redactUrl } from '../../start-errors.js';
+import { isRedisAuthError, redactUrl } from './redis-errors.js';
 
 /**
  * Start-up check of REDIS_URL, before anything else is opened: connect, PING,

@@ -2,7 +2,7 @@
  * The consent step of a training-photo submission: nothing is sent until the
  * session's owner confirms, on an ephemeral prompt, that the photos show them
  * or a person who agreed, and that this person is 18 or older. The wording is
- * versioned: a consent record (src/services/privacy/consent-store.ts) names
+ * versioned: a consent record (src/services/training/consent-store.ts) names
  * the version it was given under, and every version's text stays here.
  *
  * A prompt is kept in the store for the life of the interaction that showed

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { ConsentStore } from '../privacy/consent-store.js';
+import { ConsentStore } from './consent-store.js';
 import type { AtomicKeyValueStore, JobRecord, JobState } from '../store/types.js';
 import { PhotoCleaner } from './clean-photo.js';
 import { ConsentPrompts } from './consent.js';

@@ -44,6 +44,8 @@ import { MAX_PHOTOS, MIN_PHOTOS } from '../operations/fields.js';
 import { createHash } from 'node:crypto';
 import { ETHNICITIES, GENDERS, type Ethnicity, type Gender } from '../media/types.js';
 import type { AtomicKeyValueStore, JobState, KvDecision, KvWrite } from '../store/types.js';
+import { isFinal } from '../store/merge.js';
+import { interactionRefSchema, messageRefSchema } from '../shared/message-ref.js';
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadError,
@@ -88,21 +90,33 @@ const photoSchema = z.object({
 });
 export type TrainingPhoto = z.output<typeof photoSchema>;
 
-const messageRefSchema = z.object({
-  id: z.string(),
-  channelId: z.string(),
-  /** The interaction that posted it: its webhook can edit it for ~15 min. */
-  applicationId: z.string(),
-  token: z.string(),
-  createdAt: z.number(),
-  /**
-   * Posted where the bot is not in (a user install's DM, group DM or server without the
-   * bot): only its interaction's token can edit it; once that is too old a fresh message
-   * comes from the member's next interaction.
-   */
-  personal: z.literal(true).optional(),
+/**
+ * The session's public message: a MessageRef posted by an interaction, whose webhook can
+ * edit it for ~15 min; `interaction.messageId` is the message's id. Posted where the bot
+ * is not in (a user install's DM, group DM or server without the bot), it has no top-level
+ * `messageId`: only the token can edit it, and once that is too old a fresh message comes
+ * from the member's next interaction.
+ */
+const sessionMessageSchema = messageRefSchema.extend({
+  interaction: interactionRefSchema.extend({ messageId: z.string() }),
 });
-export type SessionMessageRef = z.output<typeof messageRefSchema>;
+export type SessionMessageRef = z.output<typeof sessionMessageSchema>;
+
+/** The shape sessions stored their message in before MessageRef: read (and written back as one), never written. */
+const flatSessionMessageSchema = z
+  .object({
+    id: z.string(),
+    channelId: z.string(),
+    applicationId: z.string(),
+    token: z.string(),
+    createdAt: z.number(),
+    personal: z.literal(true).optional(),
+  })
+  .transform((m): SessionMessageRef => ({
+    channelId: m.channelId,
+    ...(m.personal === true ? {} : { messageId: m.id }),
+    interaction: { applicationId: m.applicationId, token: m.token, createdAt: m.createdAt, messageId: m.id },
+  }));
 
 const sessionSchema = z.object({
   v: z.literal(1),
@@ -117,7 +131,7 @@ const sessionSchema = z.object({
   createdAt: z.number(),
   updatedAt: z.number(),
   expiresAt: z.number(),
-  message: messageRefSchema.optional(),
+  message: z.union([sessionMessageSchema, flatSessionMessageSchema]).optional(),
   /** Set while the photos are being submitted, and until the job they went to ends. */
   submission: z
     .object({
@@ -516,7 +530,7 @@ export class TrainingSessions {
    * (failed). Idempotent.
    */
   async jobEnded(jobId: string, state: JobState): Promise<void> {
-    if (state !== 'finished' && state !== 'failed') return;
+    if (!isFinal(state)) return;
     const key = await this.kv.get<unknown>(jobLinkKey(jobId));
     if (typeof key !== 'string') return;
     await this.modify(
@@ -620,8 +634,7 @@ export class TrainingSessions {
     }
     const state = await this.jobState?.(sub.jobId);
     // A job no longer stored cannot be waited for: its photos are open again.
-    if (state === 'finished' || state === 'failed' || state === undefined)
-      return settleAs(s, state ?? 'failed');
+    if (state === undefined || isFinal(state)) return settleAs(s, state ?? 'failed');
     return s;
   }
 

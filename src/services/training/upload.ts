@@ -9,7 +9,7 @@
  * short-lived copies. The originals (with their EXIF, GPS, XMP…) never leave.
  */
 import type { Logger } from 'pino';
-import type { ConsentStore } from '../privacy/consent-store.js';
+import type { ConsentStore } from './consent-store.js';
 import type { Submitted } from '../media/client.js';
 import { MediaRequestInvalidError } from '../media/errors.js';
 import type { PhotoSource, TaskResult, WebhookTarget } from '../media/types.js';

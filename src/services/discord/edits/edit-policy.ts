@@ -1,6 +1,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError } from '@discordjs/rest';
 import { AUTOMOD_CODES } from '../discord-transport.js';
 import type { EditKind } from './channel-budget.js';
+import type { MessageRef } from '../../shared/message-ref.js';
 
 /**
  * The one edit policy of a job's (or any kept-up-to-date) message: pure rules, no I/O,
@@ -64,18 +65,9 @@ export const DEFAULT_EDIT_POLICY: Readonly<EditPolicyOptions> = {
   dmNoticeMs: 13 * 60_000,
 };
 
-/** Where a message lives and how it can be edited (a job's JobMessageRef is one). */
-export interface EditMessageRef {
-  channelId: string;
-  /** Needed for the channel route (bot token). */
-  messageId?: string;
-  /** Interaction webhook that posted the message; `messageId` set for a follow-up, else `@original`. */
-  interaction?: { applicationId: string; token: string; createdAt: number; messageId?: string };
-}
-
 /** What is known of a message when a state of it is to be sent. */
 export interface MessageFacts {
-  ref: EditMessageRef;
+  ref: MessageRef;
   /** Epoch ms the message was created (the 1 h old-message rule). */
   messageCreatedAt: number;
   /** Discord refused the interaction token once (401, 50027): never again, by anyone. */
@@ -150,7 +142,7 @@ export function interactionReadyAt(
 /** When a personal job's "result by DM" notice is due, or undefined when it is not to be sent. */
 export function dmNoticeAt(
   job: { personal?: true; dmNoticeAt?: number; tokenRefusedAt?: number; final: boolean } & {
-    ref: EditMessageRef;
+    ref: MessageRef;
   },
   opts: EditPolicyOptions,
 ): number | undefined {

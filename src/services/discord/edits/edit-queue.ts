@@ -2,6 +2,7 @@ import { DiscordAPIError, RateLimitError } from '@discordjs/rest';
 import type { Logger } from 'pino';
 import { MemoryChannelBudget, type ChannelBudget } from './channel-budget.js';
 import type { DiscordTransport, MessagePayload } from '../discord-transport.js';
+import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import {
   DEFAULT_EDIT_POLICY,
   budgetKind,
@@ -12,7 +13,6 @@ import {
   interactionReadyAt,
   routeFor,
   type Delivery,
-  type EditMessageRef,
   type EditOutcome,
   type EditPolicyOptions,
   type Route,
@@ -41,7 +41,7 @@ export type { ChannelBudget, EditKind } from './channel-budget.js';
  *   `pump()`, which scans the waiting messages and sends what the budgets allow.
  */
 
-export type { EditRoute, EditOutcome, EditMessageRef, Failure } from './edit-policy.js';
+export type { EditRoute, EditOutcome, Failure } from './edit-policy.js';
 export { classify, editOutcome } from './edit-policy.js';
 
 /** The queue's options are the edit policy's (one set of numbers for both drivers). */
@@ -49,9 +49,9 @@ export type EditQueueOptions = EditPolicyOptions;
 export const DEFAULT_EDIT_QUEUE_OPTIONS: Readonly<EditQueueOptions> = DEFAULT_EDIT_POLICY;
 
 export interface EditRequest {
-  /** The message's key in the queue: a job id, or any id stable for that one message. */
+  /** The message's key in the queue (encodeEditKey's, see ./edit-key.ts): stable for that one message. */
   jobId: string;
-  ref: EditMessageRef;
+  ref: MessageRef;
   /** Epoch ms the message was created (for the 1 h old-message rule on the channel route). */
   messageCreatedAt: number;
   /**
@@ -64,9 +64,9 @@ export interface EditRequest {
   tokenRefused?: boolean;
   /**
    * A personal job's message: never the bot token in its channel; its final goes to
-   * `userId` by DM once the token is past its use (or refused).
+   * `userId` by DM once the token is past its use (or refused); once per `jobId` (its nonce).
    */
-  personal?: { userId: string };
+  personal?: { userId: string; jobId: string };
   /** Called (besides `onMessageGone`) when this message turns out deleted or inaccessible. */
   onGone?: (reason: string) => void;
   /** Discord refused the interaction token: the caller records it with the job (every instance then knows). */
@@ -74,7 +74,7 @@ export interface EditRequest {
   /** The member's DMs are closed (50007): the caller records it with the job; its result stays in /tasks. */
   onDmRefused?: () => void;
   /** The final went by DM: where it is (the bot's own DM channel), for /privacy delete. */
-  onDirectMessage?: (posted: { channelId: string; messageId: string }) => void;
+  onDirectMessage?: (posted: PostedMessage) => void;
   /**
    * Discord's AutoMod refused this body (200000, 200001): the caller renders the message
    * again (without the member's text, or, `text: 'withheld'` already, without any free
@@ -130,14 +130,14 @@ type Target = Extract<Route, { route: 'interaction' | 'channel' | 'dm' }>;
 
 interface Slot {
   jobId: string;
-  ref: EditMessageRef;
+  ref: MessageRef;
   onGone: ((reason: string) => void) | undefined;
   onAutoMod: (() => void) | undefined;
   onTokenRefused: (() => void) | undefined;
   onDmRefused: (() => void) | undefined;
-  onDirectMessage: ((posted: { channelId: string; messageId: string }) => void) | undefined;
+  onDirectMessage: ((posted: PostedMessage) => void) | undefined;
   text: 'member' | 'withheld' | 'bare';
-  personal: { userId: string } | undefined;
+  personal: { userId: string; jobId: string } | undefined;
   messageCreatedAt: number;
   /** Latest state not yet sent (the in-flight one is held by its request). */
   pending: QueuedState | undefined;
@@ -252,7 +252,7 @@ export class EditQueue {
    * by the routing rules (a fresh interaction token, or a message id and, for a
    * non-final, a message younger than the old-message limit).
    */
-  editable(ref: EditMessageRef, messageCreatedAt: number, final: boolean): boolean {
+  editable(ref: MessageRef, messageCreatedAt: number, final: boolean): boolean {
     return editable(
       { ref, messageCreatedAt, tokenRefused: this.tokenDead(ref) },
       this.now(),
@@ -466,7 +466,7 @@ export class EditQueue {
     );
   }
 
-  private tokenDead(ref: EditMessageRef): boolean {
+  private tokenDead(ref: MessageRef): boolean {
     const token = ref.interaction?.token;
     return token !== undefined && this.deadTokens.has(token);
   }
@@ -527,7 +527,11 @@ export class EditQueue {
         );
       } else if (target.route === 'dm') {
         if (!slot.personal) throw new Error('a DM route without a member');
-        const posted = await this.deps.transport.sendDirectMessage(slot.personal.userId, payload, slot.jobId);
+        const posted = await this.deps.transport.sendDirectMessage(
+          slot.personal.userId,
+          payload,
+          slot.personal.jobId,
+        );
         const told = slot.onDirectMessage;
         if (told) this.safeCall(() => told(posted));
       } else {

@@ -1,8 +1,10 @@
-import type { JobMessageRef, JobRecord } from '../../store/types.js';
+import type { JobRecord } from '../../store/types.js';
+import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
 import type { EditQueue } from './edit-queue.js';
+import { encodeEditKey } from './edit-key.js';
 import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFacts } from './edit-policy.js';
 
 /** How a job's messages look: the live message in every state, and its channel line when it runs in a thread. */
@@ -12,9 +14,6 @@ export interface JobRenderers {
   /** The job without any free text (the job renderer's `withoutFreeText`). */
   withoutFreeText(job: JobRecord): JobRecord;
 }
-
-/** The key of a job's channel line in the edit queue (its live message's key is the job id). */
-export const replyKey = (jobId: string): string => `${jobId}:reply`;
 
 /** Whether the job has a message to edit (its reply was sent). */
 export function hasMessage(job: JobRecord): boolean {
@@ -28,7 +27,7 @@ export function editsOver(job: JobRecord): boolean {
 
 /** What the edit policy needs to know of a job's message (or its channel line), from its record. */
 export function messageFacts(job: JobRecord, target: 'message' | 'reply'): MessageFacts {
-  const ref: JobMessageRef = target === 'reply' && job.reply ? job.reply : job.message;
+  const ref: MessageRef = target === 'reply' && job.reply ? job.reply : job.message;
   return {
     ref,
     messageCreatedAt: job.createdAt,
@@ -42,7 +41,7 @@ export function dmNoticeDue(
   job: JobRecord,
   opts: EditPolicyOptions = DEFAULT_EDIT_POLICY,
 ): number | undefined {
-  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job) }, opts);
+  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job.state) }, opts);
 }
 
 /** What both drivers report back about a job's message, to be stored with the job. */
@@ -54,7 +53,7 @@ export interface LearnedAbout {
   /** A personal job's notice is due: the caller stores it (dmNotice) and shows the message again. */
   dmNoticeDue?: (jobId: string) => void;
   /** A personal job's final went by DM: where it is (the caller indexes it for /privacy delete). */
-  directMessage?: (jobId: string, posted: { channelId: string; messageId: string }) => void;
+  directMessage?: (jobId: string, posted: PostedMessage) => void;
 }
 
 /**
@@ -82,7 +81,7 @@ export class QueuedJobMessages implements MessageUpdates {
     this.scheduleNotice(job);
     this.push(job, 'message', false);
     // A job in its own thread: the channel's one-line reply ends on the final state.
-    if (job.reply && isFinal(job)) this.push(job, 'reply', false);
+    if (job.reply && isFinal(job.state)) this.push(job, 'reply', false);
   }
 
   /** Stops the notice timers (shutdown). */
@@ -131,20 +130,19 @@ export class QueuedJobMessages implements MessageUpdates {
     const reply = target === 'reply' && job.reply !== undefined ? job.reply : undefined;
     const facts = messageFacts(job, target);
     this.deps.edits.push({
-      jobId: reply ? replyKey(job.id) : job.id,
+      jobId: encodeEditKey({ kind: 'job', jobId: job.id, target }),
       ref: facts.ref,
       messageCreatedAt: facts.messageCreatedAt,
       payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
-      final: reply ? true : isFinal(job),
+      final: reply ? true : isFinal(job.state),
       text,
       ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
-      ...(job.personal === true && !reply ? { personal: { userId: job.userId } } : {}),
+      ...(job.personal === true && !reply ? { personal: { userId: job.userId, jobId: job.id } } : {}),
       ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(job.id) } : {}),
       ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
       ...(learned?.directMessage
         ? {
-            onDirectMessage: (p: { channelId: string; messageId: string }) =>
-              learned.directMessage?.(job.id, p),
+            onDirectMessage: (p: PostedMessage) => learned.directMessage?.(job.id, p),
           }
         : {}),
       ...autoMod,

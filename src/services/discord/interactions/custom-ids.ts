@@ -5,6 +5,8 @@
  * only (all state is in the store) and is parsed strictly: anything forged or
  * oversized is refused.
  */
+import type { PostedMessage } from '../../shared/message-ref.js';
+
 export type NextStep =
   | { kind: 'extend-song'; jobId: string; songIndex: number }
   | { kind: 'extend-video'; jobId: string }
@@ -51,13 +53,9 @@ export function parseExtendVideoModalId(customId: string): string | undefined {
  * it was used on (a form carries no state: the image found there waits in the store under the
  * member and that message, see ImageTargets).
  */
-export interface UpscaleImageModal {
-  channelId: string;
-  messageId: string;
-}
-export const upscaleImageModalId = (t: UpscaleImageModal): string =>
+export const upscaleImageModalId = (t: PostedMessage): string =>
   `modal:upscale-image:${t.channelId}:${t.messageId}`;
-export function parseUpscaleImageModalId(customId: string): UpscaleImageModal | undefined {
+export function parseUpscaleImageModalId(customId: string): PostedMessage | undefined {
   const m = /^modal:upscale-image:(\d{17,20}):(\d{17,20})$/.exec(customId);
   return m?.[1] && m[2] ? { channelId: m[1], messageId: m[2] } : undefined;
 }

@@ -29,7 +29,7 @@ const recordSchema = z.object({
   jobId: z.string().optional(),
   /** Epoch ms of the confirmation. */
   at: z.number(),
-  /** Which consent text was shown and accepted (see training/consent.ts). */
+  /** Which consent text was shown and accepted (see ./consent.ts). */
   wording: z.string(),
   /** The language it was shown in (a catalog locale, e.g. `de`); absent on records made before. */
   language: z.string().optional(),
