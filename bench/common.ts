@@ -12,6 +12,7 @@ import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/h
 import { pino } from 'pino';
 import { privateRedis } from '../test/helpers/private-redis.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
 export const pct = (xs: number[], p: number): number => {
@@ -242,7 +243,12 @@ export async function botOnPrivateRedis(opts: {
   await redis.start();
   const redisUrl = `redis://127.0.0.1:${redis.port}`;
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-'));
-  const stores = await createStores({ redisUrl, dataDir, logger: pino({ level: 'silent' }) });
+  const stores = await createStores({
+    operations: jobOperations,
+    redisUrl,
+    dataDir,
+    logger: pino({ level: 'silent' }),
+  });
   const bot = await spawnBot({ fake: opts.fake, emulator: opts.emulator, redisUrl, env: opts.env });
   const close = async () => {
     await bot.stop();

@@ -56,7 +56,11 @@ export async function createApp(config: Config, opts: AppOptions): Promise<App> 
     channelBudget,
   });
   const training = createTraining({ ...core, stores, rest, outbound });
-  const renderers = { render: render.renderJob, renderReply: renderThreadLine };
+  const renderers = {
+    render: render.renderJob,
+    renderReply: renderThreadLine,
+    withoutFreeText: render.withoutFreeText,
+  };
   const jobs = createJobs({
     ...core,
     ...platform,

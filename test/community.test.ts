@@ -24,7 +24,7 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from './emulator/server.js';
 import { NONCE_WINDOW_MS } from './fake-discord/index.js';
 import { eventually, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
-import { renderOperations } from '../src/services/operations/index.js';
+import { jobOperations, renderOperations } from '../src/services/operations/index.js';
 import { createJobRenderer } from '../src/services/discord/render/job-render.js';
 
 const jobRender = createJobRenderer(renderOperations);
@@ -48,6 +48,7 @@ for (const redis of [false, true])
     beforeAll(async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'mediabot-community-'));
       stores = await createStores({
+        operations: jobOperations,
         ...(redis ? { redisUrl: REDIS_URL } : {}),
         dataDir,
         namespace: storeNamespace,
@@ -422,7 +423,13 @@ for (const redis of [false, true])
     it('an instance paused between its read and its write past any lease cannot overwrite another’s reservation', async () => {
       // Redis: a second instance (its own store and connection); SQLite: one process owns the file.
       const other = redis
-        ? await createStores({ redisUrl: REDIS_URL, dataDir, namespace: storeNamespace, logger })
+        ? await createStores({
+            operations: jobOperations,
+            redisUrl: REDIS_URL,
+            dataDir,
+            namespace: storeNamespace,
+            logger,
+          })
         : stores;
       try {
         let resume = () => undefined as void;

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConsentStore } from '../src/services/training/consent-store.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import { REDIS_URL } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
 
@@ -24,6 +25,7 @@ async function stores(backend: 'sqlite' | 'redis', namespace: string): Promise<S
   const dataDir = await mkdtemp(join(tmpdir(), 'consent-'));
   dirs.push(dataDir);
   const s = await createStores({
+    operations: jobOperations,
     ...(backend === 'redis' ? { redisUrl: REDIS_URL } : {}),
     dataDir,
     namespace,

@@ -26,7 +26,7 @@ import { jobMessageOf } from '../src/services/discord/edits/edit-key.js';
 import { QueuedJobMessages, type JobRenderers } from '../src/services/discord/edits/job-messages.js';
 import { createJobRenderer, renderThreadLine } from '../src/services/discord/render/job-render.js';
 import { RedisChannelBudget } from '../src/services/cluster/redis-channel-budget.js';
-import { renderOperations } from '../src/services/operations/index.js';
+import { jobOperations, renderOperations } from '../src/services/operations/index.js';
 import { openBull } from '../src/services/queues/bull.js';
 import { BullJobEdits } from '../src/services/queues/job-edits.js';
 import { createStores, type Stores } from '../src/services/store/keyv-store.js';
@@ -39,7 +39,11 @@ import { needs } from './helpers/requirements.js';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 const render = createJobRenderer(renderOperations);
-const renderers: JobRenderers = { render: render.renderJob, renderReply: renderThreadLine };
+const renderers: JobRenderers = {
+  render: render.renderJob,
+  renderReply: renderThreadLine,
+  withoutFreeText: render.withoutFreeText,
+};
 const MIN = 60_000;
 
 /** One running edit driver (an instance of the bot, as far as edits go). */
@@ -86,7 +90,7 @@ const inProcess: DriverKind = {
   concurrent: false,
   async openStores() {
     const dataDir = await mkdtemp(join(tmpdir(), 'edits-'));
-    const stores = await createStores({ dataDir, logger });
+    const stores = await createStores({ operations: jobOperations, dataDir, logger });
     return {
       stores,
       async dispose() {
@@ -139,7 +143,13 @@ const bullmq = (namespace: string): DriverKind => ({
   requires: needs('redis'),
   concurrent: true,
   async openStores() {
-    const stores = await createStores({ redisUrl: REDIS_URL, dataDir: tmpdir(), logger, namespace });
+    const stores = await createStores({
+      operations: jobOperations,
+      redisUrl: REDIS_URL,
+      dataDir: tmpdir(),
+      logger,
+      namespace,
+    });
     return { stores, dispose: () => stores.close() };
   },
   otherStores() {

@@ -17,6 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { gatewayIntake } from '../src/services/discord/interactions/gateway-intake.js';
 import { createInteractionClaim } from '../src/services/discord/interactions/interaction-claim.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import { STORE_DOWN_TEXT } from '../src/services/store/errors.js';
 import { t } from '../src/i18n/index.js';
 import { eventually } from './helpers/harness.js';
@@ -39,7 +40,7 @@ describe('gateway intake', () => {
   let stores: Stores;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'intake-'));
-    stores = await createStores({ dataDir: dir, namespace: 'intake', logger });
+    stores = await createStores({ operations: jobOperations, dataDir: dir, namespace: 'intake', logger });
   });
   afterEach(async () => {
     await stores.close().catch(() => undefined);

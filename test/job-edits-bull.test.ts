@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryChannelBudget } from '../src/services/discord/edits/channel-budget.js';
+import { createJobRenderer } from '../src/services/discord/render/job-render.js';
 import type { MessagePayload } from '../src/services/discord/render/limits.js';
+import { renderOperations } from '../src/services/operations/index.js';
 import { openBull, type BullContext } from '../src/services/queues/bull.js';
 import { BullJobEdits } from '../src/services/queues/job-edits.js';
 import type { JobRecord } from '../src/services/store/types.js';
@@ -81,6 +83,7 @@ describe('BullJobEdits (Redis)', needs('redis'), () => {
       renderers: {
         render: (job) => classic(`${job.state} ${job.percentage}%`),
         renderReply: (job) => classic(`reply ${job.state}`),
+        withoutFreeText: createJobRenderer(renderOperations).withoutFreeText,
       },
       marks: bull.connection,
       logger,

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MediaOutcomeUnknownError } from '../src/services/media/errors.js';
 import type { Operation, TaskResult } from '../src/services/media/types.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 
@@ -45,7 +46,12 @@ beforeEach(async () => {
   // Only timers and the clock are virtual: SQLite's own I/O callbacks stay real.
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
   dir = await mkdtemp(join(tmpdir(), 'mediabot-keeper-'));
-  stores = await createStores({ dataDir: dir, logger: silent, namespace: 'keeper' });
+  stores = await createStores({
+    operations: jobOperations,
+    dataDir: dir,
+    logger: silent,
+    namespace: 'keeper',
+  });
   reads = [];
   answer = (taskId) => processing(taskId, 10);
 });

@@ -14,6 +14,7 @@ import {
   liveValue,
 } from '../src/services/store/codec.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord, KvClaim } from '../src/services/store/types.js';
 import { createInteractionClaim } from '../src/services/discord/interactions/interaction-claim.js';
 import { RetryGuard } from '../src/services/jobs/retry-guard.js';
@@ -66,7 +67,14 @@ for (const url of [undefined, REDIS_URL])
       dataDir = await mkdtemp(join(tmpdir(), 'kv-primitives-'));
       const namespace = `${RUN_ID}_${url === undefined ? 'sql' : 'red'}_${(nsCounter += 1)}`;
       const open = async () => {
-        const s = await createStores({ redisUrl: url, dataDir, namespace, logger, opTimeoutMs: 2_000 });
+        const s = await createStores({
+          operations: jobOperations,
+          redisUrl: url,
+          dataDir,
+          namespace,
+          logger,
+          opTimeoutMs: 2_000,
+        });
         opened.push(s);
         return s;
       };

@@ -1,15 +1,24 @@
 /**
  * Adding an operation is one module (CONTRIBUTING.md, "Adding an operation"): a toy
  * `remix` operation, made here and handed to the functions the bot builds its lists
- * with, shows up as a registered slash command, as a cost in CREDIT_COSTS and as the
- * endpoint the media client posts to, with nothing else of the bot changed. Its
- * catalog texts stand in for the keys such a module adds to the six catalogs.
+ * with, shows up as a registered slash command, as a cost in CREDIT_COSTS, as the
+ * endpoint the media client posts to and as a job the store keeps, with nothing else
+ * of the bot changed. Its catalog texts stand in for the keys such a module adds to
+ * the six catalogs.
+ *
+ * Its types are declared here too, but not by augmenting `OperationTypes` as a real
+ * module does: an augmentation holds for the whole program, so the registry (which must
+ * have a module for every operation) would stop compiling. The module is typed against
+ * `OperationModuleOf<name, parameters, result>`, what `OperationModule<K>` is made of.
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SlashCommandBuilder } from 'discord.js';
 import { pino } from 'pino';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { commandData, commandList, commands } from '../src/commands/index.js';
@@ -17,9 +26,16 @@ import { ConfigError, parseConfig } from '../src/config.js';
 import type * as Catalogs from '../src/i18n/catalogs.js';
 import { MediaClient } from '../src/services/media/client.js';
 import type { Operation, ParamsOf } from '../src/services/media/types.js';
-import { mediaOperationsOf, operationModules } from '../src/services/operations/index.js';
+import {
+  jobOperations,
+  jobOperationsOf,
+  mediaOperationsOf,
+  operationModules,
+} from '../src/services/operations/index.js';
 import { str, webhookFields } from '../src/services/operations/input.js';
-import type { SomeOperationModule } from '../src/services/operations/types.js';
+import type { OperationModuleOf, SomeOperationModule } from '../src/services/operations/types.js';
+import { createStores } from '../src/services/store/index.js';
+import type { JobRecord } from '../src/services/store/types.js';
 
 /** The toy's catalog keys (in every catalog: English stands in for the other five here). */
 const REMIX_TEXTS = vi.hoisted(
@@ -43,8 +59,15 @@ vi.mock('../src/i18n/catalogs.js', async (importOriginal) => {
   };
 });
 
-/** The one module: its command, cost and endpoint, and how it is sent and read. */
-const remix = {
+interface RemixParams {
+  imageUrl: string;
+}
+/** Its finished result, as the job keeps it (a real module's `outputs` in `OperationTypes`). */
+const remixResultSchema = z.object({ kind: z.literal('remix'), imageUrls: z.array(z.string()) });
+type RemixOutputs = z.output<typeof remixResultSchema>;
+
+/** The one module: its command, cost and endpoint, and how it is sent, read and kept. */
+const remix: OperationModuleOf<'remix', RemixParams, RemixOutputs> = {
   operation: 'remix',
   command: 'remix',
   cost: 3,
@@ -59,24 +82,23 @@ const remix = {
         o.setName('image_url').setDescription('The http(s) URL of the image').setRequired(true),
       )
       .toJSON(),
-    fromOptions: (o: { getString(name: string, required: true): string }) => ({
-      imageUrl: o.getString('image_url', true),
-    }),
+    fromOptions: (o) => ({ imageUrl: o.getString('image_url', true) }),
   },
   schema: z.object({ imageUrl: z.url() }),
   retryable: true,
-  toStored: (p: { imageUrl: string }) => ({ image_url: p.imageUrl }),
-  fromStored: (s: Record<string, unknown>) => {
+  toStored: (p) => ({ image_url: p.imageUrl }),
+  fromStored: (s) => {
     const imageUrl = str(s['image_url']);
     return imageUrl === undefined ? { cannot: () => 'no image' } : { imageUrl };
   },
-  body: (p: { imageUrl: string }, o: { webhook?: { url: string; secret: string } }) =>
-    JSON.stringify({ image_url: p.imageUrl, ...webhookFields(o.webhook) }),
-  outputs: (b: { image_urls?: string[] }) =>
-    b.image_urls ? { kind: 'remix', imageUrls: b.image_urls } : undefined,
+  body: (p, o) => JSON.stringify({ image_url: p.imageUrl, ...webhookFields(o.webhook) }),
+  outputs: (b) => (b.image_urls ? { kind: 'remix', imageUrls: b.image_urls } : undefined),
+  resultSchema: remixResultSchema,
+  resultWithoutText: (out) => out,
   card: () => ({ title: 'Remix', facts: [], media: [], links: [], notes: [], actions: [] }),
   inGallery: false,
   files: () => [],
+  fileKinds: [],
   continueFrom: undefined,
 };
 // 'remix' is no `Operation` of the bot's own type: the lists below take it as one.
@@ -142,6 +164,43 @@ describe('a fifth operation, declared in one module', () => {
     expect(() =>
       parseConfig([...operationModules, clash as unknown as SomeOperationModule], REQUIRED),
     ).toThrow(/MEDIA_FETCH_PATH is declared twice/);
+  });
+
+  it('a job of it is kept by a store given it, its result checked by its schema; the bot’s own refuses it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'toy-op-'));
+    const logger = pino({ level: 'silent' });
+    const stores = await createStores({ dataDir, logger, operations: jobOperationsOf(withRemix) });
+    const job = {
+      id: 'remix-job-1',
+      secret: 'secret',
+      operation: 'remix' as Operation,
+      userId: 'user-1',
+      message: { channelId: 'channel-1' },
+      params: remix.toStored({ imageUrl: 'https://cdn.example.test/fox.png' }),
+      state: 'finished',
+      percentage: 100,
+      result: { kind: 'remix', imageUrls: ['https://cdn.example.test/fox-remix.png'] },
+      createdAt: 1_000,
+      updatedAt: 2_000,
+      version: 0,
+    } as unknown as JobRecord;
+    try {
+      await stores.jobs.create(job);
+      expect(await stores.jobs.get(job.id)).toMatchObject({ operation: 'remix', result: job.result });
+      const malformed = { ...job, id: 'remix-job-2', result: { kind: 'remix', imageUrls: 'one' } };
+      await expect(stores.jobs.create(malformed as unknown as JobRecord)).rejects.toThrow(
+        /result\.imageUrls/,
+      );
+    } finally {
+      await stores.close();
+    }
+    const own = await createStores({ dataDir, logger, namespace: 'own', operations: jobOperations });
+    try {
+      await expect(own.jobs.create({ ...job, id: 'remix-job-3' })).rejects.toThrow(/operation/);
+    } finally {
+      await own.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   describe('the media client posts it to its endpoint', () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expectTypeOf, it } from 'vitest';
 import type { MessageKey } from '../src/i18n/index.js';
-import type { Operation, TaskOutputs } from '../src/services/media/types.js';
+import type { Operation, OperationTypes, TaskOutputs } from '../src/services/media/types.js';
 import type { operations } from '../src/services/operations/index.js';
 import type {
   OperationModule,
@@ -27,6 +27,11 @@ describe('an incomplete operation does not compile', () => {
     expectTypeOf<Omit<Registry['upscale'], 'body'>>().not.toExtend<OperationModule<'upscale'>>();
     // continueFrom must be said, even when nothing leads there (undefined).
     expectTypeOf<Omit<Registry['upload'], 'continueFrom'>>().not.toExtend<OperationModule<'upload'>>();
+    // The stored result's schema (the store checks jobs with it) and the gallery's file kinds.
+    expectTypeOf<Omit<Registry['video'], 'resultSchema'>>().not.toExtend<OperationModule<'video'>>();
+    expectTypeOf<Omit<Registry['song'], 'fileKinds'>>().not.toExtend<OperationModule<'song'>>();
+    // What of its result is free text (left out when AutoMod refused the message).
+    expectTypeOf<Omit<Registry['upload'], 'resultWithoutText'>>().not.toExtend<OperationModule<'upload'>>();
   });
 
   it('a module answering with another operation’s result or parameters', () => {
@@ -36,7 +41,10 @@ describe('an incomplete operation does not compile', () => {
     expectTypeOf<VideoWithSongParams>().not.toExtend<OperationModule<'video'>>();
   });
 
-  it('a new operation needs its parameters and its result kind before any module can exist', () => {
+  it('a new operation is none until its module declares its types (OperationTypes)', () => {
+    // @ts-expect-error 'remix' is no operation: no module augments OperationTypes with it
+    type RemixModule = OperationModule<'remix'>;
+    expectTypeOf<RemixModule['operation']>().toEqualTypeOf<'remix'>();
     // @ts-expect-error no parameters declared for 'remix'
     type RemixParams = ParamsByOperation['remix'];
     expectTypeOf<RemixParams>().toBeAny();
@@ -46,6 +54,9 @@ describe('an incomplete operation does not compile', () => {
 
   it('every operation has a module, a result kind and parameters', () => {
     expectTypeOf<keyof Registry>().toEqualTypeOf<Operation>();
+    expectTypeOf<keyof OperationTypes>().toEqualTypeOf<Operation>();
+    // Each result's kind is its operation's name.
+    expectTypeOf<OutputsOf<'song'>['kind']>().toEqualTypeOf<'song'>();
     expectTypeOf<OutputsOf<Operation>['kind']>().toEqualTypeOf<Operation>();
     expectTypeOf<keyof ParamsByOperation>().toEqualTypeOf<Operation>();
     expectTypeOf<Registry>().toExtend<OperationRegistry>();

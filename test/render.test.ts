@@ -28,13 +28,12 @@ import {
   createJobRenderer,
 } from '../src/services/discord/render/job-render.js';
 import { translator } from '../src/i18n/index.js';
-import { withoutFreeText } from '../src/services/discord/render/withheld.js';
 import { componentCount, messageText, textDisplayLength, walkComponents } from './helpers/message-text.js';
 import type { Operation, TaskOutputs } from '../src/services/media/types.js';
 import type { JobRecord, JobState } from '../src/services/store/types.js';
 import { renderOperations } from '../src/services/operations/index.js';
 
-const { renderJob, renderGalleryPost, threadName } = createJobRenderer(renderOperations);
+const { renderJob, renderGalleryPost, threadName, withoutFreeText } = createJobRenderer(renderOperations);
 
 // ---------------------------------------------------------------- fixtures
 
@@ -1182,6 +1181,10 @@ describe('withoutFreeText: what a public message still shows when AutoMod refuse
     expect(shown).not.toContain('Forbidden');
     expect(shown).not.toContain('a private prompt');
     expect(shown).toContain('https://files.example/a.wav');
+    // Each operation says what of its result is free text: an upload's message is.
+    const upload = finished('upload', { kind: 'upload', message: 'Forbidden words', expiresAt: 'soon' });
+    expect(withoutFreeText(upload).result).toEqual({ kind: 'upload', expiresAt: 'soon' });
+    expect(withoutFreeText(finished('video')).result).toEqual(finished('video').result);
   });
 
   it('a failed job shows its code and the advice, not the service’s text, and never “unknown error”', () => {

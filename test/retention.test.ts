@@ -17,6 +17,7 @@ import { PublicPosts } from '../src/services/privacy/public-posts.js';
 import { RetentionSweeper, SWEEP_INTERVAL_MS } from '../src/services/privacy/retention.js';
 import { TimerSchedule } from '../src/services/shared/periodic.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import { TrainingSessions } from '../src/services/training/sessions.js';
 import { FairUseLedger } from '../src/services/community/fair-use.js';
@@ -45,6 +46,7 @@ async function open(backend: 'sqlite' | 'redis'): Promise<Stores> {
   const dataDir = await mkdtemp(join(tmpdir(), 'retention-'));
   dirs.push(dataDir);
   const s = await createStores({
+    operations: jobOperations,
     ...(backend === 'redis' ? { redisUrl: REDIS_URL } : {}),
     dataDir,
     namespace: `ret${randomBytes(4).toString('hex')}`,
@@ -189,7 +191,11 @@ for (const backend of ['sqlite', 'redis'] as const)
         wording: 'consent-v1',
         sha256: ['a'.repeat(64)],
       });
-      const posts = new PublicPosts({ kv: stores.kv, indexes: stores.indexes });
+      const posts = new PublicPosts({
+        kv: stores.kv,
+        indexes: stores.indexes,
+        operations: jobOperations.names,
+      });
       const data = new MemberData({
         jobs: stores.jobs,
         sessions,

@@ -14,6 +14,8 @@ import { openBackend, type Backend } from '../src/services/store/backend.js';
 import { DataDirInUseError, lockDataDir } from '../src/services/store/data-dir-lock.js';
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { createStores, mergeJob, type StoreOptions, type Stores } from '../src/services/store/index.js';
+import type { TaskOutputs } from '../src/services/media/types.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
 
 // Backends: SQLite always; the Redis at REDIS_URL (skipped, saying so, when none answers).
@@ -147,7 +149,14 @@ for (const url of [undefined, redisUrl])
       /** A store (and a raw handle on the same namespace) with its own namespace. */
       async function open(extra: Partial<StoreOptions> = {}): Promise<{ stores: Stores; raw: Backend }> {
         const namespace = uniqueNamespace(url === undefined ? 'sql' : 'red');
-        const s = await createStores({ redisUrl: url, dataDir, namespace, logger, ...extra });
+        const s = await createStores({
+          operations: jobOperations,
+          redisUrl: url,
+          dataDir,
+          namespace,
+          logger,
+          ...extra,
+        });
         const r = await openBackend({ redisUrl: url, dataDir, namespace, opTimeoutMs: 2_000, logger });
         const pair = { stores: s, raw: r };
         opened.push(pair);
@@ -682,6 +691,32 @@ for (const url of [undefined, redisUrl])
         expect((await stores.jobs.listOpen()).map((j) => j.id)).not.toContain('un-corrupt');
       });
 
+      it('checks a stored result with its operation’s schema, as the registry passes it in', async () => {
+        const song: TaskOutputs = { kind: 'song', songs: [{ songId: 's-1', lyrics: 'la' }] };
+        await raw.set('job:res-song', { ...makeJob('res-song'), state: 'finished', result: song }, undefined);
+        expect((await stores.jobs.get('res-song'))?.result).toEqual(song);
+        // A song without its id, a result of another shape, an operation no module declares.
+        const bad = {
+          'res-no-id': { kind: 'song', songs: [{ lyrics: 'la' }] },
+          'res-shape': { kind: 'video', imageUrls: ['https://i'] },
+          'res-kind': { kind: 'remix', imageUrls: ['https://i'] },
+        };
+        for (const [id, result] of Object.entries(bad)) {
+          await raw.set(`job:${id}`, { ...makeJob(id), state: 'finished', result }, undefined);
+          expect(await stores.jobs.get(id)).toBeUndefined();
+        }
+        await raw.set('job:res-op', { ...makeJob('res-op'), operation: 'remix' }, undefined);
+        expect(await stores.jobs.get('res-op')).toBeUndefined();
+        const warnings = lines.filter((l) => l.includes('corrupt record'));
+        expect(warnings.find((l) => l.includes('job:res-no-id'))).toContain('result.songs.0.songId');
+        expect(warnings.find((l) => l.includes('job:res-shape'))).toContain('result.videoUrl');
+        expect(warnings.find((l) => l.includes('job:res-kind'))).toContain('result.kind');
+        expect(warnings.find((l) => l.includes('job:res-op'))).toContain('operation');
+        await expect(
+          stores.jobs.create({ ...makeJob('res-write'), result: bad['res-no-id'] as unknown as TaskOutputs }),
+        ).rejects.toThrow(/result\.songs\.0\.songId/);
+      });
+
       it('rejects invalid records on write instead of storing something unreadable', async () => {
         await expect(stores.jobs.create(makeJob('inv-1', { percentage: 150 }))).rejects.toThrow(TypeError);
         expect(await stores.jobs.get('inv-1')).toBeUndefined();
@@ -905,6 +940,7 @@ describe('Redis outage (private redis-server)', needs('redisServer'), () => {
       // 1. Redis not running at all when the store is created.
       let started = performance.now();
       const stores = await createStores({
+        operations: jobOperations,
         redisUrl: `redis://127.0.0.1:${port}`,
         dataDir: dir,
         namespace: uniqueNamespace('outage'),
@@ -994,6 +1030,7 @@ describe('Redis outage (private redis-server)', needs('redisServer'), () => {
       const { logger } = captureLogger();
       await startRedis();
       const stores = await createStores({
+        operations: jobOperations,
         redisUrl: `redis://127.0.0.1:${port}`,
         dataDir: dir,
         namespace: uniqueNamespace('hung'),

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createStores, type Stores } from '../src/services/store/index.js';
+import { jobOperations } from '../src/services/operations/index.js';
 import type { AtomicKeyValueStore, JobState } from '../src/services/store/types.js';
 import { MemoryKv as SharedMemoryKv } from './helpers/memory-kv.js';
 import { REDIS_URL } from './helpers/harness.js';
@@ -721,6 +722,7 @@ for (const backend of ['sqlite', 'redis'] as const)
         dirs.push(dataDir);
         const open = async () => {
           const st = await createStores({
+            operations: jobOperations,
             ...(backend === 'redis' ? { redisUrl: REDIS_URL } : {}),
             dataDir,
             namespace,

@@ -19,7 +19,7 @@ import { createStores, stateRank, type JobRecord, type Stores } from '../src/ser
 import { StoreUnavailableError } from '../src/services/store/errors.js';
 import { WEBHOOK_BODY_LIMIT } from '../src/webhooks/media-webhook.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
-import { renderOperations, mediaOperations } from '../src/services/operations/index.js';
+import { jobOperations, mediaOperations, renderOperations } from '../src/services/operations/index.js';
 
 const { renderJob } = createJobRenderer(renderOperations);
 
@@ -121,7 +121,12 @@ beforeAll(async () => {
   process.on('unhandledRejection', onProcessError);
   process.on('uncaughtException', onProcessError);
   dataDir = await mkdtemp(join(tmpdir(), 'mediabot-fuzz-'));
-  stores = await createStores({ dataDir, logger: silent, namespace: `fz${randomBytes(3).toString('hex')}` });
+  stores = await createStores({
+    operations: jobOperations,
+    dataDir,
+    logger: silent,
+    namespace: `fz${randomBytes(3).toString('hex')}`,
+  });
   const metrics = createMetrics();
   jobs = inProcessJobs({
     store: stores.jobs,

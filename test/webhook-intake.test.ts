@@ -17,7 +17,7 @@ import type { AuthFailureLimit } from '../src/webhooks/auth-failures.js';
 import { JobKeys } from '../src/webhooks/job-keys.js';
 import { buildServer, type HttpServer, type TrustProxy } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';
-import { mediaOperations } from '../src/services/operations/index.js';
+import { jobOperations, mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
 let dataDir: string;
@@ -26,6 +26,7 @@ let stores: Stores;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'mediabot-intake-'));
   stores = await createStores({
+    operations: jobOperations,
     dataDir,
     logger: silent,
     namespace: `in${randomBytes(3).toString('hex')}`,

@@ -15,7 +15,7 @@ import { secretMatches } from '../src/webhooks/media-webhook.js';
 import { jsonShapeExcess } from '../src/webhooks/json-shape.js';
 import { buildServer, type HttpServer } from '../src/webhooks/server.js';
 import { eventually } from './helpers/harness.js';
-import { mediaOperations } from '../src/services/operations/index.js';
+import { jobOperations, mediaOperations } from '../src/services/operations/index.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -30,7 +30,12 @@ let stores: Stores;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'mediabot-webhook-'));
-  stores = await createStores({ dataDir, logger: silent, namespace: `wh${randomBytes(3).toString('hex')}` });
+  stores = await createStores({
+    operations: jobOperations,
+    dataDir,
+    logger: silent,
+    namespace: `wh${randomBytes(3).toString('hex')}`,
+  });
 });
 
 afterAll(async () => {

@@ -1,5 +1,6 @@
 import type { APIApplicationCommandOptionChoice } from 'discord-api-types/v10';
-import type { Operation, Song } from '../services/media/types.js';
+import type { Operation } from '../services/media/types.js';
+import type { Song } from '../services/operations/extend-song.js';
 import type { JobRecord } from '../services/store/types.js';
 import { formatAgo, translatorFor } from '../i18n/index.js';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';

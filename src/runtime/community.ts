@@ -11,6 +11,7 @@ import type { JobRenderer } from '../services/discord/render/job-render.js';
 import { ByteBudget } from '../services/net/byte-budget.js';
 import type { AllowList } from '../services/net/address-policy.js';
 import type { SafeDownloader } from '../services/net/safe-download.js';
+import { jobOperations } from '../services/operations/index.js';
 import { PublicPosts } from '../services/privacy/public-posts.js';
 import type { Stores } from '../services/store/index.js';
 
@@ -47,7 +48,11 @@ export function createCommunity(deps: {
   });
   metrics.operatorDailyCredits.set(config.operator.dailyCredits);
   // Where each job was posted in public, kept past the job records' retention.
-  const publicPosts = new PublicPosts({ kv: stores.kv, indexes: stores.indexes });
+  const publicPosts = new PublicPosts({
+    kv: stores.kv,
+    indexes: stores.indexes,
+    operations: jobOperations.names,
+  });
   const gallery = new GalleryPoster({
     rest: deps.botRest,
     settings,

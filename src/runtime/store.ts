@@ -1,4 +1,5 @@
 import type { Stores } from '../services/store/index.js';
+import { jobOperations } from '../services/operations/index.js';
 import { createStores } from '../services/store/index.js';
 import type { PlatformDeps } from './platform.js';
 
@@ -12,6 +13,7 @@ export async function openStore(deps: PlatformDeps & { redisUrl?: string }): Pro
     eventWriteMs: Math.max(100, Math.round(config.jobs.webhookSilenceMs / 3)),
     logger: deps.logger.child({ component: 'store' }),
     namespace: deps.namespace,
+    operations: jobOperations,
   });
   deps.disposers.add({ name: 'store', close: () => stores.close() });
   return stores;

@@ -14,7 +14,6 @@ import { SafeDownloadError, readAll, type SafeDownloader, type SafeResponse } fr
 import type { AtomicKeyValueStore, GalleryPostRef, JobRecord, KvDecision } from '../store/types.js';
 import type { GuildSettingsStore } from './settings.js';
 import type { ChannelBudget } from '../discord/edits/channel-budget.js';
-import type { Operation } from '../media/types.js';
 import { sniffMedia, type MediaKind, type MediaType } from './media-sniff.js';
 
 /**
@@ -94,15 +93,6 @@ function fileName(url: string, index: number, type: MediaType): string {
   }
   return `${stem === '' || stem === '_' ? `result-${index + 1}` : stem}.${type.ext}`;
 }
-
-/** What each operation's results are; a file whose bytes are anything else is linked, never re-hosted. */
-const GALLERY_KINDS: Record<Operation, readonly MediaKind[]> = {
-  upscale: ['image'],
-  // The songs, their covers and each song's video.
-  song: ['audio', 'image', 'video'],
-  video: ['video'],
-  upload: [],
-};
 
 /** A post title without the job's text: the command and the job id's first characters. */
 export function neutralPostName(job: Pick<JobRecord, 'id' | 'operation'>): string {
@@ -499,7 +489,7 @@ export class GalleryPoster {
     const limit = await this.uploadLimit(guildId);
     const urls = resultFiles(job.result);
     const where = await this.channelKind(gallery);
-    const { files, linked, release } = await this.gather(urls, limit, GALLERY_KINDS[job.operation]);
+    const { files, linked, release } = await this.gather(urls, limit, operations[job.operation].fileKinds);
     try {
       // Downloads took a while: post only if the claim is still ours (a paused instance whose
       // claim lapsed and was taken leaves the post to the taker).

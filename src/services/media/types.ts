@@ -3,25 +3,38 @@
  * service used to say it (webhook, fetch, or synchronous response). Every quirk
  * of the wire format is absorbed by the parsers in ./schemas.ts.
  */
-export const OPERATIONS = ['upscale', 'song', 'video', 'upload'] as const;
-export type Operation = (typeof OPERATIONS)[number];
+
+/**
+ * The operations and their types, each declared by its own module in
+ * src/services/operations/ by augmenting this interface (declaration merging):
+ *
+ *   declare module '../media/types.js' {
+ *     interface OperationTypes { remix: { params: RemixParams; outputs: RemixOutputs } }
+ *   }
+ *
+ * `outputs` is the finished result, its `kind` the operation's name. The media and store
+ * layers sit below the operations, so they name no operation: what they check at run time
+ * (the names, the stored results) is passed in from the registry.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by augmentation
+export interface OperationTypes {}
+
+export type Operation = keyof OperationTypes & string;
+
+/** The parameters of each operation. An operation without them does not compile (`params` missing). */
+export type ParamsByOperation = { [K in Operation]: OperationTypes[K]['params'] };
+export type ParamsOf<K extends Operation> = ParamsByOperation[K];
+
+/** The finished result of `K`; `never` (no module can produce it) unless its `kind` is `K`. */
+export type OutputsOf<K extends Operation> = OperationTypes[K]['outputs'] extends { kind: K }
+  ? OperationTypes[K]['outputs']
+  : never;
+
+/** Any operation's finished result, told apart by `kind`. */
+export type TaskOutputs = { [K in Operation]: OutputsOf<K> }[Operation];
 
 /** Normalised lifecycle; `finished` and `failed` are terminal. */
 export type TaskState = 'queued' | 'processing' | 'finished' | 'failed';
-
-export interface Song {
-  songId: string;
-  audioUrl?: string;
-  imageUrl?: string;
-  videoUrl?: string;
-  lyrics?: string;
-}
-
-export type TaskOutputs =
-  | { kind: 'upscale'; imageUrls: string[]; seed?: number }
-  | { kind: 'song'; songs: Song[]; videoUrl?: string }
-  | { kind: 'video'; videoUrl: string }
-  | { kind: 'upload'; message?: string; expiresAt?: string };
 
 export interface TaskResult {
   operation: Operation;
@@ -106,15 +119,6 @@ export interface PhotoUploadParams {
   gender: Gender;
   age?: number;
 }
-
-/** The parameters of each operation. An operation missing here is a compile error wherever it is used. */
-export interface ParamsByOperation {
-  upscale: UpscaleParams;
-  song: SongExtendParams;
-  video: VideoExtendParams;
-  upload: PhotoUploadParams;
-}
-export type ParamsOf<K extends Operation> = ParamsByOperation[K];
 
 /** The service request body: JSON text, or a stream (training photos as base64). */
 export type RequestBody = string | AsyncIterable<string>;

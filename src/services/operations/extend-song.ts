@@ -6,7 +6,7 @@ import { actionButton } from '../discord/render/kit.js';
 import { escapeMarkdown, inlineCode, maskedLink, safeHttpUrl, truncate } from '../discord/render/limits.js';
 import type { TaskResultBody } from '../media/schemas.js';
 import { problem, taskId } from './fields.js';
-import type { Song } from '../media/types.js';
+import type { SongExtendParams } from '../media/types.js';
 import { compact, num, str, webhookFields } from './input.js';
 import type { OperationModule } from './types.js';
 
@@ -50,6 +50,28 @@ const songExtendParamsSchema = z.object({
     .max(24 * 3600, problem('input.seconds_max', { field: 'continue_at', max: 24 * 3600 }))
     .optional(),
 });
+
+const songSchema = z.object({
+  songId: z.string(),
+  audioUrl: z.string().exactOptional(),
+  imageUrl: z.string().exactOptional(),
+  videoUrl: z.string().exactOptional(),
+  lyrics: z.string().exactOptional(),
+});
+export type Song = z.output<typeof songSchema>;
+
+/** A finished song extension (its two songs), as the job keeps it. */
+const songResultSchema = z.object({
+  kind: z.literal('song'),
+  songs: z.array(songSchema),
+  videoUrl: z.string().exactOptional(),
+});
+
+declare module '../media/types.js' {
+  interface OperationTypes {
+    song: { params: SongExtendParams; outputs: z.output<typeof songResultSchema> };
+  }
+}
 
 type SongBody = NonNullable<TaskResultBody['songs']>[number];
 
@@ -126,7 +148,11 @@ export const songOperation: OperationModule<'song'> = {
     b.songs && b.songs.length > 0
       ? { kind: 'song', songs: b.songs.map(songOf), ...(b.video_url ? { videoUrl: b.video_url } : {}) }
       : undefined,
+  resultSchema: songResultSchema,
+  resultWithoutText: (out) => ({ ...out, songs: out.songs.map(({ lyrics: _lyrics, ...song }) => song) }),
   inGallery: true,
+  // The songs, their covers and each song's video.
+  fileKinds: ['audio', 'image', 'video'],
   // Every file of the result (the service's links expire): the audio files, the covers, each
   // song's video, the top-level video; a link given twice is kept once.
   files: (out) => [

@@ -56,6 +56,15 @@ function inherited(p: StoredParams): Pick<VideoExtendParams, 'enhancePrompt' | '
   };
 }
 
+/** A finished video extension, as the job keeps it. */
+const videoResultSchema = z.object({ kind: z.literal('video'), videoUrl: z.string() });
+
+declare module '../media/types.js' {
+  interface OperationTypes {
+    video: { params: VideoExtendParams; outputs: z.output<typeof videoResultSchema> };
+  }
+}
+
 export const videoOperation: OperationModule<'video'> = {
   operation: 'video',
   command: 'extend-video',
@@ -118,6 +127,10 @@ export const videoOperation: OperationModule<'video'> = {
       }),
     ),
   outputs: (b) => (b.video_url ? { kind: 'video', videoUrl: b.video_url } : undefined),
+  resultSchema: videoResultSchema,
+  // A link: no free text.
+  resultWithoutText: (out) => out,
+  fileKinds: ['video'],
   inGallery: true,
   files: (out) => [out.videoUrl],
   // "Extend again": the parent task, the prompt from the modal, the parent's aspect ratio and prompt enhancement.

@@ -1,9 +1,10 @@
 /**
  * The registry of media operations: one module each (./types.ts says what a
  * module declares), the one source of their commands, costs and service paths.
- * Typed against every `Operation`, so adding an operation to OPERATIONS without
- * its module here (or a module without a piece) does not compile. Adding one:
- * see "Adding an operation" in CONTRIBUTING.md.
+ * Typed against every `Operation` (the names the modules declare in `OperationTypes`,
+ * src/services/media/types.ts), so a module declaring its types without its line here,
+ * or a module without a piece, does not compile. Adding one: see "Adding an operation"
+ * in CONTRIBUTING.md.
  */
 import type { NextStep } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
@@ -11,6 +12,7 @@ import type { ResultParts } from '../discord/render/card.js';
 import type { RenderOperations } from '../discord/render/job-render.js';
 import type { MediaOperations } from '../media/ports.js';
 import type { Operation, TaskOutputs } from '../media/types.js';
+import type { JobOperations } from '../store/schema.js';
 import type { JobRecord } from '../store/types.js';
 import { songOperation } from './extend-song.js';
 import { videoOperation } from './extend-video.js';
@@ -114,9 +116,29 @@ export function mediaOperationsOf(modules: readonly SomeOperationModule[]): Medi
 /** What the media client and result parsing need of the operations (passed in by the app). */
 export const mediaOperations: MediaOperations = mediaOperationsOf(operationModules);
 
+/**
+ * What the store checks of `modules`' jobs (the registry's, or a test's own list): the
+ * operations a stored job may name and the schema of each one's result.
+ */
+export function jobOperationsOf(modules: readonly SomeOperationModule[]): JobOperations {
+  const byOperation = new Map<string, SomeOperationModule>(modules.map((m) => [m.operation, m]));
+  return {
+    names: modules.map((m) => m.operation),
+    resultSchema(op) {
+      const m = byOperation.get(op);
+      if (m === undefined) throw new Error(`no module for operation ${op}`);
+      return m.resultSchema;
+    },
+  };
+}
+
+/** What the store checks of the jobs' operations (passed in by the app: openStore). */
+export const jobOperations: JobOperations = jobOperationsOf(operationModules);
+
 /** What rendering a job needs of its operation (passed in by the app: createJobRenderer). */
 export const renderOperations: RenderOperations = {
   resultParts,
+  resultWithoutText: (out) => moduleOfResult(out).resultWithoutText(out),
   retryable: (op) => operations[op].retryable,
   command: (op) => operations[op].command,
 };

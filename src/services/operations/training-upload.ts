@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { escapeMarkdown, inlineCode, truncate } from '../discord/render/limits.js';
 import { photoUploadBody } from '../media/photo-body.js';
 import { MAX_PHOTOS, MIN_PHOTOS, boundedInt, problem } from './fields.js';
-import { ETHNICITIES, GENDERS, type PhotoSource } from '../media/types.js';
+import { ETHNICITIES, GENDERS, type PhotoSource, type PhotoUploadParams } from '../media/types.js';
 import { discordTimestamp } from '../shared/format.js';
 import { compact, webhookFields } from './input.js';
 import type { OperationModule } from './types.js';
@@ -20,6 +20,19 @@ const photoUploadParamsSchema = z.object({
   }),
   age: boundedInt('age', 1, 120).optional(),
 });
+
+/** A finished upload of training photos, as the job keeps it. */
+const uploadResultSchema = z.object({
+  kind: z.literal('upload'),
+  message: z.string().exactOptional(),
+  expiresAt: z.string().exactOptional(),
+});
+
+declare module '../media/types.js' {
+  interface OperationTypes {
+    upload: { params: PhotoUploadParams; outputs: z.output<typeof uploadResultSchema> };
+  }
+}
 
 export const uploadOperation: OperationModule<'upload'> = {
   operation: 'upload',
@@ -53,8 +66,11 @@ export const uploadOperation: OperationModule<'upload'> = {
           ...(b.expires_at ? { expiresAt: b.expires_at } : {}),
         }
       : undefined,
+  resultSchema: uploadResultSchema,
+  resultWithoutText: ({ message: _message, ...rest }) => rest,
   inGallery: false,
   files: () => [],
+  fileKinds: [],
   continueFrom: undefined,
   card(_job, out, tr) {
     const message = out.message?.trim();

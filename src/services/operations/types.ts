@@ -16,15 +16,13 @@ import type { z } from 'zod';
 import type { Translator } from '../../i18n/index.js';
 import type { ResultParts } from '../discord/render/card.js';
 import type { TaskResultBody } from '../media/schemas.js';
-import type { BodyOptions, Operation, ParamsOf, RequestBody, TaskOutputs } from '../media/types.js';
+import type { BodyOptions, Operation, OutputsOf, ParamsOf, RequestBody } from '../media/types.js';
 import type { JobRecord } from '../store/types.js';
 import type { MemberText } from './input.js';
 
-// The parameters, request body and body options are the media layer's (it sends them).
-export type { BodyOptions, ParamsByOperation, ParamsOf, RequestBody } from '../media/types.js';
-
-/** The finished result of an operation (`TaskOutputs` member with `kind: K`). */
-export type OutputsOf<K extends Operation> = Extract<TaskOutputs, { kind: K }>;
+// The parameters, results, request body and body options are the media layer's (it sends them):
+// each module declares its own in `OperationTypes` there (by augmentation).
+export type { BodyOptions, OutputsOf, ParamsByOperation, ParamsOf, RequestBody } from '../media/types.js';
 
 /** Parameters as stored on the job: shown to the member, inherited by next steps (no secrets, no bytes). */
 export type StoredParams = JobRecord['params'];
@@ -47,13 +45,13 @@ export type ChoiceSource =
  * (src/commands/ registers it from here), or a session gathered over several
  * interactions (training photos: its own command in src/commands/).
  */
-export type OperationInput<K extends Operation> =
+export type OperationInput<P> =
   | {
       kind: 'slash';
       /** Named `command`; the descriptions come from the catalogs (`commands.<command>.*`). */
       data: RESTPostAPIChatInputApplicationCommandsJSONBody;
       /** Options → parameters; throws UserError with what to fix. Validated against `schema` after. */
-      fromOptions(options: OptionResolver, limits: InputLimits): ParamsOf<K>;
+      fromOptions(options: OptionResolver, limits: InputLimits): P;
       /** The choices of each option declared with `setAutocomplete(true)`, by option name. */
       autocomplete?: Readonly<Record<string, ChoiceSource>>;
     }
@@ -75,7 +73,15 @@ export interface StepInput {
   prompt?: string;
 }
 
-export interface OperationModule<K extends Operation> {
+/** The module of operation `K`: its types are its entry in `OperationTypes` (src/services/media/types.ts). */
+export type OperationModule<K extends Operation> = OperationModuleOf<K, ParamsOf<K>, OutputsOf<K>>;
+
+/**
+ * An operation module by its name, parameters (P) and finished result (O): what
+ * `OperationModule<K>` is for the bot's own operations, spelled out so that a test can
+ * check a module of its own against it without adding its name to `OperationTypes`.
+ */
+export interface OperationModuleOf<K extends string, P, O> {
   readonly operation: K;
   /**
    * The slash command (its name in CREDIT_COSTS; also names threads). Its title and
@@ -84,41 +90,56 @@ export interface OperationModule<K extends Operation> {
   readonly command: string;
   /** Credits it costs unless CREDIT_COSTS says otherwise (a whole number, 0-1000000). */
   readonly cost: number;
-  readonly input: OperationInput<K>;
+  readonly input: OperationInput<P>;
   /** Checked before the (paid) service call; messages name the option to fix. */
-  readonly schema: z.ZodType<Parsed<ParamsOf<K>>, unknown>;
+  readonly schema: z.ZodType<Parsed<P>, unknown>;
   /** Service endpoint (MEDIA_PATH_*). */
   readonly path: ServicePath;
   /** `sync`: the response is the finished result (upscale); `async`: a task id, then webhooks/polls. */
   readonly mode: 'sync' | 'async';
   /** Parameters → what the job keeps. */
-  toStored(params: ParamsOf<K>): StoredParams;
+  toStored(params: P): StoredParams;
   /** Whether a failed job offers Retry (training photos are not kept, so they are gathered again). */
   readonly retryable: boolean;
   /**
    * The parameters again from a stored job, for Retry (same parameters, a new job),
    * or a sentence saying why they cannot be (training photos are not kept).
    */
-  fromStored(stored: StoredParams): ParamsOf<K> | { cannot: MemberText };
+  fromStored(stored: StoredParams): P | { cannot: MemberText };
   /** Parameters → the service request body. */
-  body(params: ParamsOf<K>, opts: BodyOptions): RequestBody;
+  body(params: P, opts: BodyOptions): RequestBody;
   /** The outputs of a finished result body, or undefined when the body does not carry them. */
-  outputs(body: TaskResultBody): OutputsOf<K> | undefined;
+  outputs(body: TaskResultBody): O | undefined;
+  /**
+   * The finished result as the job record keeps it, checked whenever a job is read back
+   * (the store is given it: createStores' `operations`). Its output is `O` exactly when `O`
+   * is declared as `z.output<typeof …>` of it.
+   */
+  readonly resultSchema: z.ZodType<O>;
   /** What the finished result adds to the job's card, in the card's language (tr). */
-  card(job: JobRecord, out: OutputsOf<K>, tr: Translator): ResultParts;
+  card(job: JobRecord, out: O, tr: Translator): ResultParts;
+  /**
+   * The result without any free text (lyrics, the service's message): what a public message
+   * still shows when AutoMod refused it even without the member's text.
+   */
+  resultWithoutText(out: O): O;
   /** Whether a finished job is also posted to the server's gallery channel. */
   readonly inGallery: boolean;
   /** Result files the gallery re-hosts, in the order shown. */
-  files(out: OutputsOf<K>): string[];
+  files(out: O): string[];
+  /** What those files are; a file whose bytes are anything else is linked, never re-hosted. */
+  readonly fileKinds: readonly FileKind[];
   /**
    * A job of this operation continuing `parent` from one of the parent's next-step
    * buttons: the parameters it inherits (every one that still applies). Undefined
    * when no next step leads here.
    */
   continueFrom:
-    | ((parent: JobRecord & { taskId: string }, input: StepInput) => ParamsOf<K> | { cannot: MemberText })
-    | undefined;
+    ((parent: JobRecord & { taskId: string }, input: StepInput) => P | { cannot: MemberText }) | undefined;
 }
+
+/** A kind of result file the gallery re-hosts (its bytes are sniffed: src/services/community/media-sniff.ts). */
+export type FileKind = 'image' | 'audio' | 'video';
 
 type OptionalKeys<T> = { [P in keyof T]-?: object extends Pick<T, P> ? P : never }[keyof T];
 /** What zod outputs for T: its optional properties may also hold `undefined`. */

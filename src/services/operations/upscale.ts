@@ -60,6 +60,19 @@ const upscaleParamsSchema = z.object({
     .optional(),
 });
 
+/** A finished upscale, as the job keeps it. */
+const upscaleResultSchema = z.object({
+  kind: z.literal('upscale'),
+  imageUrls: z.array(z.string()),
+  seed: z.number().exactOptional(),
+});
+
+declare module '../media/types.js' {
+  interface OperationTypes {
+    upscale: { params: UpscaleParams; outputs: z.output<typeof upscaleResultSchema> };
+  }
+}
+
 /** The stored parameters back, keeping the seed for a retry and dropping it for "Upscale again". */
 function fromStored(p: StoredParams, keepSeed: boolean): UpscaleParams | { cannot: MemberText } {
   const imageUrl = str(p['image_url']);
@@ -140,8 +153,12 @@ export const upscaleOperation: OperationModule<'upscale'> = {
     b.image_urls && b.image_urls.length > 0
       ? { kind: 'upscale', imageUrls: b.image_urls, ...(typeof b.seed === 'number' ? { seed: b.seed } : {}) }
       : undefined,
+  resultSchema: upscaleResultSchema,
+  // Links and a seed: no free text.
+  resultWithoutText: (out) => out,
   inGallery: true,
   files: (out) => out.imageUrls,
+  fileKinds: ['image'],
   // "Upscale again": everything but the seed (a new image is wanted).
   continueFrom: (parent) => fromStored(parent.params, false),
   card(job, out, tr) {

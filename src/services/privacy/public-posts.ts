@@ -16,7 +16,7 @@
  * reports it as kept by Discord (never kept for a retry).
  */
 import { z } from 'zod';
-import { OPERATIONS } from '../media/types.js';
+import type { Operation } from '../media/types.js';
 import type {
   AtomicKeyValueStore,
   JobRecord,
@@ -31,29 +31,31 @@ export type PostedMessage = z.output<typeof messageRef>;
 const repostRef = messageRef.extend({ personal: z.literal(true).optional() });
 export type RepostRef = z.output<typeof repostRef>;
 
-const traceSchema = z.object({
-  v: z.literal(1),
-  jobId: z.string(),
-  userId: z.string(),
-  guildId: z.string().optional(),
-  operation: z.enum(OPERATIONS),
-  /** The server's language when the job started: its neutral replacement speaks it. */
-  locale: z.string().optional(),
-  createdAt: z.number(),
-  /** A personal job (JobRecord.personal): its message is in a place the bot is not in. */
-  personal: z.literal(true).optional(),
-  /** The job's live message (in its thread when it has one). */
-  message: messageRef.optional(),
-  /** The channel line linking the job's thread. */
-  reply: messageRef.optional(),
-  /** The job's thread, named after its prompt. */
-  thread: z.string().optional(),
-  gallery: messageRef.extend({ threadId: z.string().optional() }).optional(),
-  /** A personal job's result sent by DM, in the bot's own DM channel with the member (the bot token reaches it). */
-  dm: messageRef.optional(),
-  reposts: z.array(repostRef),
-});
-export type PostTrace = z.output<typeof traceSchema>;
+/** A trace of a job of one of `operations` (the registry's, passed in). */
+const traceSchemaOf = (operations: readonly Operation[]) =>
+  z.object({
+    v: z.literal(1),
+    jobId: z.string(),
+    userId: z.string(),
+    guildId: z.string().optional(),
+    operation: z.enum(operations),
+    /** The server's language when the job started: its neutral replacement speaks it. */
+    locale: z.string().optional(),
+    createdAt: z.number(),
+    /** A personal job (JobRecord.personal): its message is in a place the bot is not in. */
+    personal: z.literal(true).optional(),
+    /** The job's live message (in its thread when it has one). */
+    message: messageRef.optional(),
+    /** The channel line linking the job's thread. */
+    reply: messageRef.optional(),
+    /** The job's thread, named after its prompt. */
+    thread: z.string().optional(),
+    gallery: messageRef.extend({ threadId: z.string().optional() }).optional(),
+    /** A personal job's result sent by DM, in the bot's own DM channel with the member (the bot token reaches it). */
+    dm: messageRef.optional(),
+    reposts: z.array(repostRef),
+  });
+export type PostTrace = z.output<ReturnType<typeof traceSchemaOf>>;
 
 /** As long as a message on Discord can live: the trace goes with the member's deletion. */
 const TRACE_TTL_MS = 20 * 365 * 86_400_000;
@@ -63,10 +65,6 @@ const ID_PAGE = 1000;
 const traceKey = (jobId: string): string => `public-posts:${jobId}`;
 const memberKey = (userId: string): string => `public-posts:${userId}`;
 const repostKey = (messageId: string): string => `public-posts-repost:${messageId}`;
-const parseTrace = (stored: unknown): PostTrace | undefined => {
-  const parsed = traceSchema.safeParse(stored);
-  return parsed.success ? parsed.data : undefined;
-};
 
 /** What a job record says about where its messages are. */
 export function traceOfJob(job: JobRecord): PostTrace {
@@ -109,12 +107,18 @@ function stripUndefined(t: PostTrace): Partial<PostTrace> {
 }
 
 export class PublicPosts {
+  readonly #traceSchema: ReturnType<typeof traceSchemaOf>;
+
   constructor(
     private readonly deps: {
       kv: AtomicKeyValueStore;
       indexes: SortedIndexStore;
+      /** The operations a job may be of (the registry's; a trace naming another is not read). */
+      operations: readonly Operation[];
     },
-  ) {}
+  ) {
+    this.#traceSchema = traceSchemaOf(deps.operations);
+  }
 
   /**
    * A job's first trace, once its messages are posted and before its service call: nothing
@@ -157,7 +161,7 @@ export class PublicPosts {
   }
 
   async get(jobId: string): Promise<PostTrace | undefined> {
-    return parseTrace(await this.deps.kv.get<unknown>(traceKey(jobId)));
+    return this.#parseTrace(await this.deps.kv.get<unknown>(traceKey(jobId)));
   }
 
   /** The job ids of every trace of the member, oldest first. */
@@ -179,7 +183,7 @@ export class PublicPosts {
     const kept = new Set(left?.reposts.map((r) => r.messageId));
     const dropped = await this.deps.kv.update([key], ([stored]) => {
       const write: KvWrite = left ? { key, value: left, ttlMs: TRACE_TTL_MS } : { key, delete: true };
-      const reposts = parseTrace(stored)?.reposts ?? [];
+      const reposts = this.#parseTrace(stored)?.reposts ?? [];
       return { result: reposts.filter((r) => !kept.has(r.messageId)), writes: [write] };
     });
     for (const r of dropped) await this.deps.kv.delete(repostKey(r.messageId));
@@ -191,7 +195,7 @@ export class PublicPosts {
   async dropCopies(jobId: string): Promise<void> {
     const key = traceKey(jobId);
     const dropped = await this.deps.kv.update([key], ([stored]): KvDecision<PostTrace['reposts']> => {
-      const t = parseTrace(stored);
+      const t = this.#parseTrace(stored);
       if (!t) return { result: [] };
       const { gallery: _gone, ...rest } = t;
       return { result: t.reposts, writes: [{ key, value: { ...rest, reposts: [] }, ttlMs: TRACE_TTL_MS }] };
@@ -199,11 +203,16 @@ export class PublicPosts {
     for (const r of dropped) await this.deps.kv.delete(repostKey(r.messageId));
   }
 
+  #parseTrace(stored: unknown): PostTrace | undefined {
+    const parsed = this.#traceSchema.safeParse(stored);
+    return parsed.success ? parsed.data : undefined;
+  }
+
   /** A compare-and-set read-modify-write of the job's trace: changes made at once on several instances all land. */
   private async update(job: JobRecord, change: (t: PostTrace) => void): Promise<void> {
     const key = traceKey(job.id);
     await this.deps.kv.update([key], ([stored]) => {
-      const trace = mergeTraces(parseTrace(stored), traceOfJob(job));
+      const trace = mergeTraces(this.#parseTrace(stored), traceOfJob(job));
       change(trace);
       return { result: undefined, writes: [{ key, value: trace, ttlMs: TRACE_TTL_MS }] };
     });

@@ -26,7 +26,6 @@ import {
   type JobRenderers,
 } from '../discord/edits/job-messages.js';
 import type { MessagePayload } from '../discord/render/limits.js';
-import { withoutFreeText } from '../discord/render/withheld.js';
 import { isFinal } from '../store/merge.js';
 import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { MessageUpdates } from '../jobs/ports.js';
@@ -361,7 +360,7 @@ export class BullJobEdits implements MessageUpdates {
         case 'bare':
           // Refused even without the member's text: once more without any free text.
           text = 'bare';
-          payload = renderAs(withoutFreeText(record));
+          payload = renderAs(this.deps.renderers.withoutFreeText(record));
           continue;
         case 'drop':
           if (decision.level === 'error')

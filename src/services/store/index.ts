@@ -11,4 +11,4 @@ export type {
 export { StoreUnavailableError, isStoreUnavailableError } from './errors.js';
 export { mergeJob, isFinal, stateRank, normalizePercentage } from './merge.js';
 export { createStores, type StoreOptions, type Stores } from './keyv-store.js';
-export { jobRecordSchema } from './schema.js';
+export { jobRecordSchemaOf, type JobOperations } from './schema.js';

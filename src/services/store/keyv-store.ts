@@ -11,7 +11,7 @@ import {
 import { describeError, StoreUnavailableError } from './errors.js';
 import { isClosed, isFinal, mergeJob } from './merge.js';
 import { KeyedMutex } from './mutex.js';
-import { jobRecordSchema } from './schema.js';
+import { jobRecordSchemaOf, type JobOperations } from './schema.js';
 import type {
   ApplyOptions,
   ApplyResult,
@@ -77,6 +77,8 @@ export interface StoreOptions {
    * knows the webhooks still come. Default 15 s; the app uses a third of WEBHOOK_SILENCE_MS.
    */
   eventWriteMs?: number;
+  /** The operations a job may be of and their results' schemas (the registry's: `jobOperations`). */
+  operations: JobOperations;
   logger: Logger;
 }
 
@@ -124,6 +126,7 @@ export async function createStores(opts: StoreOptions): Promise<Stores> {
     opTimeoutMs,
     lockWaitMs: positive(opts.lockWaitMs, 5 * opTimeoutMs, 'lockWaitMs'),
     eventWriteMs: positive(opts.eventWriteMs, 15_000, 'eventWriteMs'),
+    jobSchema: jobRecordSchemaOf(opts.operations),
   };
   const { logger } = opts;
   const reporter = new ErrorReporter(logger);
@@ -161,6 +164,8 @@ interface CoreConfig {
   opTimeoutMs: number;
   lockWaitMs: number;
   eventWriteMs: number;
+  /** Checks every job record read back and written. */
+  jobSchema: ReturnType<typeof jobRecordSchemaOf>;
 }
 
 /** Timeouts, locks, validation and error mapping shared by both stores. */
@@ -304,7 +309,7 @@ class StoreCore {
       this.corrupt(key, 'not JSON');
       return undefined;
     }
-    const parsed = jobRecordSchema.safeParse(raw);
+    const parsed = this.config.jobSchema.safeParse(raw);
     if (!parsed.success) {
       this.corrupt(key, summarizeIssues(parsed.error));
       return undefined;
@@ -460,8 +465,8 @@ class KeyvJobStore implements JobStore {
   constructor(private readonly core: StoreCore) {}
 
   async create(job: JobRecord): Promise<void> {
-    const record = validateForWrite(job, 'create');
     const { core } = this;
+    const record = validateForWrite(core.config.jobSchema, job, 'create');
     const secrets = jobSecrets(record);
     const { sorted } = core.backend;
     await core.withLock(jobKey(record.id), async () => {
@@ -999,8 +1004,8 @@ function jobSecrets(job: JobRecord): string[] {
   return token === undefined ? [job.secret] : [job.secret, token];
 }
 
-function validateForWrite(job: JobRecord, op: string): JobRecord {
-  const parsed = jobRecordSchema.safeParse(job);
+function validateForWrite(schema: CoreConfig['jobSchema'], job: JobRecord, op: string): JobRecord {
+  const parsed = schema.safeParse(job);
   if (!parsed.success)
     throw new TypeError(`store ${op}: invalid job record (${summarizeIssues(parsed.error)})`);
   return parsed.data;

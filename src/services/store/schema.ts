@@ -1,7 +1,18 @@
 import { z } from 'zod';
-import { OPERATIONS, type TaskOutputs } from '../media/types.js';
+import type { Operation, TaskOutputs } from '../media/types.js';
 import { messageRefSchema } from '../shared/message-ref.js';
 import type { JobError, JobRecord, JobState } from './types.js';
+
+/**
+ * What the store checks of the operations, passed in (createStores' `operations`): the
+ * operations registry sits above the store, which names none of them.
+ */
+export interface JobOperations {
+  /** Every operation a stored job may be of. */
+  readonly names: readonly Operation[];
+  /** The schema of a finished result of kind `op`, as the job record keeps it. */
+  resultSchema(op: Operation): z.ZodType<TaskOutputs>;
+}
 
 /**
  * Shape check for records read back from the backend. Optional fields use
@@ -9,33 +20,6 @@ import type { JobError, JobRecord, JobState } from './types.js';
  * `exactOptionalPropertyTypes` (present-with-undefined is rejected, which JSON
  * never produces anyway).
  */
-
-const songSchema = z.object({
-  songId: z.string(),
-  audioUrl: z.string().exactOptional(),
-  imageUrl: z.string().exactOptional(),
-  videoUrl: z.string().exactOptional(),
-  lyrics: z.string().exactOptional(),
-});
-
-const taskOutputsSchema = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('upscale'),
-    imageUrls: z.array(z.string()),
-    seed: z.number().exactOptional(),
-  }),
-  z.object({
-    kind: z.literal('song'),
-    songs: z.array(songSchema),
-    videoUrl: z.string().exactOptional(),
-  }),
-  z.object({ kind: z.literal('video'), videoUrl: z.string() }),
-  z.object({
-    kind: z.literal('upload'),
-    message: z.string().exactOptional(),
-    expiresAt: z.string().exactOptional(),
-  }),
-]);
 
 const jobStateSchema = z.enum(['submitting', 'unconfirmed', 'queued', 'processing', 'finished', 'failed']);
 
@@ -53,10 +37,28 @@ const galleryPostSchema = z.object({
   threadId: z.string().exactOptional(),
 });
 
-export const jobRecordSchema = z.object({
+/** The job record's schema for these operations. */
+export function jobRecordSchemaOf(ops: JobOperations) {
+  return jobRecordBase.extend({
+    operation: z.enum(ops.names),
+    result: resultSchemaOf(ops).exactOptional(),
+  });
+}
+
+/** A finished result: its `kind` names the operation whose schema checks the rest. */
+function resultSchemaOf(ops: JobOperations): z.ZodType<TaskOutputs> {
+  return z.looseObject({ kind: z.enum(ops.names) }).transform((r, ctx) => {
+    const checked = ops.resultSchema(r.kind).safeParse(r);
+    if (checked.success) return checked.data;
+    // The operation's own issues, at their place in the result.
+    for (const { path, message } of checked.error.issues) ctx.addIssue({ code: 'custom', path, message });
+    return z.NEVER;
+  });
+}
+
+const jobRecordBase = z.object({
   id: z.string().min(1),
   secret: z.string(),
-  operation: z.enum(OPERATIONS),
   userId: z.string(),
   message: messageRefSchema,
   reply: messageRefSchema.exactOptional(),
@@ -69,7 +71,6 @@ export const jobRecordSchema = z.object({
   statusText: z.string().exactOptional(),
   statusAt: epochMs.exactOptional(),
   statusRank: z.number().int().min(0).max(3).exactOptional(),
-  result: taskOutputsSchema.exactOptional(),
   error: jobErrorSchema.exactOptional(),
   createdAt: epochMs,
   updatedAt: epochMs,
@@ -93,9 +94,8 @@ export const jobRecordSchema = z.object({
 // Compile-time guard: the schemas and the interfaces must describe the same shapes.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesTypes: [
-  Same<z.output<typeof jobRecordSchema>, JobRecord>,
-  Same<z.output<typeof taskOutputsSchema>, TaskOutputs>,
+  Same<z.output<ReturnType<typeof jobRecordSchemaOf>>, JobRecord>,
   Same<z.output<typeof jobErrorSchema>, JobError>,
   Same<z.output<typeof jobStateSchema>, JobState>,
-] = [true, true, true, true];
+] = [true, true, true];
 void schemaMatchesTypes;

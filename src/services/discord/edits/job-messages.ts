@@ -3,7 +3,6 @@ import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
-import { withoutFreeText } from '../render/withheld.js';
 import type { EditQueue } from './edit-queue.js';
 import { encodeEditKey } from './edit-key.js';
 import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFacts } from './edit-policy.js';
@@ -12,6 +11,8 @@ import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFa
 export interface JobRenderers {
   render(job: JobRecord, now: number): MessagePayload;
   renderReply(job: JobRecord): MessagePayload;
+  /** The job without any free text (the job renderer's `withoutFreeText`). */
+  withoutFreeText(job: JobRecord): JobRecord;
 }
 
 /** Whether the job has a message to edit (its reply was sent). */
@@ -115,7 +116,7 @@ export class QueuedJobMessages implements MessageUpdates {
    * more without any free text (withoutFreeText); refused again, it is an invalid edit.
    */
   private push(job: JobRecord, target: 'message' | 'reply', bare: boolean): void {
-    const { render, renderReply } = this.deps.renderers;
+    const { render, renderReply, withoutFreeText } = this.deps.renderers;
     const onAutoMod = this.deps.onAutoMod;
     const learned = this.deps.learned;
     const shown = bare ? withoutFreeText(job) : job;

@@ -46,6 +46,7 @@ import {
   type ClassicPayload,
   type MessagePayload,
 } from './limits.js';
+import { withoutFreeText } from './withheld.js';
 
 export {
   LIMITS,
@@ -69,6 +70,8 @@ export { COLORS, formatDuration } from './kit.js';
 export interface RenderOperations {
   /** What a finished result adds to its job's card (each operation shows its own result). */
   resultParts(job: JobRecord, out: TaskOutputs, tr: Translator): ResultParts;
+  /** A finished result without any free text (each operation knows which of its fields are). */
+  resultWithoutText(out: TaskOutputs): TaskOutputs;
   /** Whether a failed job of `op` offers Retry (training photos are not kept, so they are gathered again). */
   retryable(op: Operation): boolean;
   /** The slash command of `op` (names the job's thread). */
@@ -551,6 +554,11 @@ function renderGalleryPost(
 /** The renders of a job that depend on its operation (what its result shows, Retry, its command). */
 export interface JobRenderer {
   /**
+   * The job as a public message may still show it when AutoMod refused it even without the
+   * member's text: every free text left out (./withheld.ts).
+   */
+  withoutFreeText(job: JobRecord): JobRecord;
+  /**
    * The full message for a job in its current state (always within Discord's limits):
    * a classic message while it waits or runs, a card (Components V2) once it finished,
    * failed or was removed, in `tr`'s language (default: the server's).
@@ -589,6 +597,7 @@ export interface JobRenderer {
 /** The job renders, given what they need of the operations (the app passes the registry's). */
 export function createJobRenderer(ops: RenderOperations): JobRenderer {
   return {
+    withoutFreeText: (job) => withoutFreeText(ops, job),
     renderJob: (job, now, tr = jobTranslator(job)) => renderJob(ops, job, now, tr),
     jobCardSpec: (job, tr = jobTranslator(job)) => jobCardSpec(ops, job, tr),
     retryable: (job) => retryable(ops, job),
