@@ -262,19 +262,8 @@ export async function runStormBench(): Promise<Record<string, unknown>[]> {
       rows.push({ scenario: 'webhook storms on Redis', skipped: 'redis-server not installed' });
       continue;
     }
-    rows.push(await storm({ store, label: 'fresh tokens, 100 jobs in one channel', jobs: 100, channels: 1 }));
-    rows.push(
-      await storm({ store, label: 'fresh tokens, 100 jobs over ten channels', jobs: 100, channels: 10 }),
-    );
-    rows.push(
-      await storm({
-        store,
-        label: 'expired tokens, 30 jobs in one channel',
-        jobs: 30,
-        channels: 1,
-        expiredTokens: true,
-      }),
-    );
+    for (const { key, ...scenario } of SCENARIOS)
+      if (wanted.includes(key)) rows.push(await storm({ store, ...scenario }));
   }
   return rows;
 }
