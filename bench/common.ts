@@ -234,6 +234,7 @@ export async function spawnBot(
         ? {
             BENCH_ALLOC_PROFILE: process.env.BENCH_ALLOC_PROFILE,
             BENCH_ALLOC_PROFILE_MS: process.env.BENCH_ALLOC_PROFILE_MS ?? '40000',
+            BENCH_ALLOC_PROFILE_MODE: process.env.BENCH_ALLOC_PROFILE_MODE ?? 'all',
           }
         : {}),
       ...opts.env,
