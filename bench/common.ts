@@ -323,6 +323,15 @@ export async function botReady(
   if (fake) await eventually(() => fake.gateway.currentSession !== null, 60_000, 'gateway identified');
 }
 
+/** The bot's own view (prom-client default metrics): live heap vs what V8 holds. */
+export async function heapOf(botUrl: string): Promise<{ used: number; total: number }> {
+  const metrics = await (await fetch(`${botUrl}/metrics`)).text();
+  // Metrics carry labels (instance_id): match the name with or without them.
+  const metric = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN);
+  return { used: metric('nodejs_heap_size_used_bytes'), total: metric('nodejs_heap_size_total_bytes') };
+}
+
 /** VmRSS and VmHWM (lifetime peak) of a process, in bytes (Linux /proc). */
 export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');

@@ -25,6 +25,7 @@ import type { JobRecord } from '../src/services/store/types.js';
 import {
   benchStores,
   buildBot,
+  heapOf,
   heapSnapshot,
   mib,
   spawnBot,
@@ -162,15 +163,6 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
     await emulator.close();
     await fake.close();
   }
-}
-
-/** The bot's own view (prom-client default metrics): live heap vs what V8 holds. */
-async function heapOf(botUrl: string): Promise<{ used: number; total: number }> {
-  const metrics = await (await fetch(`${botUrl}/metrics`)).text();
-  // Metrics carry labels (instance_id): match the name with or without them.
-  const metric = (name: string) =>
-    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN);
-  return { used: metric('nodejs_heap_size_used_bytes'), total: metric('nodejs_heap_size_total_bytes') };
 }
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {

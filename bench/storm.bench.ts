@@ -26,6 +26,7 @@ import {
   botOnStore,
   buildBot,
   finishedBody,
+  heapOf,
   heapSnapshot,
   mib,
   pct,
@@ -170,6 +171,7 @@ async function stormAgainst(a: {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   clearInterval(sampler);
   const rssAfter = (await vmOf(botPid)).rss;
+  const heapAfter = await heapOf(a.bot.url);
   await heapSnapshot(
     a.bot,
     `storm-${o.store}-${o.jobs}-jobs-${o.channels}-channels${o.expiredTokens ? '-expired' : ''}`,
@@ -223,6 +225,7 @@ async function stormAgainst(a: {
     'interaction ack p99 ms': r1(pct(ackMs, 99)),
     'bot rss MiB (peak)': mib(rssPeak),
     [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
+    'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
     'spec violations': fake.violations.length,
   };
   if (o.expiredTokens) {
