@@ -4,9 +4,8 @@ import globals from 'globals';
 
 const discordJsErrors = {
   name: 'discord.js',
-  importNames: ['DiscordAPIError', 'HTTPError', 'RateLimitError', 'REST', 'Routes'],
   message:
-    'Import from @discordjs/rest or discord-api-types/v10: discord.js loads its CommonJS copy, whose error classes fail instanceof against the ESM REST the bot uses.',
+    'Import from @discordjs/builders, @discordjs/rest or discord-api-types/v10: discord.js loads all of itself (~6 MiB of heap, a third undici; docs/performance.md, "Where the memory goes"), and its CommonJS error classes fail instanceof against the ESM REST the bot uses.',
 };
 
 export default tseslint.config(

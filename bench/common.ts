@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmarks. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -169,25 +169,49 @@ export interface BotProcess {
   stop(): Promise<void>;
 }
 
+/** The store a benchmarked bot runs on: Redis (URL) or the embedded SQLite (data dir). */
+export type BotStore = { redisUrl: string } | { dataDir: string };
+export type StoreKind = 'redis' | 'sqlite';
+
+/** BENCH_STORES: which stores to measure (`redis,sqlite`, the default; Redis needs redis-server). */
+export function benchStores(): StoreKind[] {
+  const wanted = (process.env.BENCH_STORES ?? 'redis,sqlite').split(',').map((s) => s.trim());
+  return (['redis', 'sqlite'] as const).filter((s) => wanted.includes(s));
+}
+
+/**
+ * BENCH_HEAP_SNAPSHOTS=<dir>: the bench may ask the bot for heap snapshots (`heapSnapshot`),
+ * written there. Bench-only: the flag below exists only in the benchmarked process.
+ */
+const HEAP_SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOTS;
+
 /**
  * Starts the bot as its own process (compiled `dist/src/main.js`, or through tsx
- * with `tsx: true`) against the given fake Discord, emulator and Redis, with the
- * production V8 flags and malloc settings of `npm start` (then `nodeFlags`, for profiling).
+ * with `tsx: true`) against the given fake Discord, emulator and store (Redis, or
+ * SQLite under a data dir), with the production V8 flags and malloc settings of
+ * `npm start` (then `nodeFlags`, for profiling).
  */
-export async function spawnBot(opts: {
-  fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
-  emulator: { url: string; apiKey: string };
-  redisUrl: string;
-  tsx?: boolean;
-  nodeFlags?: string[];
-  env?: Record<string, string>;
-}): Promise<BotProcess> {
+export async function spawnBot(
+  opts: {
+    fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
+    emulator: { url: string; apiKey: string };
+    tsx?: boolean;
+    nodeFlags?: string[];
+    env?: Record<string, string>;
+  } & BotStore,
+): Promise<BotProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  if (HEAP_SNAPSHOT_DIR) await mkdir(HEAP_SNAPSHOT_DIR, { recursive: true });
   const args = [
     ...productionNodeFlags(),
     // BENCH_NODE_FLAGS: extra flags for the bot under test (e.g. a CPU profile).
     ...(opts.nodeFlags ?? (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)),
+    ...(HEAP_SNAPSHOT_DIR ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${HEAP_SNAPSHOT_DIR}`] : []),
+    // BENCH_ALLOC_PROFILE=<file>: every allocation sampled, garbage included (bench/alloc-sampler.mjs).
+    ...(process.env.BENCH_ALLOC_PROFILE
+      ? ['--import', fileURLToPath(new URL('./alloc-sampler.mjs', import.meta.url))]
+      : []),
     ...(opts.tsx ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']),
   ];
   const child = spawn(process.execPath, args, {
@@ -201,12 +225,19 @@ export async function spawnBot(opts: {
       DISCORD_API_URL: opts.fake.apiUrl,
       MEDIA_API_URL: opts.emulator.url,
       MEDIA_API_KEY: opts.emulator.apiKey,
-      REDIS_URL: opts.redisUrl,
+      ...('redisUrl' in opts ? { REDIS_URL: opts.redisUrl } : { DATA_DIR: opts.dataDir }),
       HOST: '127.0.0.1',
       PORT: String(port),
       PUBLIC_URL: url,
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
+      ...(process.env.BENCH_ALLOC_PROFILE
+        ? {
+            BENCH_ALLOC_PROFILE: process.env.BENCH_ALLOC_PROFILE,
+            BENCH_ALLOC_PROFILE_MS: process.env.BENCH_ALLOC_PROFILE_MS ?? '40000',
+            BENCH_ALLOC_PROFILE_MODE: process.env.BENCH_ALLOC_PROFILE_MODE ?? 'all',
+          }
+        : {}),
       ...opts.env,
     },
   });
@@ -232,28 +263,44 @@ export async function spawnBot(opts: {
  * A private redis-server, the bot as its own process on it (ready), and the bot's store
  * opened beside it, to read what the bot wrote. `close` stops and removes all three.
  */
-export async function botOnPrivateRedis(opts: {
+export async function botOnPrivateRedis(opts: Omit<Parameters<typeof botOnStore>[0], 'store'>) {
+  const on = await botOnStore({ ...opts, store: 'redis' });
+  return { ...on, redisUrl: on.redisUrl ?? '' };
+}
+
+/**
+ * The bot as its own process (ready) on a fresh store, a private redis-server or SQLite in a
+ * temporary data dir, and that store opened beside it, to read what the bot wrote (SQLite: the
+ * same file, which the bench only reads). `close` stops and removes them all.
+ */
+export async function botOnStore(opts: {
+  store: StoreKind;
   fake: Parameters<typeof spawnBot>[0]['fake'] & { gateway: { currentSession: unknown } };
   emulator: Parameters<typeof spawnBot>[0]['emulator'];
   env: Record<string, string>;
   /** Wait for the gateway too (the bench sends commands). */
   gateway?: boolean;
-}): Promise<{ bot: BotProcess; stores: Stores; redisUrl: string; close(): Promise<void> }> {
-  const redis = await privateRedis();
-  await redis.start();
-  const redisUrl = `redis://127.0.0.1:${redis.port}`;
+}): Promise<{ bot: BotProcess; stores: Stores; redisUrl: string | undefined; close(): Promise<void> }> {
+  const redis = opts.store === 'redis' ? await privateRedis() : undefined;
+  await redis?.start();
+  const redisUrl = redis ? `redis://127.0.0.1:${redis.port}` : undefined;
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-'));
   const stores = await createStores({
     operations: jobOperations,
-    redisUrl,
+    ...(redisUrl ? { redisUrl } : {}),
     dataDir,
     logger: pino({ level: 'silent' }),
   });
-  const bot = await spawnBot({ fake: opts.fake, emulator: opts.emulator, redisUrl, env: opts.env });
+  const bot = await spawnBot({
+    fake: opts.fake,
+    emulator: opts.emulator,
+    ...(redisUrl ? { redisUrl } : { dataDir }),
+    env: opts.env,
+  });
   const close = async () => {
     await bot.stop();
     await stores.close().catch(() => undefined);
-    await redis.remove();
+    await redis?.remove();
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
@@ -278,6 +325,15 @@ export async function botReady(
   if (fake) await eventually(() => fake.gateway.currentSession !== null, 60_000, 'gateway identified');
 }
 
+/** The bot's own view (prom-client default metrics): live heap vs what V8 holds. */
+export async function heapOf(botUrl: string): Promise<{ used: number; total: number }> {
+  const metrics = await (await fetch(`${botUrl}/metrics`)).text();
+  // Metrics carry labels (instance_id): match the name with or without them.
+  const metric = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN);
+  return { used: metric('nodejs_heap_size_used_bytes'), total: metric('nodejs_heap_size_total_bytes') };
+}
+
 /** VmRSS and VmHWM (lifetime peak) of a process, in bytes (Linux /proc). */
 export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -292,4 +348,48 @@ export async function cpuMsOf(pid: number): Promise<{ user: number; sys: number 
   // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(fields[11]) * 10, sys: Number(fields[12]) * 10 };
+}
+
+/**
+ * With BENCH_HEAP_SNAPSHOTS set: asks the bot for a heap snapshot (SIGUSR2, see spawnBot),
+ * waits until it is written, and names it `<label>.heapsnapshot`. Without it: nothing.
+ */
+export async function heapSnapshot(bot: BotProcess, label: string): Promise<string | undefined> {
+  const dir = HEAP_SNAPSHOT_DIR;
+  if (!dir || bot.child.pid === undefined) return undefined;
+  const before = new Set(await readdir(dir));
+  bot.child.kill('SIGUSR2');
+  const file = await eventually(
+    async () => (await readdir(dir)).find((f) => f.endsWith('.heapsnapshot') && !before.has(f)),
+    60_000,
+    'heap snapshot started',
+  );
+  // Written as a stream: done once its size holds still (V8 ends the JSON with `]}`).
+  let size = -1;
+  await eventually(
+    async () => {
+      const now = (await stat(join(dir, file))).size;
+      const done = now === size && (await tail(join(dir, file), 16)).trimEnd().endsWith('}');
+      size = now;
+      return done;
+    },
+    120_000,
+    'heap snapshot written',
+  );
+  const named = join(dir, `${label}.heapsnapshot`);
+  await rm(named, { force: true });
+  await rename(join(dir, file), named);
+  return named;
+}
+
+async function tail(path: string, bytes: number): Promise<string> {
+  const fh = await open(path, 'r');
+  try {
+    const { size } = await fh.stat();
+    const buf = Buffer.alloc(Math.min(bytes, size));
+    await fh.read(buf, 0, buf.length, size - buf.length);
+    return buf.toString('utf8');
+  } finally {
+    await fh.close();
+  }
 }

@@ -9,13 +9,14 @@ const BENCHES: Record<string, { title: string; run: () => Promise<unknown> }> = 
     run: async () => console.table(await (await import('./throughput.bench.js')).runThroughputBench()),
   },
   storm: {
-    title: 'Webhook storms: finished → final edit, edits per job, 429s (fake Discord with real limits)',
+    title:
+      'Webhook storms on Redis and SQLite: finished → final p95, ack p99, 429s, bot RSS peak and after (fake Discord)',
     run: async () => {
       for (const r of await (await import('./storm.bench.js')).runStormBench()) console.table(r);
     },
   },
   memory: {
-    title: 'Bot RSS with 10 000 tracked jobs (store on Redis, bot in its own process)',
+    title: 'Bot RSS with no jobs and with 10 000 tracked jobs, on Redis and SQLite (bot in its own process)',
     run: async () => {
       for (const r of await (await import('./memory.bench.js')).runMemoryBench()) console.table(r);
     },
@@ -37,6 +38,9 @@ const usage = (): string =>
     ...Object.entries(BENCHES).map(([name, b]) => `  ${name.padEnd(11)} ${b.title}`),
     '',
     'Each takes minutes and most of the machine; see docs/performance.md.',
+    'Environment: BENCH_STORES=redis,sqlite (storm, memory), BENCH_STORMS=one,ten,expired,',
+    '  BENCH_JOBS, BENCH_WATCH_SECONDS (memory), BENCH_HEAP_SNAPSHOTS=<dir> (heap snapshots of the bot),',
+    '  BENCH_ALLOC_PROFILE=<file> (its allocations sampled, garbage included), BENCH_NODE_FLAGS.',
   ].join('\n');
 
 const wanted = process.argv.slice(2);

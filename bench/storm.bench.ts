@@ -1,12 +1,14 @@
 /**
  * Storm benchmarks: the bot as its own process (compiled, `npm start`'s settings) on a
- * private Redis, against the fake Discord enforcing Discord's limits (5 edits / 5 s per
+ * private Redis and on SQLite (BENCH_STORES), against the fake Discord enforcing Discord's limits (5 edits / 5 s per
  * channel and per interaction token, 50 req/s global) and the emulator, which live in
  * this process with the load. Each job gets 30 progress webhooks over ~3 s, then
  * `finished`. Figures printed; nothing asserted.
  *
  * - fresh tokens, 100 jobs in one channel and over ten channels: finished
- *   webhook → final edit (p50/p95/max), edits per job, 429s, interaction ack p99;
+ *   webhook → final edit (p50/p95/max), edits per job, 429s, interaction ack p99,
+ *   the bot's RSS at its peak and once the finals are shown (BENCH_HEAP_SNAPSHOTS=<dir>:
+ *   a heap snapshot of the bot then);
  * - expired tokens, 30 jobs in one channel (the fake expires the tokens: channel route,
  *   one bot-token budget): the last final's delay against the budget bound (N finals
  *   ≈ N s, + 2 s), and how many progress edits went out while another job's final waited.
@@ -19,15 +21,33 @@ import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
 import type { Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
-import { botOnPrivateRedis, buildBot, finishedBody, mib, pct, r1, startJobs, vmOf } from './common.js';
+import {
+  benchStores,
+  botOnStore,
+  buildBot,
+  finishedBody,
+  heapOf,
+  heapSnapshot,
+  mib,
+  pct,
+  r1,
+  startJobs,
+  vmOf,
+  type BotProcess,
+  type StoreKind,
+} from './common.js';
 
 const PROGRESS = 30;
 const SPREAD_MS = 3000;
 /** How soon the fake Discord expires interaction tokens in the expired-tokens storm. */
 const TOKEN_TTL_MS = 5000;
 
+/** How long after the last final the bot's RSS is read ("after the storm"). */
+const SETTLE_MS = 5000;
+
 interface StormOptions {
   label: string;
+  store: StoreKind;
   jobs: number;
   channels: number;
   /** Let the interaction tokens expire before the storm (channel route only). */
@@ -43,7 +63,8 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
   });
   const emulator = await startEmulator({});
   try {
-    const { bot, stores, close } = await botOnPrivateRedis({
+    const { bot, stores, close } = await botOnStore({
+      store: o.store,
       fake,
       emulator,
       gateway: true,
@@ -55,7 +76,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
       },
     });
     try {
-      return await stormAgainst({ o, fake, emulator, stores, botUrl: bot.url, botPid: bot.child.pid ?? 0 });
+      return await stormAgainst({ o, fake, emulator, stores, bot });
     } finally {
       await close();
     }
@@ -70,10 +91,10 @@ async function stormAgainst(a: {
   fake: Awaited<ReturnType<typeof startFakeDiscord>>;
   emulator: Awaited<ReturnType<typeof startEmulator>>;
   stores: Stores;
-  botUrl: string;
-  botPid: number;
+  bot: BotProcess;
 }): Promise<Record<string, unknown>> {
   const { o, fake, emulator, stores } = a;
+  const botPid = a.bot.child.pid ?? 0;
   const channels = fake.channelIds.slice(0, o.channels);
   const { jobs, ackMs } = await startJobs(
     { fake, emulator, listOpen: () => stores.jobs.listOpen() },
@@ -83,7 +104,7 @@ async function stormAgainst(a: {
   // Let the submission edits ("queued") settle so the storm starts from a quiet budget.
   await quiet(fake, 1500);
   if (o.expiredTokens) await new Promise((r) => setTimeout(r, TOKEN_TTL_MS));
-  const pool = new Pool(a.botUrl, { connections: 64 });
+  const pool = new Pool(a.bot.url, { connections: 64 });
   const latencies: number[] = [];
   const finishedAt = new Map<string, number>();
   let non2xx = 0;
@@ -91,10 +112,10 @@ async function stormAgainst(a: {
   const editsBefore = new Map(
     jobs.map((j) => [j.id, fake.messages.get(j.message.messageId ?? '')?.edits.length ?? 0]),
   );
-  let rssPeak = (await vmOf(a.botPid)).rss;
+  let rssPeak = (await vmOf(botPid)).rss;
   const sampler = setInterval(
     () =>
-      void vmOf(a.botPid).then(
+      void vmOf(botPid).then(
         (v) => (rssPeak = Math.max(rssPeak, v.rss)),
         () => undefined,
       ),
@@ -147,7 +168,14 @@ async function stormAgainst(a: {
     180_000,
     'final edits',
   );
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
   clearInterval(sampler);
+  const rssAfter = (await vmOf(botPid)).rss;
+  const heapAfter = await heapOf(a.bot.url);
+  await heapSnapshot(
+    a.bot,
+    `storm-${o.store}-${o.jobs}-jobs-${o.channels}-channels${o.expiredTokens ? '-expired' : ''}`,
+  );
 
   const toFinal = jobs.map((j) => (finalEditAt.get(j.id) ?? NaN) - (finishedAt.get(j.id) ?? NaN));
   const stormEdits = jobs.map(
@@ -179,6 +207,7 @@ async function stormAgainst(a: {
   );
   const result: Record<string, unknown> = {
     scenario: o.label,
+    store: o.store,
     jobs: o.jobs,
     channels: o.channels,
     'edit route': [...routes].join('+'),
@@ -195,6 +224,8 @@ async function stormAgainst(a: {
     '429s received': fake.count429 - count429Before,
     'interaction ack p99 ms': r1(pct(ackMs, 99)),
     'bot rss MiB (peak)': mib(rssPeak),
+    [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
+    'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
     'spec violations': fake.violations.length,
   };
   if (o.expiredTokens) {
@@ -212,19 +243,32 @@ async function quiet(fake: Awaited<ReturnType<typeof startFakeDiscord>>, ms: num
   await eventually(() => fake.now() - lastEdit() >= ms, 60_000, 'edits settled');
 }
 
+const SCENARIOS = [
+  { key: 'one', label: 'fresh tokens, 100 jobs in one channel', jobs: 100, channels: 1 },
+  { key: 'ten', label: 'fresh tokens, 100 jobs over ten channels', jobs: 100, channels: 10 },
+  {
+    key: 'expired',
+    label: 'expired tokens, 30 jobs in one channel',
+    jobs: 30,
+    channels: 1,
+    expiredTokens: true,
+  },
+];
+
 export async function runStormBench(): Promise<Record<string, unknown>[]> {
-  if (!redisServerInstalled()) return [{ scenario: 'webhook storms', skipped: 'redis-server not installed' }];
+  /** BENCH_STORMS: which scenarios (`one,ten,expired`, the default). */
+  const wanted = (process.env.BENCH_STORMS ?? 'one,ten,expired').split(',').map((w) => w.trim());
   buildBot();
-  return [
-    await storm({ label: 'fresh tokens, 100 jobs in one channel', jobs: 100, channels: 1 }),
-    await storm({ label: 'fresh tokens, 100 jobs over ten channels', jobs: 100, channels: 10 }),
-    await storm({
-      label: 'expired tokens, 30 jobs in one channel',
-      jobs: 30,
-      channels: 1,
-      expiredTokens: true,
-    }),
-  ];
+  const rows: Record<string, unknown>[] = [];
+  for (const store of benchStores()) {
+    if (store === 'redis' && !redisServerInstalled()) {
+      rows.push({ scenario: 'webhook storms on Redis', skipped: 'redis-server not installed' });
+      continue;
+    }
+    for (const { key, ...scenario } of SCENARIOS)
+      if (wanted.includes(key)) rows.push(await storm({ store, ...scenario }));
+  }
+  return rows;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

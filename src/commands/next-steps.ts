@@ -1,4 +1,5 @@
-import { ActionRowBuilder, ModalBuilder, TextInputBuilder, TextInputStyle } from 'discord.js';
+import { ActionRowBuilder, ModalBuilder, TextInputBuilder } from '@discordjs/builders';
+import { TextInputStyle } from 'discord-api-types/v10';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
 import { requireJobAuthority } from './preconditions.js';
 import {

@@ -1,5 +1,6 @@
 import { discordTimestamp as ts } from '../services/shared/format.js';
-import { ChannelType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from '@discordjs/builders';
+import { ChannelType, PermissionFlagsBits } from 'discord-api-types/v10';
 import { hasPermission, type BotInteraction } from '../services/discord/interactions/interaction.js';
 import { requireManageServer } from './preconditions.js';
 import { nextUtcMidnight } from '../services/community/fair-use.js';

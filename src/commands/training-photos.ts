@@ -1,4 +1,4 @@
-import { FileUploadBuilder, LabelBuilder, ModalBuilder, SlashCommandBuilder } from 'discord.js';
+import { FileUploadBuilder, LabelBuilder, ModalBuilder, SlashCommandBuilder } from '@discordjs/builders';
 import { MessageFlags, type APIAttachment } from 'discord-api-types/v10';
 import type { BotInteraction, MessageBody } from '../services/discord/interactions/interaction.js';
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { APIInteraction } from 'discord.js';
+import type { APIInteraction } from 'discord-api-types/v10';
 import { z } from 'zod';
 import {
   ed25519PublicKey,

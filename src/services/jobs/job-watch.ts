@@ -31,6 +31,15 @@ export interface JobWatchOptions {
   submitGraceMs: number;
 }
 
+/** What a poll keeps of a job's record while its read waits. */
+interface PolledJob {
+  id: string;
+  operation: JobRecord['operation'];
+  taskId: string;
+  createdAt: number;
+  submittedAt: number | undefined;
+}
+
 /** How soon a final job with its final edit or after-final work still to do is looked at again. */
 const SETTLE_RECHECK_MS = 30_000;
 
@@ -99,7 +108,10 @@ export class JobWatch {
       const quietFor = this.now() - heardAt;
       if (quietFor < o.webhookSilenceMs) return Math.min(left, o.webhookSilenceMs - quietFor);
     }
-    return this.poll({ ...job, taskId: job.taskId }, left);
+    // Only what the poll needs: the record is not held while the read waits its turn (a
+    // paced read can wait a second; everything alive then ends up in V8's old generation).
+    const { id, operation, createdAt, submittedAt } = job;
+    return this.poll({ id, operation, taskId: job.taskId, createdAt, submittedAt }, left);
   }
 
   /** Final: the message shows it and the after-final work is done, or both are asked for again. */
@@ -147,7 +159,7 @@ export class JobWatch {
     return 0;
   }
 
-  private async poll(job: JobRecord & { taskId: string }, left: number): Promise<number | undefined> {
+  private async poll(job: PolledJob, left: number): Promise<number | undefined> {
     const { id: jobId, taskId, operation } = job;
     try {
       const startedAt = Date.now();
@@ -197,7 +209,7 @@ export class JobWatch {
    * The next poll grows with the job's age (from POLL_INITIAL_MS to POLL_MAX_MS), with
    * ±20 % jitter: no per-job counter to keep, so any instance computes the same.
    */
-  private backoff(job: JobRecord): number {
+  private backoff(job: { createdAt: number; submittedAt?: number | undefined }): number {
     const o = this.deps.options;
     const age = this.now() - (job.submittedAt ?? job.createdAt);
     const base = Math.min(o.pollMaxMs, Math.max(o.pollInitialMs, age / 2));

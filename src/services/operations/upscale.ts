@@ -1,4 +1,4 @@
-import { SlashCommandBuilder } from 'discord.js';
+import { SlashCommandBuilder } from '@discordjs/builders';
 import { z } from 'zod';
 import { nextStepId } from '../discord/interactions/custom-ids.js';
 import { actionButton } from '../discord/render/kit.js';

@@ -1,6 +1,6 @@
-import { createClient } from '@keyv/redis';
 import { DelayedError, Queue, Worker, type Job, type JobsOptions, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
+import { redisConnection } from '../store/redis-connection.js';
 
 /**
  * BullMQ on the Redis the store already uses, through node-redis (BullMQ's
@@ -26,8 +26,7 @@ import type { Logger } from 'pino';
 export const LOCK_MS = 5_000;
 
 function connect(url: string, logger: Logger) {
-  const client = createClient({
-    url,
+  const client = redisConnection(url, {
     // Reconnect forever with a capped backoff: the queues come back when Redis does.
     socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 10), 2000) },
   });

@@ -1,13 +1,14 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import KeyvRedis, { createClient } from '@keyv/redis';
+import KeyvRedis from '@keyv/redis';
 import { Keyv } from 'keyv';
 import type { Logger } from 'pino';
 import { CORRUPT, decodeRecord, encodeRecord, keyvDeserialize, keyvSerialize, liveValue } from './codec.js';
 import { createPrivateFile, narrowIfPresent } from './data-dir-lock.js';
 import { describeError } from './errors.js';
-import { SCRIPTS, type ScriptName } from './lua-scripts.js';
+import { type ScriptName } from './lua-scripts.js';
+import { redisConnection } from './redis-connection.js';
 
 /**
  * The raw key/value backend under the job store: Keyv over @keyv/redis or
@@ -155,15 +156,14 @@ async function openRedis(
   onError: (source: string, error: unknown) => void,
 ): Promise<Backend> {
   const { namespace, opTimeoutMs, logger } = opts;
-  const client = createClient({
-    url,
+  // The Lua scripts (SCRIPTS) come with the shared client class (./redis-connection.ts).
+  const client = redisConnection(url, {
     // While disconnected, reject commands at once instead of queueing them until
     // the connection comes back (which could be never).
     disableOfflineQueue: true,
     // No per-command `timeout`: it allocates an AbortSignal per command (measurable
     // under a webhook storm); keyv-store.ts bounds every call with its own timer.
     socket: { connectTimeout: opTimeoutMs, reconnectStrategy: redisReconnectDelay },
-    scripts: SCRIPTS,
   });
   // throwOnErrors: command failures reach us as exceptions (the default would turn
   // them into `undefined` reads and silent lost writes). The adapter re-emits every

@@ -1,6 +1,6 @@
-import { createClient } from '@keyv/redis';
 import type { Logger } from 'pino';
 import { isRedisAuthError, redactUrl } from './redis-errors.js';
+import { redisConnection } from './redis-connection.js';
 
 /**
  * Start-up check of REDIS_URL, before anything else is opened: connect, PING,
@@ -46,8 +46,7 @@ export async function waitForRedis(opts: {
 
 async function pingOnce(url: string, timeoutMs: number): Promise<void> {
   let failure: unknown;
-  const client = createClient({
-    url,
+  const client = redisConnection(url, {
     disableOfflineQueue: true,
     socket: { connectTimeout: timeoutMs, reconnectStrategy: false },
   });

@@ -10,7 +10,12 @@
  * it was shown for: a confirmation is for those photos only.
  */
 import { randomBytes } from 'node:crypto';
-import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
+import {
+  ButtonStyle,
+  ComponentType,
+  type APIActionRowComponent,
+  type APIButtonComponent,
+} from 'discord-api-types/v10';
 import { z } from 'zod';
 import type { KeyValueStore } from '../store/types.js';
 import { MIN_ADULT_AGE, subjectLine } from './render.js';

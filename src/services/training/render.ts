@@ -1,4 +1,9 @@
-import { ButtonStyle, ComponentType, type APIActionRowComponent, type APIButtonComponent } from 'discord.js';
+import {
+  ButtonStyle,
+  ComponentType,
+  type APIActionRowComponent,
+  type APIButtonComponent,
+} from 'discord-api-types/v10';
 import { trainingCustomId } from '../discord/interactions/custom-ids.js';
 import { discordTimestamp as ts } from '../shared/format.js';
 import {

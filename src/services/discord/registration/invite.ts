@@ -1,4 +1,4 @@
-import { OAuth2Scopes, PermissionFlagsBits } from 'discord.js';
+import { OAuth2Scopes, PermissionFlagsBits } from 'discord-api-types/v10';
 
 /**
  * The permissions the bot asks for when invited, each with why. Exactly what it
