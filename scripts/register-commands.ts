@@ -2,7 +2,7 @@
  * `npm run register`: the same GET-compare-overwrite the bot does on start, on
  * demand. Needs the Discord variables only (not the media service's).
  */
-import { REST } from 'discord.js';
+import { REST } from '@discordjs/rest';
 import { ConfigError, loadDotEnv, parseDiscordConfig } from '../src/config.js';
 import { createLogger, resolveLogFormat } from '../src/logger.js';
 import { registrationPlan } from '../src/commands/index.js';
