@@ -62,16 +62,19 @@ export interface JobStarter {
  * interaction's ack time: INTERACTION_CREATE written to the gateway socket (sendCommand
  * has returned: without compression `ws` writes the frame synchronously) → the callback
  * request parsed by the fake (before its spec checks), in ms; NaN while unanswered.
- * `writtenInMs`: how long writing all the frames took (this process's own time).
+ * `writtenInMs`: how long writing all the frames took (this process's own time); `acked`:
+ * every callback recorded, with the share of that time this process's event loop was busy
+ * (near 1: the fake, not the handler, set the pace of the acks).
  */
 export function sendCommandStorm(
   fake: Harness['fake'],
   channels: string[],
   count: number,
-): { ackMs(): number[]; answered(): boolean; writtenInMs: number } {
+): { ackMs(): number[]; writtenInMs: number; acked: Promise<{ harnessBusy: number }> } {
   // A member each: fair use (max active jobs per member) must not refuse the storm.
   const users = Array.from({ length: count }, (_, i) => fake.addUser({ username: `member-${i}` }));
   const t0 = performance.now();
+  const elu0 = performance.eventLoopUtilization();
   const sent = users.map((userId, i) => {
     const handle = fake.sendCommand({
       name: 'extend-song',
@@ -85,7 +88,9 @@ export function sendCommandStorm(
   const writtenInMs = performance.now() - t0;
   return {
     writtenInMs,
-    answered: () => sent.every((s) => s.handle.callback !== undefined),
+    acked: Promise.all(sent.map((s) => s.handle.response(120_000))).then(() => ({
+      harnessBusy: performance.eventLoopUtilization(elu0).utilization,
+    })),
     ackMs() {
       const arrived = new Map<string, number>();
       for (const r of fake.requests)
@@ -106,9 +111,10 @@ export async function startJobs(
   on: JobStarter,
   channels: string[],
   count: number,
-): Promise<{ jobs: JobRecord[]; ackMs: number[]; writtenInMs: number }> {
+): Promise<{ jobs: JobRecord[]; ackMs: number[]; writtenInMs: number; harnessBusy: number }> {
   on.emulator.setScenario({ hold: true, dropWebhooks: 'all' });
   const storm = sendCommandStorm(on.fake, channels, count);
+  const { harnessBusy } = await storm.acked;
   const jobs = await eventually(
     async () => {
       const all = await on.listOpen();
@@ -118,7 +124,7 @@ export async function startJobs(
     120_000,
     'jobs submitted',
   );
-  return { jobs, ackMs: storm.ackMs(), writtenInMs: storm.writtenInMs };
+  return { jobs, ackMs: storm.ackMs(), writtenInMs: storm.writtenInMs, harnessBusy };
 }
 
 export function finishedBody(taskId: string) {
