@@ -3,6 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
@@ -55,29 +56,65 @@ export interface JobStarter {
 }
 
 /**
- * Runs `count` /extend-song commands through the fake Discord (spread over
- * `channels`), holds the emulator's tasks, and resolves once every job is
- * submitted and has its message. Also returns each interaction's ack time
- * (INTERACTION_CREATE sent → callback received), in ms.
+ * Sends `count` /extend-song commands at once through the fake Discord (spread over
+ * `channels`), each from its own member, created beforehand: adding users is the fake's
+ * bookkeeping, not something Discord does while a storm arrives. `ackMs` reads each
+ * interaction's ack time: INTERACTION_CREATE written to the gateway socket (sendCommand
+ * has returned: without compression `ws` writes the frame synchronously) → the callback
+ * request parsed by the fake (before its spec checks), in ms; NaN while unanswered.
+ * `writtenInMs`: how long writing all the frames took (this process's own time); `acked`:
+ * every callback recorded, with the share of that time this process's event loop was busy
+ * (near 1: the fake, not the handler, set the pace of the acks).
+ */
+export function sendCommandStorm(
+  fake: Harness['fake'],
+  channels: string[],
+  count: number,
+): { ackMs(): number[]; writtenInMs: number; acked: Promise<{ harnessBusy: number }> } {
+  // A member each: fair use (max active jobs per member) must not refuse the storm.
+  const users = Array.from({ length: count }, (_, i) => fake.addUser({ username: `member-${i}` }));
+  const t0 = performance.now();
+  const elu0 = performance.eventLoopUtilization();
+  const sent = users.map((userId, i) => {
+    const handle = fake.sendCommand({
+      name: 'extend-song',
+      userId,
+      channelId: channels[i % channels.length] ?? fake.defaultChannelId,
+      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
+    });
+    return { handle, at: Date.now() };
+  });
+  // The fake reads no callback before the last frame is written: part of every ack here.
+  const writtenInMs = performance.now() - t0;
+  return {
+    writtenInMs,
+    acked: Promise.all(sent.map((s) => s.handle.response(120_000))).then(() => ({
+      harnessBusy: performance.eventLoopUtilization(elu0).utilization,
+    })),
+    ackMs() {
+      const arrived = new Map<string, number>();
+      for (const r of fake.requests)
+        if (r.method === 'POST' && r.path.endsWith('/callback') && !arrived.has(r.path))
+          arrived.set(r.path, r.at);
+      return sent.map(
+        (s) => (arrived.get(`/interactions/${s.handle.id}/${s.handle.token}/callback`) ?? NaN) - s.at,
+      );
+    },
+  };
+}
+
+/**
+ * Runs a command storm (sendCommandStorm) with the emulator holding its tasks, and
+ * resolves once every job is submitted and has its message, with each ack time.
  */
 export async function startJobs(
   on: JobStarter,
   channels: string[],
   count: number,
-): Promise<{ jobs: JobRecord[]; ackMs: number[] }> {
+): Promise<{ jobs: JobRecord[]; ackMs: number[]; writtenInMs: number; harnessBusy: number }> {
   on.emulator.setScenario({ hold: true, dropWebhooks: 'all' });
-  const sent: { at: number; handle: ReturnType<Harness['fake']['sendCommand']> }[] = [];
-  for (let i = 0; i < count; i++) {
-    const at = Date.now();
-    const handle = on.fake.sendCommand({
-      name: 'extend-song',
-      // A member each: fair use (max active jobs per member) must not refuse the storm.
-      userId: on.fake.addUser({ username: `member-${i}` }),
-      channelId: channels[i % channels.length] ?? on.fake.defaultChannelId,
-      options: { task_id: FIXTURE_SONG_TASK_ID, song_id: FIXTURE_SONG_IDS[0] },
-    });
-    sent.push({ at, handle });
-  }
+  const storm = sendCommandStorm(on.fake, channels, count);
+  const { harnessBusy } = await storm.acked;
   const jobs = await eventually(
     async () => {
       const all = await on.listOpen();
@@ -87,8 +124,7 @@ export async function startJobs(
     120_000,
     'jobs submitted',
   );
-  const ackMs = sent.map((s) => (s.handle.callback?.at ?? NaN) - s.at);
-  return { jobs, ackMs };
+  return { jobs, ackMs: storm.ackMs(), writtenInMs: storm.writtenInMs, harnessBusy };
 }
 
 export function finishedBody(taskId: string) {

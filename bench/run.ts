@@ -10,7 +10,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<unknown> }> = 
   },
   storm: {
     title:
-      'Webhook storms on Redis and SQLite: finished → final p95, ack p99, 429s, bot RSS peak and after (fake Discord)',
+      'Webhook storms on Redis and SQLite: finished → final p95, ack p99 beside a bare gateway handler, 429s, bot RSS peak and after (fake Discord)',
     run: async () => {
       for (const r of await (await import('./storm.bench.js')).runStormBench()) console.table(r);
     },

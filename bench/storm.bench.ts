@@ -6,19 +6,24 @@
  * `finished`. Figures printed; nothing asserted.
  *
  * - fresh tokens, 100 jobs in one channel and over ten channels: finished
- *   webhook → final edit (p50/p95/max), edits per job, 429s, interaction ack p99,
- *   the bot's RSS at its peak and once the finals are shown (BENCH_HEAP_SNAPSHOTS=<dir>:
+ *   webhook → final edit (p50/p95/max), edits per job, 429s, interaction ack p99
+ *   beside the same command storm answered by bench/bare-gateway.ts (what the harness
+ *   itself costs: the fake reads callbacks on this process's one event loop), the bot's RSS at its peak and once the finals are shown (BENCH_HEAP_SNAPSHOTS=<dir>:
  *   a heap snapshot of the bot then);
  * - expired tokens, 30 jobs in one channel (the fake expires the tokens: channel route,
  *   one bot-token budget): the last final's delay against the budget bound (N finals
  *   ≈ N s, + 2 s), and how many progress edits went out while another job's final waited.
  */
+import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
+import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { registrationPlan } from '../src/commands/index.js';
 import type { Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import {
@@ -31,6 +36,7 @@ import {
   mib,
   pct,
   r1,
+  sendCommandStorm,
   startJobs,
   vmOf,
   type BotProcess,
@@ -54,13 +60,22 @@ interface StormOptions {
   expiredTokens?: boolean;
 }
 
-export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
-  const fake = await startFakeDiscord({
+/** The fake Discord of a storm: Discord's limits enforced, one channel per `o.channels`. */
+function fakeOptions(
+  o: Pick<StormOptions, 'channels' | 'expiredTokens'>,
+): Parameters<typeof startFakeDiscord>[0] {
+  return {
     warmUpValidators: true,
     rateLimits: true,
     ...(o.expiredTokens ? { interactionTokenTtlMs: TOKEN_TTL_MS } : {}),
     guild: { channels: Array.from({ length: o.channels }, (_, i) => ({ name: `jobs-${i}` })) },
-  });
+  };
+}
+
+export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
+  // The same command storm against a bare gateway handler first: what the harness itself costs.
+  const bare = o.expiredTokens ? undefined : await bareHandlerAcks(fakeOptions(o), o.channels, o.jobs);
+  const fake = await startFakeDiscord(fakeOptions(o));
   const emulator = await startEmulator({});
   try {
     const { bot, stores, close } = await botOnStore({
@@ -76,7 +91,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
       },
     });
     try {
-      return await stormAgainst({ o, fake, emulator, stores, bot });
+      return await stormAgainst({ o, fake, emulator, stores, bot, bare });
     } finally {
       await close();
     }
@@ -92,11 +107,13 @@ async function stormAgainst(a: {
   emulator: Awaited<ReturnType<typeof startEmulator>>;
   stores: Stores;
   bot: BotProcess;
+  /** The same command storm against the bare gateway handler (fresh tokens only). */
+  bare: Awaited<ReturnType<typeof bareHandlerAcks>> | undefined;
 }): Promise<Record<string, unknown>> {
   const { o, fake, emulator, stores } = a;
   const botPid = a.bot.child.pid ?? 0;
   const channels = fake.channelIds.slice(0, o.channels);
-  const { jobs, ackMs } = await startJobs(
+  const { jobs, ackMs, writtenInMs, harnessBusy } = await startJobs(
     { fake, emulator, listOpen: () => stores.jobs.listOpen() },
     channels,
     o.jobs,
@@ -223,6 +240,15 @@ async function stormAgainst(a: {
     'edits per job (storm) mean': r1(stormEdits.reduce((a, b) => a + b, 0) / stormEdits.length),
     '429s received': fake.count429 - count429Before,
     'interaction ack p99 ms': r1(pct(ackMs, 99)),
+    ...(a.bare ? { 'interaction ack p99 ms (bare handler)': r1(pct(a.bare.ackMs, 99)) } : {}),
+    'commands written in ms (harness)': r1(writtenInMs),
+    'harness event loop busy until the last ack %': Math.round(harnessBusy * 100),
+    ...(a.bare
+      ? {
+          'commands written in ms (harness, bare handler)': r1(a.bare.writtenInMs),
+          'harness event loop busy until the last ack % (bare handler)': Math.round(a.bare.harnessBusy * 100),
+        }
+      : {}),
     'bot rss MiB (peak)': mib(rssPeak),
     [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
     'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
@@ -235,6 +261,59 @@ async function stormAgainst(a: {
   }
   await pool.close();
   return result;
+}
+
+/**
+ * Ack times of a command storm answered by bench/bare-gateway.ts (its own process, the
+ * bot's gateway and callback clients, nothing else) on a fake Discord of its own set as
+ * the bot's (its gateway dispatches to the last session identified), the bot's commands
+ * registered there as the bot registers them.
+ */
+async function bareHandlerAcks(
+  fakeOptions: Parameters<typeof startFakeDiscord>[0],
+  channels: number,
+  count: number,
+): Promise<{ ackMs: number[]; writtenInMs: number; harnessBusy: number }> {
+  const fake = await startFakeDiscord(fakeOptions);
+  try {
+    for (const scope of registrationPlan({ userInstall: false, guildId: fake.guildId })) {
+      const route = scope.guildId
+        ? `/applications/${fake.applicationId}/guilds/${scope.guildId}/commands`
+        : `/applications/${fake.applicationId}/commands`;
+      const res = await fetch(`${fake.apiUrl}/v10${route}`, {
+        method: 'PUT',
+        headers: { authorization: `Bot ${fake.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(scope.commands),
+      });
+      if (!res.ok) throw new Error(`registering the commands for the bare handler: ${res.status}`);
+    }
+    const bare = spawn(
+      process.execPath,
+      [
+        ...productionNodeFlags(),
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('./bare-gateway.ts', import.meta.url)),
+        fake.apiUrl,
+        fake.token,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...productionEnv() } },
+    );
+    try {
+      await eventually(() => fake.gateway.currentSession !== null, 60_000, 'bare handler identified');
+      const sent = sendCommandStorm(fake, fake.channelIds.slice(0, channels), count);
+      const { harnessBusy } = await sent.acked;
+      return { ackMs: sent.ackMs(), writtenInMs: sent.writtenInMs, harnessBusy };
+    } finally {
+      if (bare.exitCode === null) {
+        const exited = new Promise((r) => bare.once('exit', r));
+        bare.kill('SIGTERM');
+        await exited;
+      }
+    }
+  } finally {
+    await fake.close();
+  }
 }
 
 /** Resolves once the fake Discord has seen no message edit for `ms`. */
@@ -259,6 +338,9 @@ export async function runStormBench(): Promise<Record<string, unknown>[]> {
   /** BENCH_STORMS: which scenarios (`one,ten,expired`, the default). */
   const wanted = (process.env.BENCH_STORMS ?? 'one,ten,expired').split(',').map((w) => w.trim());
   buildBot();
+  // One storm against the bare handler, discarded: the fake's own code (this process) is then
+  // compiled hot for every measured storm, the bare handler's first as the bot's.
+  if (wanted.some((w) => w !== 'expired')) await bareHandlerAcks(fakeOptions({ channels: 1 }), 1, 100);
   const rows: Record<string, unknown>[] = [];
   for (const store of benchStores()) {
     if (store === 'redis' && !redisServerInstalled()) {
