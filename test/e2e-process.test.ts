@@ -19,7 +19,11 @@ import { needs } from './helpers/requirements.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
-const FINAL_AFTER_READY_MS = 5000;
+/**
+ * A final that came while the only instance was down shows within 2.5 s of its start (issue
+ * 34); measured here from /readyz, since the start itself includes tsx compiling the bot.
+ */
+const FINAL_AFTER_READY_MS = 2500;
 
 describe('bot process on the embedded store killed mid-job', () => killedMidJob('the embedded store'));
 describe('bot process on Redis killed mid-job', needs('redisServer'), () => killedMidJob('Redis'));
