@@ -414,7 +414,7 @@ export interface Config {
   userInstall: { enabled: boolean; maxActiveJobs: number; dailyCredits: number };
   /** The operator's bounds above every server's settings (design: "Operator limits"). */
   operator: {
-    /** ALLOWED_GUILD_IDS: job commands run only in these servers (undefined: any server). */
+    /** ALLOWED_GUILD_IDS: job commands run only in these servers (undefined: every server). */
     allowedGuildIds?: readonly string[];
     /** OPERATOR_DAILY_CREDITS: what everyone together may spend per UTC day (0: no ceiling). */
     dailyCredits: number;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
  * Work done every so often for the whole deployment, not for each instance: the retention
  * sweep, the reading of the service account. What it does is the task's; when it runs is
  * the schedule's, which has two drivers: `TimerSchedule` here (the embedded store, one
- * process) and BullMQ's Job Schedulers (services/queues/periodic.ts: any number of
+ * process) and BullMQ's Job Schedulers (services/queues/periodic.ts, for one or many
  * instances on one Redis, each task once per period across them).
  */
 export interface PeriodicTask {
