@@ -847,9 +847,7 @@ class KeyvKeyValueStore implements AtomicKeyValueStore {
   }
 
   async set(key: string, value: unknown, ttlMs: number): Promise<void> {
-    if (!Number.isFinite(ttlMs) || ttlMs <= 0)
-      throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
-    if (value === undefined) throw new TypeError('kv value must not be undefined (use delete)');
+    checkKvWrite(value, ttlMs);
     await this.core.set('kv-set', kvKey(key), value, ttlMs);
   }
 
@@ -875,9 +873,7 @@ class KeyvKeyValueStore implements AtomicKeyValueStore {
       (d.writes ?? []).map((w) => {
         if (!keys.includes(w.key)) throw new Error(`kv update: ${w.key} was not read`);
         if ('delete' in w) return { key: kvKey(w.key), delete: true };
-        if (!Number.isFinite(w.ttlMs) || w.ttlMs <= 0)
-          throw new RangeError(`kv ttlMs must be a positive number, got ${w.ttlMs}`);
-        if (w.value === undefined) throw new TypeError('kv value must not be undefined');
+        checkKvWrite(w.value, w.ttlMs);
         return { key: kvKey(w.key), value: w.value, ttlMs: w.ttlMs };
       });
     return this.core.holdAll(
@@ -922,9 +918,7 @@ class KeyvKeyValueStore implements AtomicKeyValueStore {
    * Redis that update's compare-and-set sees the claim and decides again).
    */
   async claim(key: string, value: unknown, ttlMs: number): Promise<KvClaim> {
-    if (!Number.isFinite(ttlMs) || ttlMs <= 0)
-      throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
-    if (value === undefined) throw new TypeError('kv value must not be undefined');
+    checkKvWrite(value, ttlMs);
     const full = kvKey(key);
     const { backend, config } = this.core;
     const run = async (): Promise<KvClaim> => {
@@ -1017,6 +1011,13 @@ function summarizeIssues(error: z.ZodError): string {
     .slice(0, 5)
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.code}`)
     .join(', ');
+}
+
+/** What every kv write (set, update, claim) must carry: a value, and a TTL that expires it. */
+function checkKvWrite(value: unknown, ttlMs: number): void {
+  if (!Number.isFinite(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`kv ttlMs must be a positive number, got ${ttlMs}`);
+  if (value === undefined) throw new TypeError('kv value must not be undefined (use delete)');
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {
