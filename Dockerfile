@@ -30,4 +30,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # The same launcher and settings as `npm start` (scripts/start.sh).
-CMD ["sh", "scripts/start.sh", "dist/src/main.js"]
+CMD ["sh", "scripts/start.sh", "dist/bot/main.js"]

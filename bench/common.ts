@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks. */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
 import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { BOT_BUNDLE, bundleBot } from '../scripts/bundle.mjs';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import { pino } from 'pino';
 import { privateRedis } from '../test/helpers/private-redis.js';
@@ -182,18 +183,9 @@ export function loadFromChild(spec: {
   });
 }
 
-/** Compiles the bot as the Docker image does (`tsc -p tsconfig.build.json` → dist/). */
-let built = false;
-export function buildBot(): void {
-  if (built) return;
-  const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
-    stdio: 'inherit',
-  });
-  if (r.status !== 0) throw new Error('building the bot (tsc -p tsconfig.build.json) failed');
-  // What `npm run build` copies besides JavaScript (the Lua scripts): without it the bot cannot start.
-  const assets = spawnSync(process.execPath, ['scripts/copy-assets.mjs'], { stdio: 'inherit' });
-  if (assets.status !== 0) throw new Error('copying the assets (scripts/copy-assets.mjs) failed');
-  built = true;
+/** Bundles the bot as `npm start` and the Docker image run it (scripts/bundle.mjs → dist/bot/), when stale. */
+export async function buildBot(): Promise<void> {
+  await bundleBot({ ifStale: true });
 }
 
 export interface BotProcess {
@@ -222,20 +214,19 @@ export function benchStores(): StoreKind[] {
 const HEAP_SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOTS;
 
 /**
- * Starts the bot as its own process (compiled `dist/src/main.js`, or through tsx
- * with `tsx: true`) against the given fake Discord, emulator and store (Redis, or
- * SQLite under a data dir), with the production V8 flags and malloc settings of
- * `npm start` (then `nodeFlags`, for profiling).
+ * Starts the bot as `npm start` runs it (the bundle dist/bot/main.js, built first when stale)
+ * against the given fake Discord, emulator and store (Redis, or SQLite under a data dir), with
+ * the production V8 flags and malloc settings (then `nodeFlags`, for profiling).
  */
 export async function spawnBot(
   opts: {
     fake: { token: string; applicationId: string; guildId: string; apiUrl: string };
     emulator: { url: string; apiKey: string };
-    tsx?: boolean;
     nodeFlags?: string[];
     env?: Record<string, string>;
   } & BotStore,
 ): Promise<BotProcess> {
+  await buildBot();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   if (HEAP_SNAPSHOT_DIR) await mkdir(HEAP_SNAPSHOT_DIR, { recursive: true });
@@ -248,7 +239,7 @@ export async function spawnBot(
     ...(process.env.BENCH_ALLOC_PROFILE
       ? ['--import', fileURLToPath(new URL('./alloc-sampler.mjs', import.meta.url))]
       : []),
-    ...(opts.tsx ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']),
+    BOT_BUNDLE,
   ];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

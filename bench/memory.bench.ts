@@ -1,8 +1,6 @@
 /**
  * RSS of the bot tracking 10 000 unfinished jobs, store on Redis and on SQLite. The bot runs as
- * its own process, compiled as in the Docker image (`npm run build`, then
- * `node dist/src/main.js`; `BENCH_TSX=1`: `node --import tsx src/main.ts` as
- * `npm start` runs it, which adds the TypeScript loader's own memory) against
+ * its own process, as `npm start` and the Docker image run it (the bundle dist/bot/main.js) against
  * the fake Discord and the emulator in this process and a private redis-server (or
  * SQLite in a temporary data dir);
  * the jobs are written to the store first, so the bot's restart recovery takes
@@ -35,7 +33,6 @@ import {
 } from './common.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
-const TSX = process.env.BENCH_TSX === '1';
 const DAY = 86_400_000;
 /** How long the bot's RSS is watched after its recovery (BENCH_WATCH_SECONDS). */
 const WATCH_S = Number(process.env.BENCH_WATCH_SECONDS ?? 30);
@@ -117,7 +114,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
     }
     await backend.close();
 
-    bot = await spawnBot({ fake, emulator, ...(redisUrl ? { redisUrl } : { dataDir }), tsx: TSX });
+    bot = await spawnBot({ fake, emulator, ...(redisUrl ? { redisUrl } : { dataDir }) });
     const out = () => bot?.output() ?? '';
     const t0 = Date.now();
     await eventually(() => out().includes('recovered open jobs'), 120_000, 'bot recovery');
@@ -166,8 +163,8 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
 }
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {
-  if (!TSX) buildBot();
-  const how = TSX ? 'node --import tsx src/main.ts' : 'node dist/src/main.js';
+  await buildBot();
+  const how = 'node dist/bot/main.js';
   const rows: Record<string, unknown>[] = [];
   for (const store of benchStores()) {
     if (store === 'redis' && !redisServerInstalled()) {

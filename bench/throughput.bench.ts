@@ -79,7 +79,7 @@ const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
   if (!redisServerInstalled())
     return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
-  buildBot();
+  await buildBot();
   const fake = await startFakeDiscord({ validation: 'off' });
   const emulator = await startEmulator({});
   const { bot, stores, redisUrl, close } = await botOnPrivateRedis({

@@ -30,7 +30,7 @@ import {
 } from '../test/fake-discord/index.js';
 import { invitePermissions } from '../src/services/discord/registration/invite.js';
 import { freePort } from '../test/helpers/harness.js';
-import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { botCommand, productionEnv } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
 import { postV2Fixture, V2_FIXTURE_NAMES } from './fixtures.js';
 import { Timeline } from './timeline.js';
@@ -358,9 +358,10 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
     const http = opts.interactions === 'http';
     if (http) fake.setInteractionsMode('http', `http://127.0.0.1:${botPort}/interactions`);
     let bot: ChildProcess | undefined;
+    // As `npm start` runs it: the same V8 flags, then the bundled bot (built first when stale).
+    const command = await botCommand();
     const startBot = () => {
-      // As `npm start` runs it: the same V8 flags, then src/main.ts through tsx.
-      const child = spawn(process.execPath, [...productionNodeFlags(), '--import', 'tsx', 'src/main.ts'], {
+      const child = spawn(process.execPath, command, {
         cwd: ROOT,
         env: {
           ...productionEnv(),

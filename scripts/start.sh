@@ -5,6 +5,12 @@
 #   which a single-threaded Node process never fills but keeps resident;
 # - --max-semi-space-size=4: V8's young generation stays at 4 MiB semi-spaces (its default
 #   lets them grow to 16 MiB, resident for the process's life).
+# Without arguments (`npm start`) it runs the bundled bot, dist/bot/main.js, bundled first when
+# a source changed since (scripts/bundle.mjs, under 2 s); the Docker image names the bundle.
 # `exec` replaces this shell: signals (SIGTERM) reach Node directly.
 export MALLOC_ARENA_MAX=2
+if [ "$#" -eq 0 ]; then
+  node "$(dirname "$0")/bundle.mjs" --if-stale || exit 1
+  set -- "$(dirname "$0")/../dist/bot/main.js"
+fi
 exec node --max-semi-space-size=4 "$@"

@@ -74,7 +74,6 @@ describe('several instances when Redis or an instance misbehaves', needs('redisS
       fake,
       emulator,
       redisUrl: `redis://127.0.0.1:${redis.port}`,
-      tsx: true,
       env: {
         PUBLIC_URL: proxy.url,
         INSTANCE_ID: `bot-${i}`,

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig as parseWith, secretsOf, type Config } from '../src/config.js';
 import { operationModules } from '../src/services/operations/index.js';
+import { botCommand, productionEnv } from './helpers/production-node-flags.js';
 
 const REQUIRED = {
   DISCORD_TOKEN: 'bot-token-abc.def',
@@ -486,9 +487,8 @@ describe('parseConfig', () => {
 // The real entry point, as an operator would run it
 // ---------------------------------------------------------------------------
 
-const ROOT = resolve(import.meta.dirname, '..');
-const TSX_CLI = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-const MAIN = join(ROOT, 'src', 'main.ts');
+/** What `npm start` runs (the bundled src/main.ts and its flags), set before the runs below. */
+let command: string[] = [];
 
 interface RunResult {
   code: number | null;
@@ -500,7 +500,11 @@ interface RunResult {
 function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [TSX_CLI, MAIN], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, command, {
+      cwd,
+      env: { ...productionEnv(), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -524,6 +528,7 @@ describe('src/main.ts with a bad environment', { timeout: 90_000 }, () => {
 
   beforeAll(async () => {
     cwd = await mkdtemp(join(tmpdir(), 'mediabot-config-'));
+    command = await botCommand();
   });
   afterAll(async () => {
     await rm(cwd, { recursive: true, force: true });
@@ -543,7 +548,7 @@ describe('src/main.ts with a bad environment', { timeout: 90_000 }, () => {
     expect(r.stderr).not.toMatch(/Error:/);
     expect(r.stdout).toBe('');
     // Fast: nothing is waited for (a wait would reach the 60 s kill: code null). The bound is
-    // loose since tsx compiles main's imports first, slowly when the suite loads both cores.
+    // loose: loading the bot is slow when the suite loads both cores.
     expect(r.ms).toBeLessThan(30_000);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Black-box: `tsx src/main.ts` (what `npm start` runs) with DISCORD_INTERACTIONS=http,
+ * Black-box: the bundled bot (what `npm start` runs) with DISCORD_INTERACTIONS=http,
  * configured only through the design's environment: no gateway, PING answered,
  * bad signatures refused, a command run end to end, no secret in the logs.
  */
@@ -27,7 +27,6 @@ describe('bot process in http interactions mode', () => {
       fake,
       emulator,
       redisUrl: '', // empty = unset: the embedded SQLite store under DATA_DIR
-      tsx: true,
       env: {
         DISCORD_INTERACTIONS: 'http',
         DISCORD_PUBLIC_KEY: fake.publicKey,

@@ -1193,7 +1193,7 @@ describe('npm run playground as a command', { timeout: 90_000 }, () => {
       try {
         await eventually(() => run.output().includes('Playground: http'), 60_000, 'the playground to start');
         await eventually(
-          () => run.group().some((c) => c.args.includes('src/main.ts')),
+          () => run.group().some((c) => c.args.includes('dist/bot/main.js')),
           10_000,
           'the bot process',
         );

@@ -152,7 +152,6 @@ describe.each((process.env.REPLICAS_MODES ?? 'gateway,http').split(',') as ('gat
         fake,
         emulator,
         redisUrl: `redis://127.0.0.1:${redis.port}`,
-        tsx: true,
         env: {
           PUBLIC_URL: proxy.url,
           INSTANCE_ID: `bot-${i}`,

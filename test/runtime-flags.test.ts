@@ -13,9 +13,10 @@ describe('runtime settings (scripts/start.sh)', () => {
   // What keeps the settings in one place: both go through the launcher (whatever follows it).
   it('npm start and the Docker image both start the bot through the launcher', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
-    expect(pkg.scripts.start).toMatch(/^sh scripts\/start\.sh /);
+    expect(pkg.scripts.start).toBe('sh scripts/start.sh');
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
-    expect((JSON.parse(cmd ?? '[]') as string[]).slice(0, 2)).toEqual(['sh', 'scripts/start.sh']);
+    // The image runs the same bundle `npm start` builds (`npm run build` makes it in the build stage).
+    expect(JSON.parse(cmd ?? '[]') as string[]).toEqual(['sh', 'scripts/start.sh', 'dist/bot/main.js']);
     // The Dockerfile adds no Node flags or malloc settings of its own.
     expect(read('Dockerfile')).not.toMatch(/MALLOC_|--max-semi-space-size|NODE_OPTIONS/);
   });
@@ -36,6 +37,23 @@ describe('runtime settings (scripts/start.sh)', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe(`${productionEnv()['MALLOC_ARENA_MAX']} ${productionNodeFlags().join(' ')}`);
+  });
+
+  it('without arguments (npm start) the launcher runs the bundled bot, not a TypeScript loader', () => {
+    // An empty environment: the bot itself answers, with its one line per missing variable.
+    const r = spawnSync('sh', ['scripts/start.sh'], {
+      cwd: new URL('..', import.meta.url),
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toContain('Cannot start: invalid configuration');
+    expect(r.stderr).toMatch(/^\s+DISCORD_TOKEN: /m);
+    // The bundle was fresh (the test setup builds it): nothing else is printed.
+    expect(r.stdout).toBe('');
+    expect(read('scripts/start.sh')).toMatch(/dist\/bot\/main\.js/);
+    expect(read('scripts/start.sh')).not.toMatch(/tsx/);
   });
 
   it('no V8-internal GC flag and no exposed gc()', () => {

@@ -16,6 +16,7 @@ import { eventually, freePort, REDIS_URL } from './helpers/harness.js';
 import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 import { privateRedis } from './helpers/private-redis.js';
 import { needs } from './helpers/requirements.js';
+import { botCommand, productionEnv } from './helpers/production-node-flags.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -48,8 +49,14 @@ function run(args: string[], env: Record<string, string>, timeoutMs = 45_000): P
   });
 }
 
+/** What `npm start` runs (the bundled bot and its flags), without npm's own lines around it. */
+let command: string[] = [];
+beforeAll(async () => {
+  command = await botCommand();
+});
+
 const startBot = (env: Record<string, string>, timeoutMs?: number) =>
-  run(['--import', 'tsx', 'src/main.ts'], env, timeoutMs);
+  run(command, { ...productionEnv(), ...env }, timeoutMs);
 const startBotProcess = startBot;
 
 interface RunningBot {
@@ -61,9 +68,9 @@ interface RunningBot {
 
 /** The bot as a process that started and is ready (GET /readyz 200). */
 async function runningBot(env: Record<string, string>): Promise<RunningBot> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, command, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...productionEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

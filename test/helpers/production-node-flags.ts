@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { BOT_BUNDLE, bundleBot } from '../../scripts/bundle.mjs';
 
 /** scripts/start.sh: the one place of the bot's runtime settings (npm start and the Docker image run it). */
 function launcher(): string {
@@ -19,4 +20,14 @@ export function productionEnv(): Record<string, string> {
 export function productionNodeFlags(): string[] {
   const line = /^exec node (.*) "\$@"$/m.exec(launcher())?.[1] ?? '';
   return line.split(/\s+/).filter((w) => w.startsWith('--'));
+}
+
+/**
+ * What `npm start` runs: the production flags, then the bundled bot (dist/bot/main.js, see
+ * scripts/bundle.mjs), built first when a source changed. Tests, benchmarks and the playground
+ * start the bot this way, so they run the artifact production runs.
+ */
+export async function botCommand(): Promise<string[]> {
+  await bundleBot({ ifStale: true });
+  return [...productionNodeFlags(), BOT_BUNDLE];
 }

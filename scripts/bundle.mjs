@@ -1,0 +1,188 @@
+// Bundles the bot (src/main.ts and what it imports) with esbuild into dist/bot/: what `npm start`,
+// the Docker image, the process tests, the benchmarks and the playground run. One bundle instead of
+// ~2,000 module files: V8 keeps every loaded module's source text to compile its functions lazily,
+// and a bundle without comments or indentation, with what is never imported left out, holds about
+// half as much (docs/performance.md, "Where the memory goes"); no TypeScript loader runs beside the
+// bot (tsx's hooks thread and its compile cache cost ~30 MiB of RSS), and the start is quicker.
+//
+//   node scripts/bundle.mjs              build
+//   node scripts/bundle.mjs --if-stale   build only when a source changed since (npm start)
+//
+// Native addons and what is loaded by path stay external (node_modules at run time): sqlite3,
+// sharp, pino-pretty. Dynamic imports stay lazy chunks (SQLite driver, BullMQ, sharp). Names are
+// kept (no mangling), so stack traces read as the source; dist/bot/*.map maps them back to it
+// with NODE_OPTIONS=--enable-source-maps.
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const outdir = join(root, 'dist', 'bot');
+const entry = join(root, 'src', 'main.ts');
+/** Only one build at a time (the test lanes and npm start may ask at once). */
+const lockDir = join(root, 'dist', '.bot-lock');
+const LOCK_STALE_MS = 120_000;
+
+/** Packages resolved at run time from node_modules: native code, or loaded by file path. */
+export const EXTERNAL = [
+  'sqlite3',
+  'sharp',
+  'pino-pretty',
+  'msgpackr-extract',
+  // Optional accelerators of ws / @discordjs/ws, absent unless installed.
+  'bufferutil',
+  'utf-8-validate',
+  'zlib-sync',
+];
+
+/** The bundle's entry file (what `node` runs). */
+export const BOT_BUNDLE = join(outdir, 'main.js');
+
+function walk(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? walk(join(dir, d.name)) : [join(dir, d.name)],
+  );
+}
+
+/** The Lua scripts the store reads beside its module (`./lua/<name>.lua`): beside every chunk. */
+function luaFiles() {
+  return walk(join(root, 'src')).filter((f) => f.endsWith('.lua'));
+}
+
+/** Whether dist/bot is older than anything it was built from (or missing). */
+export function bundleIsStale() {
+  const meta = join(outdir, 'meta.json');
+  if (!existsSync(BOT_BUNDLE) || !existsSync(meta)) return true;
+  const builtAt = statSync(meta).mtimeMs;
+  let inputs;
+  try {
+    inputs = Object.keys(JSON.parse(readFileSync(meta, 'utf8')).inputs);
+  } catch {
+    return true;
+  }
+  const sources = [
+    ...inputs.map((p) => join(root, p)),
+    ...luaFiles(),
+    fileURLToPath(import.meta.url),
+    join(root, 'package-lock.json'),
+  ];
+  for (const file of sources) {
+    try {
+      if (statSync(file).mtimeMs > builtAt) return true;
+    } catch {
+      return true; // an input is gone
+    }
+  }
+  return false;
+}
+
+async function build() {
+  let esbuild;
+  try {
+    esbuild = await import('esbuild');
+  } catch {
+    throw new Error(
+      'esbuild is not installed: run `npm ci` (it is a dev dependency), or `npm run build` where it is',
+    );
+  }
+  const started = Date.now();
+  const tmp = join(root, 'dist', `.bot-${process.pid}`);
+  rmSync(tmp, { recursive: true, force: true });
+  const result = await esbuild.build({
+    entryPoints: { main: entry },
+    outdir: tmp,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20.19',
+    external: EXTERNAL,
+    // CommonJS packages inside an ES module bundle call `require` (node: built-ins among them).
+    banner: {
+      js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
+    },
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'external',
+    sourcemap: 'linked',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  const names = new Set();
+  mkdirSync(join(tmp, 'lua'), { recursive: true });
+  for (const file of luaFiles()) {
+    const name = basename(file);
+    if (names.has(name))
+      throw new Error(`two Lua scripts named ${name}: the bundle keeps them in one folder`);
+    names.add(name);
+    cpSync(file, join(tmp, 'lua', name));
+  }
+  // Written last: its time is the build's (bundleIsStale compares against it).
+  writeFileSync(join(tmp, 'meta.json'), JSON.stringify(result.metafile));
+  rmSync(outdir, { recursive: true, force: true });
+  renameSync(tmp, outdir);
+  const bytes = Object.entries(result.metafile.outputs)
+    .filter(([f]) => f.endsWith('.js'))
+    .reduce((n, [, o]) => n + o.bytes, 0);
+  process.stdout.write(
+    `bundled the bot into ${relative(root, outdir)}/ (${(bytes / 1048576).toFixed(1)} MiB of JavaScript, ${Date.now() - started} ms)\n`,
+  );
+}
+
+function takeLock() {
+  mkdirSync(join(root, 'dist'), { recursive: true });
+  try {
+    mkdirSync(lockDir);
+    return true;
+  } catch (err) {
+    if (err.code !== 'EEXIST') throw err;
+    // A build that died holding it: taken over after LOCK_STALE_MS.
+    try {
+      if (Date.now() - statSync(lockDir).mtimeMs > LOCK_STALE_MS)
+        rmSync(lockDir, { recursive: true, force: true });
+    } catch {
+      /* gone meanwhile */
+    }
+    return false;
+  }
+}
+
+/** Builds dist/bot (only when stale with `ifStale`), one build at a time across processes. */
+export async function bundleBot({ ifStale = false } = {}) {
+  if (ifStale && !bundleIsStale()) return;
+  const deadline = Date.now() + LOCK_STALE_MS + 30_000;
+  while (!takeLock()) {
+    if (Date.now() > deadline) throw new Error(`another build holds ${relative(root, lockDir)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  try {
+    // Another process may have built it while this one waited.
+    if (ifStale && !bundleIsStale()) return;
+    await build();
+  } finally {
+    rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const ifStale = process.argv.includes('--if-stale');
+  try {
+    await bundleBot({ ifStale });
+  } catch (err) {
+    // esbuild missing in a production install with a bundle already there: run that one.
+    if (ifStale && existsSync(BOT_BUNDLE) && /esbuild is not installed/.test(String(err?.message)))
+      process.exit(0);
+    process.stderr.write(`bundle: ${err?.message ?? err}\n`);
+    process.exit(1);
+  }
+}
