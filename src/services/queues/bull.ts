@@ -1,4 +1,14 @@
-import { DelayedError, Queue, Worker, type Job, type JobsOptions, type WorkerOptions } from 'bullmq';
+import {
+  DelayedError,
+  Queue,
+  RedisConnection,
+  Worker,
+  createNodeRedisClient,
+  type IRedisClient,
+  type Job,
+  type JobsOptions,
+  type WorkerOptions,
+} from 'bullmq';
 import type { Logger } from 'pino';
 import { redisConnection } from '../store/redis-connection.js';
 
@@ -39,6 +49,12 @@ export type RedisClient = ReturnType<typeof connect>;
 export interface BullContext {
   /** The connection queues and workers share (workers duplicate it for their blocking reads). */
   connection: RedisClient;
+  /**
+   * BullMQ's adapter of that connection, made once and handed to every queue and worker:
+   * each adapter BullMQ makes itself registers its 64 Lua scripts again (a SHA-1 of their
+   * 400 KB and a SCRIPT LOAD of all of it, twelve times at start); one adapter, once.
+   */
+  client: IRedisClient;
   /** Key prefix, e.g. `mjb-bull` (the store namespace keeps test runs apart). */
   prefix: string;
   logger: Logger;
@@ -54,8 +70,16 @@ export async function openBull(opts: {
 }): Promise<BullContext & { close(): Promise<void> }> {
   const connection = connect(opts.url, opts.logger);
   await connection.connect();
+  const client = createNodeRedisClient(connection);
+  // BullMQ registers its scripts on the adapter as its first connection starts; a worker's
+  // blocking connection duplicates the adapter at once, before that, and would register them
+  // all again: registered here first, so every duplicate takes them along.
+  const loader = new RedisConnection(client, { shared: true, blocking: false });
+  await loader.client;
+  await loader.close();
   return {
     connection,
+    client,
     prefix: `${opts.namespace}-bull`,
     logger: opts.logger,
     lockMs: opts.lockMs ?? LOCK_MS,
@@ -80,12 +104,12 @@ export function queueWithWorker<D>(
 ): QueueHandle<D> {
   const { defaultJobOptions, ...workerOpts } = opts;
   const queue = new Queue<D>(name, {
-    connection: ctx.connection,
+    connection: ctx.client,
     prefix: ctx.prefix,
     defaultJobOptions: { removeOnComplete: true, removeOnFail: true, ...defaultJobOptions },
   });
   const worker = new Worker<D>(name, processor, {
-    connection: ctx.connection,
+    connection: ctx.client,
     prefix: ctx.prefix,
     lockDuration: ctx.lockMs,
     // A dead worker's jobs are taken again within a lock and a fifth of one.
