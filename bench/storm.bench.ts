@@ -17,6 +17,7 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { createClient } from '@redis/client';
 import { Pool } from 'undici';
 import { startEmulator } from '../test/emulator/server.js';
 import { startFakeDiscord } from '../test/fake-discord/index.js';
@@ -30,6 +31,7 @@ import {
   benchStores,
   botOnStore,
   buildBot,
+  cpuMsOf,
   finishedBody,
   heapOf,
   heapSnapshot,
@@ -78,7 +80,7 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
   const fake = await startFakeDiscord(fakeOptions(o));
   const emulator = await startEmulator({});
   try {
-    const { bot, stores, close } = await botOnStore({
+    const { bot, stores, close, redisUrl } = await botOnStore({
       store: o.store,
       fake,
       emulator,
@@ -91,7 +93,13 @@ export async function storm(o: StormOptions): Promise<Record<string, unknown>> {
       },
     });
     try {
-      return await stormAgainst({ o, fake, emulator, stores, bot, bare });
+      const redis = redisUrl ? createClient({ url: redisUrl }) : undefined;
+      await redis?.connect();
+      try {
+        return await stormAgainst({ o, fake, emulator, stores, bot, bare, redis });
+      } finally {
+        await redis?.quit();
+      }
     } finally {
       await close();
     }
@@ -109,6 +117,8 @@ async function stormAgainst(a: {
   bot: BotProcess;
   /** The same command storm against the bare gateway handler (fresh tokens only). */
   bare: Awaited<ReturnType<typeof bareHandlerAcks>> | undefined;
+  /** The bot's private Redis (Redis store only): its command counts. */
+  redis: StatsClient | undefined;
 }): Promise<Record<string, unknown>> {
   const { o, fake, emulator, stores } = a;
   const botPid = a.bot.child.pid ?? 0;
@@ -152,7 +162,9 @@ async function stormAgainst(a: {
     if (res.statusCode >= 300) non2xx++;
   };
 
+  await a.redis?.configResetStat();
   const t0 = Date.now();
+  const cpuBefore = await cpuMsOf(botPid);
   await Promise.all(
     jobs.map(async (job) => {
       const taskId = job.taskId ?? '';
@@ -185,6 +197,8 @@ async function stormAgainst(a: {
     180_000,
     'final edits',
   );
+  const cpuAfter = await cpuMsOf(botPid);
+  const redisCalls = a.redis ? commandCalls(await a.redis.info('commandstats')) : undefined;
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   clearInterval(sampler);
   const rssAfter = (await vmOf(botPid)).rss;
@@ -247,6 +261,16 @@ async function stormAgainst(a: {
       ? {
           'commands written in ms (harness, bare handler)': r1(a.bare.writtenInMs),
           'harness event loop busy until the last ack % (bare handler)': Math.round(a.bare.harnessBusy * 100),
+        }
+      : {}),
+    // What the storm cost the bot, whatever the machine's load: from the first webhook to the last final.
+    'bot CPU ms (webhooks to the last final)': cpuAfter.user + cpuAfter.sys - cpuBefore.user - cpuBefore.sys,
+    ...(redisCalls
+      ? {
+          'Redis commands per webhook (scripts: each command they run)': r1(
+            redisCalls.all / latencies.length,
+          ),
+          'Redis scripts run per webhook (EVALSHA)': r1(redisCalls.evalsha / latencies.length),
         }
       : {}),
     'bot rss MiB (peak)': mib(rssPeak),
@@ -333,6 +357,21 @@ const SCENARIOS = [
     expiredTokens: true,
   },
 ];
+
+type StatsClient = Pick<ReturnType<typeof createClient>, 'configResetStat' | 'info'>;
+
+/** Calls in Redis's INFO commandstats: all (a script's own commands included) and EVALSHA. */
+function commandCalls(stats: string): { all: number; evalsha: number } {
+  let all = 0;
+  let evalsha = 0;
+  for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const n = Number(m[2]);
+    if (m[1] === 'info' || m[1] === 'config|resetstat') continue; // the bench's own
+    all += n;
+    if (m[1] === 'evalsha') evalsha += n;
+  }
+  return { all, evalsha };
+}
 
 export async function runStormBench(): Promise<Record<string, unknown>[]> {
   /** BENCH_STORMS: which scenarios (`one,ten,expired`, the default). */

@@ -109,11 +109,11 @@ export class BullJobEdits implements MessageUpdates {
   private readonly finalsQueued = new Map<string, { at: number; version: number }>();
   /** Personal jobs whose notice this instance queued already (a delayed job, deduplicated anyway). */
   private readonly noticed = new Map<string, number>();
-  /** Progress edits of a message are spaced anyway: a webhook storm need not queue each change. */
-  private readonly progress = new ProgressCoalescer(
-    PROGRESS_COALESCE_MS,
-    (jobId) => void this.add({ jobId, target: 'message' }, false),
-  );
+  /**
+   * Progress edits of a message are spaced anyway: a webhook storm need not queue each change.
+   * This instance's worker tells it when the message's next edit is queued or can go.
+   */
+  private readonly progress: ProgressCoalescer;
 
   constructor(
     private readonly ctx: BullContext,
@@ -122,6 +122,11 @@ export class BullJobEdits implements MessageUpdates {
     this.now = deps.now ?? Date.now;
     this.log = deps.logger;
     this.opts = { ...DEFAULT_EDIT_POLICY, ...deps.options };
+    this.progress = new ProgressCoalescer(
+      PROGRESS_COALESCE_MS,
+      (jobId) => void this.add({ jobId, target: 'message' }, false),
+      this.now,
+    );
     this.handle = queueWithWorker<EditData>(ctx, 'edits', (job, token) => this.process(job, token), {
       concurrency: deps.concurrency ?? 64,
       settings: {
@@ -313,10 +318,14 @@ export class BullJobEdits implements MessageUpdates {
       switch (decision.do) {
         case 'done':
           if (route.route === 'interaction' && !final) {
-            const kept = [...done, this.now()].slice(-this.opts.interactionLimit);
+            const sentAt = this.now();
+            const kept = [...done, sentAt].slice(-this.opts.interactionLimit);
             await this.deps.marks
               .set(markKey, JSON.stringify(kept), { expiration: { type: 'PX', value: MARK_TTL_MS } })
               .catch(() => undefined);
+            // Until the message's next progress edit may go, its changes wait for one edit then.
+            if (target === 'message')
+              this.progress.space(jobId, interactionReadyAt(kept, sentAt, false, sentAt, this.opts));
           }
           if (final && target === 'message') await this.record(jobId, { finalShown: true });
           if (outcome.kind === 'ok' && outcome.posted)
@@ -377,7 +386,10 @@ export class BullJobEdits implements MessageUpdates {
       const { notBefore: _, ...rest } = job.data;
       await job.updateData(notBefore === undefined ? rest : { ...rest, notBefore });
     }
-    return delayJob(job, token, ms);
+    const delayed = await delayJob(job, token, ms);
+    // That edit renders the stored record when it runs: the changes until then need no edit of their own.
+    if (job.data.target === 'message') this.progress.cover(job.data.jobId, this.now() + ms);
+    return delayed;
   }
 
   /**
