@@ -89,10 +89,10 @@ export async function openBull(opts: {
   };
 }
 
-/** A queue and its worker, closed together. */
+/** A queue and its workers, closed together. */
 export interface QueueHandle<D> {
   queue: Queue<D>;
-  worker: Worker<D>;
+  workers: readonly Worker<D>[];
   close(): Promise<void>;
 }
 
@@ -100,36 +100,55 @@ export function queueWithWorker<D>(
   ctx: BullContext,
   name: string,
   processor: (job: Job<D>, token: string | undefined) => Promise<void>,
-  opts: Partial<WorkerOptions> & { defaultJobOptions?: JobsOptions } = {},
+  opts: Partial<WorkerOptions> & {
+    defaultJobOptions?: JobsOptions;
+    /**
+     * Workers sharing `concurrency` (default 1). A BullMQ worker fetches the jobs of a burst
+     * one round trip after another, up to its concurrency, before it starts the first
+     * (its main loop): several smaller workers start a burst's first jobs sooner, each
+     * with a blocking connection of its own.
+     */
+    workers?: number;
+  } = {},
 ): QueueHandle<D> {
-  const { defaultJobOptions, ...workerOpts } = opts;
+  const { defaultJobOptions, workers: count = 1, ...workerOpts } = opts;
   const queue = new Queue<D>(name, {
     connection: ctx.client,
     prefix: ctx.prefix,
     defaultJobOptions: { removeOnComplete: true, removeOnFail: true, ...defaultJobOptions },
   });
-  const worker = new Worker<D>(name, processor, {
-    connection: ctx.client,
-    prefix: ctx.prefix,
-    lockDuration: ctx.lockMs,
-    // A dead worker's jobs are taken again within a lock and a fifth of one.
-    stalledInterval: Math.max(1000, Math.round(ctx.lockMs / 5)),
-    // A job whose worker died is taken again (never failed for it): these jobs are idempotent.
-    maxStalledCount: 1_000_000,
-    ...workerOpts,
-  });
+  const total = Math.max(1, workerOpts.concurrency ?? 1);
+  const n = Math.max(1, Math.min(count, total));
+  const concurrency = Math.ceil(total / n);
+  const workers = Array.from(
+    { length: n },
+    () =>
+      new Worker<D>(name, processor, {
+        connection: ctx.client,
+        prefix: ctx.prefix,
+        lockDuration: ctx.lockMs,
+        // A dead worker's jobs are taken again within a lock and a fifth of one.
+        stalledInterval: Math.max(1000, Math.round(ctx.lockMs / 5)),
+        // A job whose worker died is taken again (never failed for it): these jobs are idempotent.
+        maxStalledCount: 1_000_000,
+        ...workerOpts,
+        concurrency,
+      }),
+  );
   const log = ctx.logger.child({ queue: name });
   // A dropped connection makes every worker loop and queue call say so: one line, then a count.
   const warn = throttled((err: Error, n: number) =>
     log.warn({ err, ...(n > 0 ? { alsoSince: n } : {}) }, 'queue connection trouble; BullMQ reconnects'),
   );
   queue.on('error', warn);
-  worker.on('error', warn);
+  for (const worker of workers) worker.on('error', warn);
   return {
     queue,
-    worker,
+    workers,
     async close() {
-      await worker.close().catch((err: unknown) => log.warn({ err }, 'worker close failed'));
+      await Promise.all(
+        workers.map((w) => w.close().catch((err: unknown) => log.warn({ err }, 'worker close failed'))),
+      );
       await queue.close().catch((err: unknown) => log.warn({ err }, 'queue close failed'));
     },
   };

@@ -65,6 +65,8 @@ const EDIT_ATTEMPTS = 2000;
 /** Progress changes of one message queued at most once per this window (plus one at its end). */
 const PROGRESS_COALESCE_MS = 250;
 const FINAL_PRIORITY = 1;
+/** Workers of the edit queue (sharing its concurrency) in each instance. */
+const EDIT_WORKERS = 4;
 const PROGRESS_PRIORITY = 10;
 /** A final queued by this instance is not queued again within this (the keeper re-shows later ones). */
 const FINAL_REQUEUE_MS = 5000;
@@ -129,6 +131,8 @@ export class BullJobEdits implements MessageUpdates {
     );
     this.handle = queueWithWorker<EditData>(ctx, 'edits', (job, token) => this.process(job, token), {
       concurrency: deps.concurrency ?? 64,
+      // A storm's finals start within a few round trips, not after 64 fetches (see queueWithWorker).
+      workers: EDIT_WORKERS,
       settings: {
         // The policy's capped exponential backoff with jitter.
         backoffStrategy: (attempts: number) => Math.round(backoffMs(attempts, Math.random(), this.opts)),

@@ -471,12 +471,14 @@ class KeyvJobStore implements JobStore {
     const { sorted } = core.backend;
     await core.withLock(jobKey(record.id), async () => {
       // The record goes first: an id found in an index always has its record
-      // written already (openPages relies on it to prune safely).
-      await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
+      // written already (openPages relies on it to prune safely). Where the backend runs
+      // calls in the order sent (Redis), the indexes go right behind it, in the same round trip.
+      const written = core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
+      if (!core.backend.inOrder) await written;
       try {
-        // The indexes are independent of each other: written at once (one round trip on Redis).
         const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
         await Promise.all([
+          written,
           ...(record.taskId !== undefined
             ? [core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record))]
             : []),
@@ -641,51 +643,55 @@ class KeyvJobStore implements JobStore {
     const { job: record, changed } = merged;
     const becameFinal = !isFinal(current.state) && isFinal(record.state);
     const becameClosed = !isClosed(current) && isClosed(record);
-    // Task index before the record: if the record write fails, a retry sees the
-    // taskId as new again and rewrites the index.
+    // The task and message indexes before the record: a failed record write is retried whole
+    // (the retry sees the new ids as new again). Where the backend runs calls in the order
+    // sent (Redis), all of them go in one round trip.
     let raw: string | undefined;
     try {
+      const indexes: Promise<void>[] = [];
       if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
-        await core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record));
+        indexes.push(core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record)));
       }
       const known = new Set(messageIds(current));
       for (const id of messageIds(record)) {
         if (becameFinal || !known.has(id))
-          await core.set('apply', messageKey(id), record.id, core.jobTtl(record));
+          indexes.push(core.set('apply', messageKey(id), record.id, core.jobTtl(record)));
       }
-      if (seen.raw !== undefined) {
-        raw = await core.writeJobIfUnchanged(record, seen.raw);
-        if (raw === undefined) return CONFLICT;
-      } else {
-        await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
-      }
+      if (!core.backend.inOrder) await Promise.all(indexes);
+      const written =
+        seen.raw !== undefined
+          ? core.writeJobIfUnchanged(record, seen.raw)
+          : core
+              .set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record))
+              .then(() => undefined);
+      [, raw] = await Promise.all([Promise.all(indexes), written]);
+      if (seen.raw !== undefined && raw === undefined) return CONFLICT;
     } catch (error) {
       this.recent.delete(jobId);
       throw error;
     }
     this.recent.set(record, raw, core.jobTtl(record), remember);
+    // Neither index below makes the caller wait or retry (the record is stored; the
+    // retry would be a no-op and hide the change): the sweep's and openPages' own checks and
+    // the record's TTL are the backstop. Sent on the same connection, after the record.
     if (becameFinal) {
-      // The retention sweep finds it by its end. Like the open index below, a failure here
-      // must not make the caller retry: the record's own TTL is the backstop.
-      try {
-        const endedAt = record.finishedAt ?? record.updatedAt;
-        await core.call('index', () => core.backend.sorted.add(ENDED, record.id, endedAt));
-      } catch (error) {
-        core.logger.warn({ jobId, error: describeError(error) }, 'store: could not index an ended job');
-      }
+      // The retention sweep finds it by its end.
+      const endedAt = record.finishedAt ?? record.updatedAt;
+      void core
+        .call('index', () => core.backend.sorted.add(ENDED, record.id, endedAt))
+        .catch((error: unknown) =>
+          core.logger.warn({ jobId, error: describeError(error) }, 'store: could not index an ended job'),
+        );
     }
     if (becameClosed) {
-      // The record is closed and stored: a failure here must not make the caller
-      // retry (the retry would be a no-op and hide the change). openPages prunes
-      // closed jobs it finds anyway.
-      try {
-        await core.removeUnfinished(jobId);
-      } catch (error) {
-        core.logger.warn(
-          { jobId, error: describeError(error) },
-          'store: could not drop a settled job from the open set',
+      void core
+        .removeUnfinished(jobId)
+        .catch((error: unknown) =>
+          core.logger.warn(
+            { jobId, error: describeError(error) },
+            'store: could not drop a settled job from the open set',
+          ),
         );
-      }
     }
     return { job: record, changed, before: current.state };
   }
