@@ -11,6 +11,8 @@ import {
 } from '../src/services/discord/discord-transport.js';
 import { EditQueue, type EditQueueDeps, type EditRequest } from '../src/services/discord/edits/edit-queue.js';
 import type { MessageRef } from '../src/services/shared/message-ref.js';
+import { QueuedJobMessages } from '../src/services/discord/edits/job-messages.js';
+import type { JobRecord } from '../src/services/store/types.js';
 
 // ---------------------------------------------------------------- helpers
 
@@ -632,5 +634,57 @@ describe('real REST transport against a local HTTP server', () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('QueuedJobMessages on the in-process queue', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  // Issue 35: 10,000 tracked jobs on SQLite, polled, whose messages are over an hour old: each
+  // progress was queued, dropped at once as unroutable, and its message's slot (with callbacks
+  // holding the job's record) kept for six hours: 10 MiB of heap that only grew.
+  it('queues no state that no route can take now, and keeps no slot for it', async () => {
+    const { transport, queue } = setup();
+    const messages = new QueuedJobMessages({
+      edits: queue,
+      renderers: {
+        render: (job) => payload(`${job.id}|${job.state} ${job.percentage}`),
+        renderReply: (job) => payload(`${job.id}|reply ${job.state}`),
+        withoutFreeText: (job) => job,
+      },
+      now: Date.now,
+      learned: { tokenRefused: () => undefined, dmRefused: () => undefined },
+    });
+    const job = (over: Partial<JobRecord>): JobRecord => ({
+      id: 'j1',
+      secret: 's',
+      operation: 'song',
+      userId: '100000000000000001',
+      message: channelRef(),
+      params: {} as JobRecord['params'],
+      state: 'processing',
+      percentage: 40,
+      createdAt: T0 - 2 * 3_600_000, // two hours old: finals only on the channel route
+      updatedAt: T0,
+      version: 2,
+      ...over,
+    });
+    for (let p = 41; p < 60; p++) messages.jobChanged(job({ percentage: p }));
+    // A personal job past its interaction token has no route for its progress either.
+    messages.jobChanged(
+      job({ id: 'j2', personal: true, message: { channelId: '200000000000000009' }, percentage: 50 }),
+    );
+    expect(queue.size).toBe(0);
+    expect(queue.depth()).toBe(0);
+    // Its final still goes (the channel route takes finals of old messages).
+    messages.jobChanged(job({ state: 'finished', percentage: 100, finishedAt: T0 }));
+    expect(queue.size).toBe(1);
+    expect(await drainWithClock(queue, 10_000)).toBe(true);
+    expect(transport.calls.map((c) => c.label)).toEqual(['finished 100']);
+    messages.close();
   });
 });

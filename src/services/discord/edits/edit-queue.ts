@@ -252,9 +252,9 @@ export class EditQueue {
    * by the routing rules (a fresh interaction token, or a message id and, for a
    * non-final, a message younger than the old-message limit).
    */
-  editable(ref: MessageRef, messageCreatedAt: number, final: boolean): boolean {
+  editable(ref: MessageRef, messageCreatedAt: number, final: boolean, personal = false): boolean {
     return editable(
-      { ref, messageCreatedAt, tokenRefused: this.tokenDead(ref) },
+      { ref, messageCreatedAt, tokenRefused: this.tokenDead(ref), personal },
       this.now(),
       final,
       this.opts,
@@ -296,6 +296,11 @@ export class EditQueue {
     let n = 0;
     for (const slot of this.slots.values()) if (slot.pending) n++;
     return n;
+  }
+
+  /** Messages the queue keeps a slot for (queued, in flight, or idle until forgotten). */
+  get size(): number {
+    return this.slots.size;
   }
 
   inFlight(): number {

@@ -3,7 +3,7 @@ import type { MessageRef, PostedMessage } from '../../shared/message-ref.js';
 import { isFinal } from '../../store/merge.js';
 import type { MessageUpdates } from '../../jobs/ports.js';
 import type { MessagePayload } from '../render/limits.js';
-import type { EditQueue } from './edit-queue.js';
+import type { EditQueue, EditRequest } from './edit-queue.js';
 import { encodeEditKey } from './edit-key.js';
 import { DEFAULT_EDIT_POLICY, dmNoticeAt, type EditPolicyOptions, type MessageFacts } from './edit-policy.js';
 
@@ -67,7 +67,7 @@ export class QueuedJobMessages implements MessageUpdates {
 
   constructor(
     private readonly deps: {
-      edits: Pick<EditQueue, 'push'>;
+      edits: Pick<EditQueue, 'push' | 'editable'>;
       renderers: JobRenderers;
       now: () => number;
       /** AutoMod refused the job's text: mark it withheld (its message is then pushed again). */
@@ -116,36 +116,55 @@ export class QueuedJobMessages implements MessageUpdates {
    * more without any free text (withoutFreeText); refused again, it is an invalid edit.
    */
   private push(job: JobRecord, target: 'message' | 'reply', bare: boolean): void {
-    const { render, renderReply, withoutFreeText } = this.deps.renderers;
-    const onAutoMod = this.deps.onAutoMod;
-    const learned = this.deps.learned;
-    const shown = bare ? withoutFreeText(job) : job;
-    const text = bare ? 'bare' : job.textWithheld === true ? 'withheld' : 'member';
-    const autoMod =
-      onAutoMod === undefined || bare
-        ? {}
-        : job.textWithheld !== true
-          ? { onAutoMod: () => onAutoMod(job.id) }
-          : { onAutoMod: () => this.push(job, target, true) };
     const reply = target === 'reply' && job.reply !== undefined ? job.reply : undefined;
+    const final = reply ? true : isFinal(job.state);
     const facts = messageFacts(job, target);
+    // A state no route can take now (a progress of a message over an hour old, a personal job
+    // past its token) is not queued: the queue would drop it, and keep its message's slot for hours.
+    const personal = job.personal === true && !reply;
+    if (!this.deps.edits.editable(facts.ref, facts.messageCreatedAt, final, personal)) return;
+    const shown = bare ? this.deps.renderers.withoutFreeText(job) : job;
     this.deps.edits.push({
       jobId: encodeEditKey({ kind: 'job', jobId: job.id, target }),
       ref: facts.ref,
       messageCreatedAt: facts.messageCreatedAt,
-      payload: reply ? () => renderReply(shown) : () => render(shown, this.deps.now()),
-      final: reply ? true : isFinal(job.state),
-      text,
+      // Rendered when sent; dropped from the queue once sent or replaced.
+      payload: this.payloadOf(shown, reply !== undefined),
+      final,
+      text: bare ? 'bare' : job.textWithheld === true ? 'withheld' : 'member',
       ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
-      ...(job.personal === true && !reply ? { personal: { userId: job.userId, jobId: job.id } } : {}),
-      ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(job.id) } : {}),
-      ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(job.id) } : {}),
-      ...(learned?.directMessage
-        ? {
-            onDirectMessage: (p: PostedMessage) => learned.directMessage?.(job.id, p),
-          }
-        : {}),
-      ...autoMod,
+      ...(personal ? { personal: { userId: job.userId, jobId: job.id } } : {}),
+      ...this.callbacks(job.id),
+      ...(this.deps.onAutoMod === undefined || bare
+        ? {}
+        : job.textWithheld !== true
+          ? this.markWithheldOnAutoMod(job.id)
+          : { onAutoMod: () => this.push(job, target, true) }),
     });
+  }
+
+  private payloadOf(job: JobRecord, reply: boolean): () => MessagePayload {
+    const { render, renderReply } = this.deps.renderers;
+    return reply ? () => renderReply(job) : () => render(job, this.deps.now());
+  }
+
+  /**
+   * What the queue reports back about the message. They stay in its slot for hours after
+   * its last state: made here, apart from the payload, so they hold the job's id, not its record.
+   */
+  private callbacks(jobId: string): Partial<EditRequest> {
+    const learned = this.deps.learned;
+    return {
+      ...(learned?.tokenRefused ? { onTokenRefused: () => learned.tokenRefused?.(jobId) } : {}),
+      ...(learned?.dmRefused ? { onDmRefused: () => learned.dmRefused?.(jobId) } : {}),
+      ...(learned?.directMessage
+        ? { onDirectMessage: (p: PostedMessage) => learned.directMessage?.(jobId, p) }
+        : {}),
+    };
+  }
+
+  private markWithheldOnAutoMod(jobId: string): Pick<EditRequest, 'onAutoMod'> {
+    const onAutoMod = this.deps.onAutoMod;
+    return onAutoMod ? { onAutoMod: () => onAutoMod(jobId) } : {};
   }
 }
