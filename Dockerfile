@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript (dev dependencies and the sqlite3 native build tools live here).
+# Build stage: compile TypeScript and bundle the bot into dist/bot (dev dependencies and the sqlite3
+# native build tools live here).
 FROM node:24-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
@@ -10,7 +11,7 @@ COPY src ./src
 COPY scripts ./scripts
 RUN npm run build
 
-# Runtime stage: production dependencies and compiled JS only, as a non-root user.
+# Runtime stage: the bundle and production dependencies only (the native addons it leaves out), as a non-root user.
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production DATA_DIR=/data PORT=3000
 WORKDIR /app
