@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
+import { createClient } from '@redis/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openBackend, type Backend } from '../src/services/store/backend.js';
 import { DataDirInUseError, lockDataDir } from '../src/services/store/data-dir-lock.js';
@@ -23,6 +24,13 @@ const redisUrl = REDIS_URL;
 
 const RUN_ID = `t${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
 let nsCounter = 0;
+async function eventuallyTrue(check: () => boolean, ms = 5000): Promise<void> {
+  for (const until = Date.now() + ms; !check();) {
+    if (Date.now() > until) throw new Error('timed out');
+    await sleep(20);
+  }
+}
+
 const uniqueNamespace = (label: string): string => `${RUN_ID}_${label}_${(nsCounter += 1)}`;
 
 // ---------------------------------------------------------------------------
@@ -380,6 +388,39 @@ for (const url of [undefined, redisUrl])
         expect((await stores.jobs.listByUser('user-other')).map((j) => j.id)).toEqual(['ul-other']);
         expect(await stores.jobs.listByUser('nobody')).toEqual([]);
       });
+
+      // A regression (issue 35's work): sent in the same round trip as its indexes, a new record
+      // went through Keyv's asynchronous write and reached Redis after them; another instance's
+      // listOpen in between pruned the job as one without a record, for good (no keeper after a
+      // restart). What Redis receives must name the record before any index of it.
+      // Redis only: SQLite is one process, whose writes are awaited in turn.
+      if (url !== undefined)
+        it('create writes the record before any index names it', async () => {
+          const monitor = createClient({ url });
+          const seen: string[] = [];
+          await monitor.connect();
+          try {
+            await monitor.monitor((line: string) => seen.push(line));
+            const ids = Array.from({ length: 20 }, (_, i) => `order-${i}`);
+            await Promise.all(
+              ids.map((id) => stores.jobs.create(makeJob(id, { state: 'queued', taskId: `t-${id}` }))),
+            );
+            await eventuallyTrue(() =>
+              ids.every((id) => seen.some((l) => l.includes('"SADD"') && l.includes(id))),
+            );
+            for (const id of ids) {
+              const record = seen.findIndex((l) => l.includes('"SET"') && l.includes(`job:${id}"`));
+              const indexes = seen
+                .map((l, i) => ({ l, i }))
+                .filter(({ l }) => l.includes(`"${id}"`) && !l.includes(`job:${id}"`));
+              expect(record, id).toBeGreaterThanOrEqual(0);
+              expect(indexes.length, id).toBeGreaterThan(0);
+              for (const { l, i } of indexes) expect(i, `${id}: ${l}`).toBeGreaterThan(record);
+            }
+          } finally {
+            monitor.destroy();
+          }
+        });
 
       it('listOpen: added on create, kept while final work is left, removed once closed', async () => {
         await stores.jobs.create(makeJob('un-1'));

@@ -32,12 +32,6 @@ export interface RedisClient {
 
 export interface Backend {
   readonly kind: BackendKind;
-  /**
-   * Calls sent together run in the order sent (Redis: one connection, one command after
-   * another), so a write that must land before another can be sent in the same round trip.
-   * SQLite's driver may run queued statements in any order: awaited one by one.
-   */
-  readonly inOrder: boolean;
   /** Redis only: the connection (shared with the multi-instance coordination). */
   readonly redis?: RedisClient;
   /**
@@ -248,7 +242,6 @@ async function openRedis(
   };
   return {
     kind: 'redis',
-    inOrder: true,
     cas,
     redis: {
       run: (name, keys, args) => client[name]([...keys], [...args]),
@@ -444,7 +437,6 @@ async function openSqlite(
   let closed = false;
   return {
     kind: 'sqlite',
-    inOrder: false,
     sorted,
     ...keyvOps(keyv),
     async ping() {

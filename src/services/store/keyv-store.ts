@@ -470,15 +470,14 @@ class KeyvJobStore implements JobStore {
     const secrets = jobSecrets(record);
     const { sorted } = core.backend;
     await core.withLock(jobKey(record.id), async () => {
-      // The record goes first: an id found in an index always has its record
-      // written already (openPages relies on it to prune safely). Where the backend runs
-      // calls in the order sent (Redis), the indexes go right behind it, in the same round trip.
-      const written = core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
-      if (!core.backend.inOrder) await written;
+      // The record goes first, answered before any index is sent: an id found in an index
+      // always has its record written already (openPages prunes ids without one). Sent in one
+      // round trip, Keyv's write of the record could reach Redis after the indexes.
+      await core.set('create', jobKey(record.id), record, core.jobTtl(record), secrets);
       try {
+        // The indexes are independent of each other: written at once (one round trip on Redis).
         const userTtl = core.config.jobTtlMs + core.config.unfinishedTtlMs;
         await Promise.all([
-          written,
           ...(record.taskId !== undefined
             ? [core.set('create', taskKey(record.taskId), record.id, core.jobTtl(record))]
             : []),
@@ -643,9 +642,8 @@ class KeyvJobStore implements JobStore {
     const { job: record, changed } = merged;
     const becameFinal = !isFinal(current.state) && isFinal(record.state);
     const becameClosed = !isClosed(current) && isClosed(record);
-    // The task and message indexes before the record: a failed record write is retried whole
-    // (the retry sees the new ids as new again). Where the backend runs calls in the order
-    // sent (Redis), all of them go in one round trip.
+    // The task and message indexes (at once) before the record: a failed record write is
+    // retried whole (the retry sees the new ids as new again).
     let raw: string | undefined;
     try {
       const indexes: Promise<void>[] = [];
@@ -657,15 +655,13 @@ class KeyvJobStore implements JobStore {
         if (becameFinal || !known.has(id))
           indexes.push(core.set('apply', messageKey(id), record.id, core.jobTtl(record)));
       }
-      if (!core.backend.inOrder) await Promise.all(indexes);
-      const written =
-        seen.raw !== undefined
-          ? core.writeJobIfUnchanged(record, seen.raw)
-          : core
-              .set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record))
-              .then(() => undefined);
-      [, raw] = await Promise.all([Promise.all(indexes), written]);
-      if (seen.raw !== undefined && raw === undefined) return CONFLICT;
+      await Promise.all(indexes);
+      if (seen.raw !== undefined) {
+        raw = await core.writeJobIfUnchanged(record, seen.raw);
+        if (raw === undefined) return CONFLICT;
+      } else {
+        await core.set('apply', jobKey(record.id), record, core.jobTtl(record), jobSecrets(record));
+      }
     } catch (error) {
       this.recent.delete(jobId);
       throw error;
