@@ -183,11 +183,6 @@ export function loadFromChild(spec: {
   });
 }
 
-/** Bundles the bot as `npm start` and the Docker image run it (scripts/bundle.mjs → dist/bot/), when stale. */
-export async function buildBot(): Promise<void> {
-  await bundleBot({ ifStale: true });
-}
-
 export interface BotProcess {
   child: ChildProcess;
   port: number;
@@ -226,7 +221,7 @@ export async function spawnBot(
     env?: Record<string, string>;
   } & BotStore,
 ): Promise<BotProcess> {
-  await buildBot();
+  await bundleBot({ ifStale: true });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   if (HEAP_SNAPSHOT_DIR) await mkdir(HEAP_SNAPSHOT_DIR, { recursive: true });

@@ -22,7 +22,6 @@ import { openBackend } from '../src/services/store/backend.js';
 import type { JobRecord } from '../src/services/store/types.js';
 import {
   benchStores,
-  buildBot,
   heapOf,
   heapSnapshot,
   mib,
@@ -163,7 +162,6 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
 }
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {
-  await buildBot();
   const how = 'node dist/bot/main.js';
   const rows: Record<string, unknown>[] = [];
   for (const store of benchStores()) {

@@ -30,7 +30,6 @@ import type { JobRecord } from '../src/services/store/types.js';
 import {
   benchStores,
   botOnStore,
-  buildBot,
   cpuMsOf,
   finishedBody,
   heapOf,
@@ -376,7 +375,6 @@ function commandCalls(stats: string): { all: number; evalsha: number } {
 export async function runStormBench(): Promise<Record<string, unknown>[]> {
   /** BENCH_STORMS: which scenarios (`one,ten,expired`, the default). */
   const wanted = (process.env.BENCH_STORMS ?? 'one,ten,expired').split(',').map((w) => w.trim());
-  await buildBot();
   // One storm against the bare handler, discarded: the fake's own code (this process) is then
   // compiled hot for every measured storm, the bare handler's first as the bot's.
   if (wanted.some((w) => w !== 'expired')) await bareHandlerAcks(fakeOptions({ channels: 1 }), 1, 100);

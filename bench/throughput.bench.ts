@@ -22,7 +22,6 @@ import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
 import {
   botOnPrivateRedis,
-  buildBot,
   cpuMsOf,
   median,
   loadFromChild,
@@ -79,7 +78,6 @@ const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
   if (!redisServerInstalled())
     return { scenario: 'webhook throughput', skipped: 'redis-server not installed' };
-  await buildBot();
   const fake = await startFakeDiscord({ validation: 'off' });
   const emulator = await startEmulator({});
   const { bot, stores, redisUrl, close } = await botOnPrivateRedis({

@@ -34,7 +34,7 @@ const lockDir = join(root, 'dist', '.bot-lock');
 const LOCK_STALE_MS = 120_000;
 
 /** Packages resolved at run time from node_modules: native code, or loaded by file path. */
-export const EXTERNAL = [
+const EXTERNAL = [
   'sqlite3',
   'sharp',
   'pino-pretty',
@@ -54,13 +54,16 @@ function walk(dir) {
   );
 }
 
-/** The Lua scripts the store reads beside its module (`./lua/<name>.lua`): beside every chunk. */
-function luaFiles() {
+/**
+ * The Lua scripts the store reads beside its module (`./lua/<name>.lua`): copied beside every
+ * chunk here, and beside tsc's modules by copy-assets.mjs.
+ */
+export function luaFiles() {
   return walk(join(root, 'src')).filter((f) => f.endsWith('.lua'));
 }
 
 /** Whether dist/bot is older than anything it was built from (or missing). */
-export function bundleIsStale() {
+function bundleIsStale() {
   const meta = join(outdir, 'meta.json');
   if (!existsSync(BOT_BUNDLE) || !existsSync(meta)) return true;
   const builtAt = statSync(meta).mtimeMs;

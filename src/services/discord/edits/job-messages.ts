@@ -124,6 +124,7 @@ export class QueuedJobMessages implements MessageUpdates {
     const personal = job.personal === true && !reply;
     if (!this.deps.edits.editable(facts.ref, facts.messageCreatedAt, final, personal)) return;
     const shown = bare ? this.deps.renderers.withoutFreeText(job) : job;
+    const onAutoMod = this.deps.onAutoMod;
     this.deps.edits.push({
       jobId: encodeEditKey({ kind: 'job', jobId: job.id, target }),
       ref: facts.ref,
@@ -135,10 +136,10 @@ export class QueuedJobMessages implements MessageUpdates {
       ...(facts.tokenRefused === true ? { tokenRefused: true } : {}),
       ...(personal ? { personal: { userId: job.userId, jobId: job.id } } : {}),
       ...this.callbacks(job.id),
-      ...(this.deps.onAutoMod === undefined || bare
+      ...(onAutoMod === undefined || bare
         ? {}
         : job.textWithheld !== true
-          ? this.markWithheldOnAutoMod(job.id)
+          ? markWithheldOnAutoMod(onAutoMod, job.id)
           : { onAutoMod: () => this.push(job, target, true) }),
     });
   }
@@ -162,9 +163,12 @@ export class QueuedJobMessages implements MessageUpdates {
         : {}),
     };
   }
+}
 
-  private markWithheldOnAutoMod(jobId: string): Pick<EditRequest, 'onAutoMod'> {
-    const onAutoMod = this.deps.onAutoMod;
-    return onAutoMod ? { onAutoMod: () => onAutoMod(jobId) } : {};
-  }
+/** AutoMod refused the member's text: the job is marked withheld (a closure of the id alone, see callbacks). */
+function markWithheldOnAutoMod(
+  onAutoMod: (jobId: string) => void,
+  jobId: string,
+): Pick<EditRequest, 'onAutoMod'> {
+  return { onAutoMod: () => onAutoMod(jobId) };
 }
