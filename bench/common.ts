@@ -348,12 +348,22 @@ export async function botReady(
 }
 
 /** The bot's own view (prom-client default metrics): live heap vs what V8 holds. */
-export async function heapOf(botUrl: string): Promise<{ used: number; total: number }> {
+export async function heapOf(
+  botUrl: string,
+): Promise<{ used: number; total: number; spaces: Record<string, number> }> {
   const metrics = await (await fetch(`${botUrl}/metrics`)).text();
   // Metrics carry labels (instance_id): match the name with or without them.
   const metric = (name: string) =>
     Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN);
-  return { used: metric('nodejs_heap_size_used_bytes'), total: metric('nodejs_heap_size_total_bytes') };
+  // Each V8 heap space's committed size (prom-client's default metrics): new space is the young generation.
+  const spaces: Record<string, number> = {};
+  for (const m of metrics.matchAll(/^nodejs_heap_space_size_total_bytes\{[^}]*space="(\w+)"[^}]*\} (\S+)/gm))
+    spaces[m[1] ?? ''] = Number(m[2]);
+  return {
+    used: metric('nodejs_heap_size_used_bytes'),
+    total: metric('nodejs_heap_size_total_bytes'),
+    spaces,
+  };
 }
 
 /** VmRSS and VmHWM (lifetime peak) of a process, in bytes (Linux /proc). */
@@ -362,6 +372,35 @@ export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
   const kb = (name: string) =>
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/**
+ * Where a process's resident memory is (Linux /proc/<pid>/smaps), in bytes: the node binary's
+ * own pages, the main malloc arena (`[heap]`: native allocations of the main thread, buffers'
+ * backing stores among them) and the rest of the anonymous memory (V8's heap pages, thread arenas).
+ */
+export async function rssPartsOf(pid: number): Promise<{ binary: number; malloc: number; anon: number }> {
+  const smaps = await readFile(`/proc/${pid}/smaps`, 'utf8');
+  const parts = { binary: 0, malloc: 0, anon: 0 };
+  let into: keyof typeof parts | undefined;
+  for (const line of smaps.split('\n')) {
+    const region = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (region) {
+      const name = region[1] ?? '';
+      into =
+        name === '[heap]'
+          ? 'malloc'
+          : name === ''
+            ? 'anon'
+            : name === process.execPath || name.endsWith('/node')
+              ? 'binary'
+              : undefined;
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && into) parts[into] += Number(rss[1]) * 1024;
+  }
+  return parts;
 }
 
 /** CPU time (user + system) a process has used so far, in ms (Linux /proc, 10 ms ticks). */

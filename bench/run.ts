@@ -39,7 +39,8 @@ const usage = (): string =>
     '',
     'Each takes minutes and most of the machine; see docs/performance.md.',
     'Environment: BENCH_STORES=redis,sqlite (storm, memory), BENCH_STORMS=one,ten,expired,',
-    '  BENCH_JOBS, BENCH_WATCH_SECONDS (memory), BENCH_HEAP_SNAPSHOTS=<dir> (heap snapshots of the bot),',
+    '  BENCH_SETTLE_MS (storm: when RSS is read after the last final, 5000), BENCH_JOBS,',
+    '  BENCH_WATCH_SECONDS (memory), BENCH_HEAP_SNAPSHOTS=<dir> (heap snapshots of the bot),',
     '  BENCH_ALLOC_PROFILE=<file> (its allocations sampled, garbage included), BENCH_NODE_FLAGS.',
   ].join('\n');
 

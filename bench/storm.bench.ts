@@ -37,6 +37,7 @@ import {
   mib,
   pct,
   r1,
+  rssPartsOf,
   sendCommandStorm,
   startJobs,
   vmOf,
@@ -49,8 +50,11 @@ const SPREAD_MS = 3000;
 /** How soon the fake Discord expires interaction tokens in the expired-tokens storm. */
 const TOKEN_TTL_MS = 5000;
 
-/** How long after the last final the bot's RSS is read ("after the storm"). */
-const SETTLE_MS = 5000;
+/**
+ * How long after the last final the bot's RSS is read ("after the storm"); BENCH_SETTLE_MS=30000
+ * shows it once V8's memory reducer has run (about 8–20 s after a busy bot goes quiet).
+ */
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 5000);
 
 interface StormOptions {
   label: string;
@@ -201,6 +205,7 @@ async function stormAgainst(a: {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   clearInterval(sampler);
   const rssAfter = (await vmOf(botPid)).rss;
+  const partsAfter = await rssPartsOf(botPid);
   const heapAfter = await heapOf(a.bot.url);
   await heapSnapshot(
     a.bot,
@@ -274,7 +279,9 @@ async function stormAgainst(a: {
       : {}),
     'bot rss MiB (peak)': mib(rssPeak),
     [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
+    'bot rss then: node binary / malloc arena / other anonymous MiB': `${mib(partsAfter.binary)} / ${mib(partsAfter.malloc)} / ${mib(partsAfter.anon)}`,
     'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
+    'bot heap new / old space MiB (then)': `${mib(heapAfter.spaces['new'] ?? NaN)} / ${mib(heapAfter.spaces['old'] ?? NaN)}`,
     'spec violations': fake.violations.length,
   };
   if (o.expiredTokens) {
