@@ -3,6 +3,7 @@
  * `--import`, samples every allocation, garbage included (V8's sampling heap profiler with
  * the objects later collected kept), for BENCH_ALLOC_PROFILE_MS or until SIGTERM, then writes the profile
  * (a `.heapprofile`, readable by Chrome DevTools) to that file. Never part of the bot.
+ * BENCH_ALLOC_PROFILE_FROM_MS: sampling starts that late (the start-up left out).
  * BENCH_ALLOC_PROFILE_MODE=promoted: only what outlived the young generation (what a
  * young-generation GC collected is left out), i.e. what fills the old generation.
  */
@@ -15,11 +16,16 @@ if (file) {
   const session = new Session();
   session.connect();
   session.post('HeapProfiler.enable');
-  session.post('HeapProfiler.startSampling', {
-    samplingInterval: 32_768,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: process.env.BENCH_ALLOC_PROFILE_MODE !== 'promoted',
-  });
+  const start = () =>
+    session.post('HeapProfiler.startSampling', {
+      samplingInterval: 32_768,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: process.env.BENCH_ALLOC_PROFILE_MODE !== 'promoted',
+    });
+  // BENCH_ALLOC_PROFILE_FROM_MS: leave the start-up out (sampling starts that late).
+  const from = Number(process.env.BENCH_ALLOC_PROFILE_FROM_MS ?? 0);
+  if (from > 0) setTimeout(start, from).unref();
+  else start();
   let written = false;
   // The in-process session answers synchronously: this runs whole before the bot's own SIGTERM exit.
   const write = () => {

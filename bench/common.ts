@@ -258,6 +258,7 @@ export async function spawnBot(
             BENCH_ALLOC_PROFILE: process.env.BENCH_ALLOC_PROFILE,
             BENCH_ALLOC_PROFILE_MS: process.env.BENCH_ALLOC_PROFILE_MS ?? '40000',
             BENCH_ALLOC_PROFILE_MODE: process.env.BENCH_ALLOC_PROFILE_MODE ?? 'all',
+            BENCH_ALLOC_PROFILE_FROM_MS: process.env.BENCH_ALLOC_PROFILE_FROM_MS ?? '0',
           }
         : {}),
       ...opts.env,

@@ -54,13 +54,20 @@ describe('BullJobEdits (Redis)', needs('redis'), () => {
   let edits: BullJobEdits;
   let current: JobRecord;
   const sent: { text: string; ok: boolean }[] = [];
+  /** Records the worker read (one per edit job it ran). */
+  const reads: string[] = [];
   let failNext = 0;
 
   beforeAll(async () => {
     bull = await openBull({ url: REDIS_URL, namespace: `je${randomBytes(4).toString('hex')}`, logger });
     current = record({});
     edits = new BullJobEdits(bull, {
-      store: { get: async (id) => (id === current.id ? current : undefined) },
+      store: {
+        get: async (id) => {
+          reads.push(id);
+          return id === current.id ? current : undefined;
+        },
+      },
       lifecycle: {
         mark: async (_id, flags) => {
           if (flags.finalShown) current = { ...current, finalShownAt: Date.now() };
@@ -115,5 +122,29 @@ describe('BullJobEdits (Redis)', needs('redis'), () => {
     expect(current.finalShownAt).toBeDefined();
     // Nothing after the final, and the 50 % state never overwrote it.
     expect(sent.at(-1)).toEqual({ text: 'finished 100%', ok: true });
+  }, 30_000);
+
+  // Regression: on Redis a progress of a message over an hour old (a restart's polls of old
+  // jobs) was queued as a BullMQ edit job that the worker then dropped, one per change; the
+  // in-process driver queued none.
+  it('a progress no route can take is not queued at all; the final of that message is', async () => {
+    const hourAgo = Date.now() - 61 * 60_000;
+    const old = record({
+      id: 'b7c1e0f4-5d2a-4c8e-9f31-2a6b8d9e0c11',
+      createdAt: hourAgo,
+      message: {
+        channelId: '222222222222222222',
+        guildId: '333333333333333333',
+        messageId: '555555555555555555',
+      },
+    });
+    current = old;
+    edits.jobChanged({ ...old, percentage: 60, version: 2 });
+    // The add would have been written before depth() reads the queue: nothing waits, nothing ran.
+    expect(await edits.drain(10_000)).toBe(true);
+    expect(reads.filter((id) => id === old.id)).toEqual([]);
+    current = { ...old, state: 'finished', percentage: 100, version: 3, finishedAt: Date.now() };
+    edits.jobChanged(current);
+    await eventually(() => reads.includes(old.id), 10_000, 'the final queued and run');
   }, 30_000);
 });

@@ -12,6 +12,7 @@ import {
   classify,
   decide,
   editOutcome,
+  editable,
   interactionReadyAt,
   routeFor,
   type Failure,
@@ -143,7 +144,13 @@ export class BullJobEdits implements MessageUpdates {
   jobChanged(job: JobRecord): void {
     if (editsOver(job) || !hasMessage(job)) return;
     this.scheduleNotice(job);
-    if (!isFinal(job.state)) return this.progress.changed(job.id);
+    if (!isFinal(job.state)) {
+      // A progress no route can take now (a message over an hour old, a personal job past its
+      // token) is not queued, as in process: the worker would only drop it, after a BullMQ job
+      // added, fetched and finished for nothing (a restart's polls of old jobs did so for each).
+      if (!editable(messageFacts(job, 'message'), this.now(), false, this.opts)) return;
+      return this.progress.changed(job.id);
+    }
     this.progress.flush(job.id);
     this.noticed.delete(job.id);
     // The same final handed over again at once (the webhook, then the keeper's check) is
