@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { optionalField } from '../shared/optional-field.js';
 import type { Metrics } from '../../metrics.js';
 import type { AccountInfo, MediaClient } from './client.js';
 
@@ -11,8 +12,8 @@ export interface AccountReading extends AccountInfo {
 
 const readingSchema = z.object({
   credits: z.number(),
-  plan: z.string().exactOptional(),
-  totalImages: z.number().exactOptional(),
+  plan: optionalField(z.string()),
+  totalImages: optionalField(z.number()),
   at: z.number(),
 });
 

@@ -1,5 +1,6 @@
 import { SlashCommandBuilder } from '@discordjs/builders';
 import { z } from 'zod';
+import { optionalField } from '../shared/optional-field.js';
 import { nextStepId } from '../discord/interactions/custom-ids.js';
 import type { Translator } from '../../i18n/index.js';
 import { actionButton } from '../discord/render/kit.js';
@@ -53,10 +54,10 @@ const songExtendParamsSchema = z.object({
 
 const songSchema = z.object({
   songId: z.string(),
-  audioUrl: z.string().exactOptional(),
-  imageUrl: z.string().exactOptional(),
-  videoUrl: z.string().exactOptional(),
-  lyrics: z.string().exactOptional(),
+  audioUrl: optionalField(z.string()),
+  imageUrl: optionalField(z.string()),
+  videoUrl: optionalField(z.string()),
+  lyrics: optionalField(z.string()),
 });
 export type Song = z.output<typeof songSchema>;
 
@@ -64,7 +65,7 @@ export type Song = z.output<typeof songSchema>;
 const songResultSchema = z.object({
   kind: z.literal('song'),
   songs: z.array(songSchema),
-  videoUrl: z.string().exactOptional(),
+  videoUrl: optionalField(z.string()),
 });
 
 declare module '../media/types.js' {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { optionalField } from '../shared/optional-field.js';
 import { escapeMarkdown, inlineCode, truncate } from '../discord/render/limits.js';
 import { photoUploadBody } from '../media/photo-body.js';
 import { MAX_PHOTOS, MIN_PHOTOS, boundedInt, problem } from './fields.js';
@@ -24,8 +25,8 @@ const photoUploadParamsSchema = z.object({
 /** A finished upload of training photos, as the job keeps it. */
 const uploadResultSchema = z.object({
   kind: z.literal('upload'),
-  message: z.string().exactOptional(),
-  expiresAt: z.string().exactOptional(),
+  message: optionalField(z.string()),
+  expiresAt: optionalField(z.string()),
 });
 
 declare module '../media/types.js' {

@@ -1,5 +1,6 @@
 import { SlashCommandBuilder } from '@discordjs/builders';
 import { z } from 'zod';
+import { optionalField } from '../shared/optional-field.js';
 import { nextStepId } from '../discord/interactions/custom-ids.js';
 import { actionButton } from '../discord/render/kit.js';
 import { safeHttpUrl } from '../discord/render/limits.js';
@@ -64,7 +65,7 @@ const upscaleParamsSchema = z.object({
 const upscaleResultSchema = z.object({
   kind: z.literal('upscale'),
   imageUrls: z.array(z.string()),
-  seed: z.number().exactOptional(),
+  seed: optionalField(z.number()),
 });
 
 declare module '../media/types.js' {

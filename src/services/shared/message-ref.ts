@@ -4,6 +4,7 @@
  * with the zod schema the stores read it back with.
  */
 import { z } from 'zod';
+import { optionalField } from './optional-field.js';
 
 /** The interaction webhook that posted a message: it edits the message for ~15 min from `createdAt`. */
 export const interactionRefSchema = z.object({
@@ -11,15 +12,15 @@ export const interactionRefSchema = z.object({
   token: z.string(),
   createdAt: z.number(),
   /** Set for a follow-up; absent: the interaction's `@original`. */
-  messageId: z.string().exactOptional(),
+  messageId: optionalField(z.string()),
 });
 
 export const messageRefSchema = z.object({
   channelId: z.string(),
-  guildId: z.string().exactOptional(),
+  guildId: optionalField(z.string()),
   /** The channel route (bot token) needs it; a message in a place the bot is not in has none. */
-  messageId: z.string().exactOptional(),
-  interaction: interactionRefSchema.exactOptional(),
+  messageId: optionalField(z.string()),
+  interaction: optionalField(interactionRefSchema),
 });
 
 export type InteractionRef = z.output<typeof interactionRefSchema>;
