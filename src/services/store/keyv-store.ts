@@ -667,28 +667,37 @@ class KeyvJobStore implements JobStore {
       throw error;
     }
     this.recent.set(record, raw, core.jobTtl(record), remember);
-    // Neither index below makes the caller wait or retry (the record is stored; the
-    // retry would be a no-op and hide the change): the sweep's and openPages' own checks and
-    // the record's TTL are the backstop. Sent on the same connection, after the record.
+    // Neither index below makes the caller retry (the record is stored; the retry would be a
+    // no-op and hide the change): the sweep's and openPages' own checks and the record's TTL
+    // are the backstop.
+    const indexing: Promise<void>[] = [];
     if (becameFinal) {
       // The retention sweep finds it by its end.
       const endedAt = record.finishedAt ?? record.updatedAt;
-      void core
-        .call('index', () => core.backend.sorted.add(ENDED, record.id, endedAt))
-        .catch((error: unknown) =>
-          core.logger.warn({ jobId, error: describeError(error) }, 'store: could not index an ended job'),
-        );
+      indexing.push(
+        core
+          .call('index', () => core.backend.sorted.add(ENDED, record.id, endedAt))
+          .catch((error: unknown) =>
+            core.logger.warn({ jobId, error: describeError(error) }, 'store: could not index an ended job'),
+          ),
+      );
     }
     if (becameClosed) {
-      void core
-        .removeUnfinished(jobId)
-        .catch((error: unknown) =>
-          core.logger.warn(
-            { jobId, error: describeError(error) },
-            'store: could not drop a settled job from the open set',
+      indexing.push(
+        core
+          .removeUnfinished(jobId)
+          .catch((error: unknown) =>
+            core.logger.warn(
+              { jobId, error: describeError(error) },
+              'store: could not drop a settled job from the open set',
+            ),
           ),
-        );
+      );
     }
+    // Redis answers one connection's commands in order: whatever is read after this returns
+    // sees both indexes, so the caller does not wait for them. SQLite runs statements on the
+    // thread pool in no set order: a sweep or a listing right after could miss them, so it waits.
+    if (!core.backend.cas) await Promise.all(indexing);
     return { job: record, changed, before: current.state };
   }
 
