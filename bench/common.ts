@@ -8,8 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
-import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
-import { BOT_BUNDLE, bundleBot } from '../scripts/bundle.mjs';
+import { botCommand, productionEnv } from '../test/helpers/production-node-flags.js';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import { pino } from 'pino';
 import { privateRedis } from '../test/helpers/private-redis.js';
@@ -221,12 +220,10 @@ export async function spawnBot(
     env?: Record<string, string>;
   } & BotStore,
 ): Promise<BotProcess> {
-  await bundleBot({ ifStale: true });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   if (HEAP_SNAPSHOT_DIR) await mkdir(HEAP_SNAPSHOT_DIR, { recursive: true });
-  const args = [
-    ...productionNodeFlags(),
+  const args = await botCommand([
     // BENCH_NODE_FLAGS: extra flags for the bot under test (e.g. a CPU profile).
     ...(opts.nodeFlags ?? (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)),
     ...(HEAP_SNAPSHOT_DIR ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${HEAP_SNAPSHOT_DIR}`] : []),
@@ -234,8 +231,7 @@ export async function spawnBot(
     ...(process.env.BENCH_ALLOC_PROFILE
       ? ['--import', fileURLToPath(new URL('./alloc-sampler.mjs', import.meta.url))]
       : []),
-    BOT_BUNDLE,
-  ];
+  ]);
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -380,7 +376,7 @@ export async function vmOf(pid: number): Promise<{ rss: number; hwm: number }> {
  * own pages, the main malloc arena (`[heap]`: native allocations of the main thread, buffers'
  * backing stores among them) and the rest of the anonymous memory (V8's heap pages, thread arenas).
  */
-export async function rssPartsOf(pid: number): Promise<{ binary: number; malloc: number; anon: number }> {
+async function rssPartsOf(pid: number): Promise<{ binary: number; malloc: number; anon: number }> {
   const smaps = await readFile(`/proc/${pid}/smaps`, 'utf8');
   const parts = { binary: 0, malloc: 0, anon: 0 };
   let into: keyof typeof parts | undefined;
@@ -402,6 +398,14 @@ export async function rssPartsOf(pid: number): Promise<{ binary: number; malloc:
     if (rss && into) parts[into] += Number(rss[1]) * 1024;
   }
   return parts;
+}
+
+/** rssPartsOf as one row of a bench's table (the storm and memory benches print it alike). */
+export async function rssPartsRow(pid: number): Promise<Record<string, string>> {
+  const p = await rssPartsOf(pid);
+  return {
+    'bot rss then: node binary / malloc arena / other anonymous MiB': `${mib(p.binary)} / ${mib(p.malloc)} / ${mib(p.anon)}`,
+  };
 }
 
 /** CPU time (user + system) a process has used so far, in ms (Linux /proc, 10 ms ticks). */

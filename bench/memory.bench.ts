@@ -25,7 +25,7 @@ import {
   heapOf,
   heapSnapshot,
   mib,
-  rssPartsOf,
+  rssPartsRow,
   spawnBot,
   vmOf,
   type BotProcess,
@@ -135,7 +135,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
     }
     const resumed = /"open":(\d+)/.exec(out())?.[1];
     const heap = await heapOf(bot.url);
-    const parts = await rssPartsOf(pid);
+    const parts = await rssPartsRow(pid);
     await heapSnapshot(bot, `memory-${store}-${jobs}-jobs`);
     return {
       store,
@@ -151,7 +151,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
         : {}),
       'bot rss MiB (peak while watched)': mib(peak),
       'bot VmHWM MiB (lifetime peak)': mib(last.hwm),
-      'bot rss then: node binary / malloc arena / other anonymous MiB': `${mib(parts.binary)} / ${mib(parts.malloc)} / ${mib(parts.anon)}`,
+      ...parts,
       'bot heap used / total MiB': `${mib(heap.used)} / ${mib(heap.total)}`,
       'rss / heap used / heap total MiB, every 5 s': timeline.join(' '),
     };

@@ -37,7 +37,7 @@ import {
   mib,
   pct,
   r1,
-  rssPartsOf,
+  rssPartsRow,
   sendCommandStorm,
   startJobs,
   vmOf,
@@ -205,7 +205,7 @@ async function stormAgainst(a: {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   clearInterval(sampler);
   const rssAfter = (await vmOf(botPid)).rss;
-  const partsAfter = await rssPartsOf(botPid);
+  const partsAfter = await rssPartsRow(botPid);
   const heapAfter = await heapOf(a.bot.url);
   await heapSnapshot(
     a.bot,
@@ -279,7 +279,7 @@ async function stormAgainst(a: {
       : {}),
     'bot rss MiB (peak)': mib(rssPeak),
     [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
-    'bot rss then: node binary / malloc arena / other anonymous MiB': `${mib(partsAfter.binary)} / ${mib(partsAfter.malloc)} / ${mib(partsAfter.anon)}`,
+    ...partsAfter,
     'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
     'bot heap new / old space MiB (then)': `${mib(heapAfter.spaces['new'] ?? NaN)} / ${mib(heapAfter.spaces['old'] ?? NaN)}`,
     'spec violations': fake.violations.length,

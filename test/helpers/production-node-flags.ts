@@ -25,9 +25,10 @@ export function productionNodeFlags(): string[] {
 /**
  * What `npm start` runs: the production flags, then the bundled bot (dist/bot/main.js, see
  * scripts/bundle.mjs), built first when a source changed. Tests, benchmarks and the playground
- * start the bot this way, so they run the artifact production runs.
+ * start the bot this way, so they run the artifact production runs. `extraFlags` (the benchmarks'
+ * profiling) go after the production flags.
  */
-export async function botCommand(): Promise<string[]> {
+export async function botCommand(extraFlags: readonly string[] = []): Promise<string[]> {
   await bundleBot({ ifStale: true });
-  return [...productionNodeFlags(), BOT_BUNDLE];
+  return [...productionNodeFlags(), ...extraFlags, BOT_BUNDLE];
 }
