@@ -8,11 +8,18 @@ import type { KeyValueStore } from '../../store/types.js';
 /**
  * The Discord gateway connection (`@discordjs/ws`, the Guilds intent only: the
  * bot needs INTERACTION_CREATE and nothing else). Its session (id, sequence,
- * resume URL) is kept in the store, written before each event is handled: the
- * next holder of the gateway — another instance after a takeover, or this one
- * after a restart — resumes it while Discord still allows, instead of spending
- * one of the day's 1,000 identifies, and a replay never repeats an event that
- * was handled.
+ * resume URL) is kept in the store: the next holder of the gateway — another
+ * instance after a takeover, or this one after a restart — resumes it while
+ * Discord still allows, instead of spending one of the day's 1,000 identifies.
+ *
+ * The session is saved behind the events, not before each one: @discordjs/ws
+ * waits for `updateSessionInfo` before it hands an event over, so a write per
+ * event put a store round trip in front of every interaction's answer (100
+ * commands at once: 100 writes queued before the first claim). One save is in
+ * flight at a time and the next takes the latest sequence; a graceful leave
+ * saves the last one. After a crash the stored sequence may be a few events
+ * behind: Discord replays them and each interaction's claim (gateway-intake)
+ * keeps a handled one from running again.
  */
 
 const sessionSchema = z.object({
@@ -44,6 +51,10 @@ export class Gateway {
   readonly #sessions = new Map<number, SessionInfo>();
   /** Set while leaving: the closing connection must not erase the session the next holder resumes. */
   #frozen = false;
+  /** Shards whose session changed since it was last saved. */
+  readonly #unsaved = new Set<number>();
+  /** The save under way (one at a time). */
+  #saving: Promise<void> | undefined;
   #ready = false;
 
   constructor(private readonly deps: GatewayDeps) {}
@@ -121,19 +132,42 @@ export class Gateway {
     } catch (err) {
       this.deps.logger.warn({ err }, 'gateway close failed');
     }
+    await this.#saving;
+    // Handing over: the next holder resumes from the last event seen here. A lost lease
+    // writes nothing more: the session may be the new holder's already.
+    if (opts.keepSession) await this.#saveUnsaved({ leaving: true });
+    this.#unsaved.clear();
     this.#sessions.clear();
   }
 
-  async #remember(shardId: number, info: SessionInfo | null): Promise<void> {
+  /** @discordjs/ws's hook: kept here at once, saved behind (not awaited: see the class comment). */
+  #remember(shardId: number, info: SessionInfo | null): void {
     if (this.#frozen) return;
     if (info) this.#sessions.set(shardId, info);
     else this.#sessions.delete(shardId);
-    try {
-      if (info) await this.deps.kv.set(sessionKey(shardId), info, SESSION_TTL_MS);
-      else await this.deps.kv.delete(sessionKey(shardId));
-    } catch (err) {
-      // The store is down: the session lives on here; a takeover meanwhile identifies afresh.
-      this.deps.logger.debug({ err }, 'gateway session not saved');
+    this.#unsaved.add(shardId);
+    this.#saving ??= this.#saveUnsaved().finally(() => {
+      this.#saving = undefined;
+    });
+  }
+
+  /**
+   * Saves every changed session, the latest of each, until none is left. Stops once the
+   * connection is frozen (leaving), but for the leave's own last save (`leaving`).
+   */
+  async #saveUnsaved(opts: { leaving?: boolean } = {}): Promise<void> {
+    while (this.#unsaved.size > 0 && (opts.leaving === true || !this.#frozen)) {
+      const [shardId] = this.#unsaved;
+      if (shardId === undefined) return;
+      this.#unsaved.delete(shardId);
+      const info = this.#sessions.get(shardId);
+      try {
+        if (info) await this.deps.kv.set(sessionKey(shardId), info, SESSION_TTL_MS);
+        else await this.deps.kv.delete(sessionKey(shardId));
+      } catch (err) {
+        // The store is down: the session lives on here; a takeover meanwhile identifies afresh.
+        this.deps.logger.debug({ err }, 'gateway session not saved');
+      }
     }
   }
 }
