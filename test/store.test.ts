@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { privateRedis, type PrivateRedis } from './helpers/private-redis.js';
 import { REDIS_URL } from './helpers/detect.js';
@@ -822,6 +822,54 @@ for (const url of [undefined, redisUrl])
               'one apply made the job final',
             ).toBe(1);
           }
+        });
+
+      // Redis only: the compare-and-set is a Lua script there (SQLite: the key's in-process turn).
+      if (url !== undefined)
+        it("apply's compare-and-set sends the SHA-1 of the text read, not the text; another writer's change is merged, not overwritten", async () => {
+          const namespace = uniqueNamespace('sha');
+          const { stores: a } = await open({ namespace });
+          // open() gives its raw handle a namespace of its own: this one reads the stores' keys.
+          const r = await openBackend({ redisUrl: url, dataDir, namespace, opTimeoutMs: 2_000, logger });
+          opened.push({ stores: a, raw: r });
+          const { stores: b } = await open({ namespace });
+          const t = Date.now(); // a live record: the raw read below sees it
+          const job = makeJob('sha-1', {
+            taskId: 'sha-task-1',
+            statusText: 'queued on the farm',
+            createdAt: t,
+            updatedAt: t,
+          });
+          await a.jobs.create(job);
+          await a.jobs.apply('sha-1', { percentage: 10, at: t + 1 }); // a's memo: the text it wrote
+          const stored = await r.cas?.read('job:sha-1');
+          const monitor = createClient({ url });
+          const sent: string[] = [];
+          await monitor.connect();
+          try {
+            await monitor.MONITOR((line: string) => {
+              if (line.includes('sha-1') && line.toLowerCase().includes('"evalsha"')) sent.push(line);
+            });
+            // b changes the record behind a's memo: a's write is refused, read again and merged.
+            await b.jobs.apply('sha-1', { percentage: 30, at: t + 2 });
+            const r2 = await a.jobs.apply('sha-1', { percentage: 20, statusText: 'rendering', at: t + 3 });
+            expect(r2?.job.percentage).toBe(30);
+            expect(r2?.job.statusText).toBe('rendering');
+            await eventuallyTrue(() => sent.length >= 3); // b's write, a's refused one, a's retry
+          } finally {
+            monitor.destroy();
+          }
+          const expectedText = stored?.raw ?? '';
+          expect(expectedText).toContain('queued on the farm');
+          // b's write compared against the text a stored, by its SHA-1 ...
+          expect(sent.some((l) => l.includes(createHash('sha1').update(expectedText).digest('hex')))).toBe(
+            true,
+          );
+          // ... and no write carries a record twice (the text read beside the text to write).
+          // MONITOR quotes each argument and escapes the quotes inside: a record starts `{\"value\":`.
+          for (const l of sent) expect(l.split('{\\"value\\":').length - 1, l.slice(0, 300)).toBe(1);
+          const final = await a.jobs.get('sha-1');
+          expect(final).toMatchObject({ percentage: 30, statusText: 'rendering' });
         });
 
       it('close is idempotent and later calls fail with StoreUnavailableError', async () => {

@@ -109,6 +109,11 @@ const messageIds = (job: JobRecord): string[] =>
   [job.message.messageId, job.reply?.messageId, job.galleryPost?.messageId].filter(
     (id): id is string => id !== undefined && id !== '',
   );
+/** Whether two versions of a job name the same messages (no message index to write). */
+const sameMessageIds = (a: JobRecord, b: JobRecord): boolean =>
+  a.message.messageId === b.message.messageId &&
+  a.reply?.messageId === b.reply?.messageId &&
+  a.galleryPost?.messageId === b.galleryPost?.messageId;
 /** Older versions' bounded JSON list of a member's jobs (read until it expires). */
 const legacyUserKey = (userId: string): string => `user:${userId}`;
 const userJobsKey = (userId: string): string => `user-jobs:${userId}`;
@@ -186,36 +191,51 @@ class StoreCore {
    * timeout, closed store) becomes StoreUnavailableError; `secrets` are scrubbed
    * from the message and cause.
    */
-  async call<T>(op: string, fn: () => Promise<T>, secrets: readonly string[] = []): Promise<T> {
-    if (this.#closing) throw new StoreUnavailableError(`store ${op} failed: store closed`);
-    let work: Promise<T>;
-    try {
-      work = fn();
-    } catch (error) {
-      work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
-    this.#inflight.add(work);
-    const forget = (): void => {
-      this.#inflight.delete(work);
-    };
-    work.then(forget, forget);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new OpTimeoutError(this.config.opTimeoutMs)), this.config.opTimeoutMs);
+  call<T>(op: string, fn: () => Promise<T>, secrets: readonly string[] = []): Promise<T> {
+    if (this.#closing) return Promise.reject(new StoreUnavailableError(`store ${op} failed: store closed`));
+    // One promise, one timer and one settle path per call (every store operation passes here:
+    // a storm makes thousands a second; a race against a second promise cost twice the objects).
+    return new Promise<T>((resolve, reject) => {
+      let work: Promise<T>;
+      try {
+        work = fn();
+      } catch (error) {
+        work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+      this.#inflight.add(work);
+      let settled = false;
+      const fail = (error: unknown): void => {
+        if (settled) return; // a late failure after the timeout: already reported as the timeout
+        settled = true;
+        reject(this.unavailable(op, error, secrets));
+      };
+      const timer = setTimeout(
+        () => fail(new OpTimeoutError(this.config.opTimeoutMs)),
+        this.config.opTimeoutMs,
+      );
+      work.then(
+        (value) => {
+          this.#inflight.delete(work);
+          clearTimeout(timer);
+          if (settled) return;
+          settled = true;
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.#inflight.delete(work);
+          clearTimeout(timer);
+          fail(error);
+        },
+      );
     });
-    try {
-      // A late rejection of `work` after the timeout is handled by race() itself.
-      return await Promise.race([work, timeout]);
-    } catch (error) {
-      const { message } = describeError(error, secrets);
-      this.reporter.report(`op:${op}`, error, secrets);
-      const cause = secrets.some((s) => s !== '' && rawMessage(error).includes(s))
-        ? new Error(message)
-        : error;
-      throw new StoreUnavailableError(`store ${op} failed: ${message}`, { cause });
-    } finally {
-      clearTimeout(timer);
-    }
+  }
+
+  /** A failed call as StoreUnavailableError (reported; `secrets` scrubbed from message and cause). */
+  private unavailable(op: string, error: unknown, secrets: readonly string[]): StoreUnavailableError {
+    const { message } = describeError(error, secrets);
+    this.reporter.report(`op:${op}`, error, secrets);
+    const cause = secrets.some((s) => s !== '' && rawMessage(error).includes(s)) ? new Error(message) : error;
+    return new StoreUnavailableError(`store ${op} failed: ${message}`, { cause });
   }
 
   /** Is a read-modify-write of `key` running (or queued) in this process? */
@@ -650,12 +670,15 @@ class KeyvJobStore implements JobStore {
       if (record.taskId !== undefined && (record.taskId !== current.taskId || becameFinal)) {
         indexes.push(core.set('apply', taskKey(record.taskId), record.id, core.jobTtl(record)));
       }
-      const known = new Set(messageIds(current));
-      for (const id of messageIds(record)) {
-        if (becameFinal || !known.has(id))
-          indexes.push(core.set('apply', messageKey(id), record.id, core.jobTtl(record)));
+      // Most writes (a storm's progress) index nothing: no set, no lists, no Promise.all for them.
+      if (becameFinal || !sameMessageIds(current, record)) {
+        const known = messageIds(current);
+        for (const id of messageIds(record)) {
+          if (becameFinal || !known.includes(id))
+            indexes.push(core.set('apply', messageKey(id), record.id, core.jobTtl(record)));
+        }
       }
-      await Promise.all(indexes);
+      if (indexes.length > 0) await Promise.all(indexes);
       if (seen.raw !== undefined) {
         raw = await core.writeJobIfUnchanged(record, seen.raw);
         if (raw === undefined) return CONFLICT;
