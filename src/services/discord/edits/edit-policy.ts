@@ -141,7 +141,12 @@ export function interactionReadyAt(
 
 /** When a personal job's "result by DM" notice is due, or undefined when it is not to be sent. */
 export function dmNoticeAt(
-  job: { personal?: true; dmNoticeAt?: number; tokenRefusedAt?: number; final: boolean } & {
+  job: {
+    personal?: true | undefined;
+    dmNoticeAt?: number | undefined;
+    tokenRefusedAt?: number | undefined;
+    final: boolean;
+  } & {
     ref: MessageRef;
   },
   opts: EditPolicyOptions,

@@ -41,7 +41,18 @@ export function dmNoticeDue(
   job: JobRecord,
   opts: EditPolicyOptions = DEFAULT_EDIT_POLICY,
 ): number | undefined {
-  return dmNoticeAt({ ...job, ref: job.message, final: isFinal(job.state) }, opts);
+  // Asked at every change of every job: the facts only, not a copy of the record.
+  if (job.personal !== true) return undefined;
+  return dmNoticeAt(
+    {
+      personal: true,
+      dmNoticeAt: job.dmNoticeAt,
+      tokenRefusedAt: job.tokenRefusedAt,
+      ref: job.message,
+      final: isFinal(job.state),
+    },
+    opts,
+  );
 }
 
 /** What both drivers report back about a job's message, to be stored with the job. */
