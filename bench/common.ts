@@ -347,7 +347,7 @@ export async function botReady(
 /** The bot's own view (prom-client default metrics): live heap vs what V8 holds. */
 export async function heapOf(
   botUrl: string,
-): Promise<{ used: number; total: number; spaces: Record<string, number> }> {
+): Promise<{ used: number; total: number; external: number; spaces: Record<string, number> }> {
   const metrics = await (await fetch(`${botUrl}/metrics`)).text();
   // Metrics carry labels (instance_id): match the name with or without them.
   const metric = (name: string) =>
@@ -359,6 +359,9 @@ export async function heapOf(
   return {
     used: metric('nodejs_heap_size_used_bytes'),
     total: metric('nodejs_heap_size_total_bytes'),
+    // Memory outside the heap that heap objects own (Buffers' and ArrayBuffers' bytes, mostly in
+    // the malloc arena): freed only when V8 collects the objects, garbage or not.
+    external: metric('nodejs_external_memory_bytes'),
     spaces,
   };
 }

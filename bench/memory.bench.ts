@@ -130,7 +130,9 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       peak = Math.max(peak, last.rss);
       if (i % 25 === 0) {
         const h = await heapOf(bot.url);
-        timeline.push(`${Math.round(mib(last.rss))}/${Math.round(mib(h.used))}/${Math.round(mib(h.total))}`);
+        timeline.push(
+          `${Math.round(mib(last.rss))}/${Math.round(mib(h.used))}/${Math.round(mib(h.total))}/${Math.round(mib(h.external))}`,
+        );
       }
     }
     const resumed = /"open":(\d+)/.exec(out())?.[1];
@@ -152,8 +154,8 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       'bot rss MiB (peak while watched)': mib(peak),
       'bot VmHWM MiB (lifetime peak)': mib(last.hwm),
       ...parts,
-      'bot heap used / total MiB': `${mib(heap.used)} / ${mib(heap.total)}`,
-      'rss / heap used / heap total MiB, every 5 s': timeline.join(' '),
+      'bot heap used / total / external MiB': `${mib(heap.used)} / ${mib(heap.total)} / ${mib(heap.external)}`,
+      'rss / heap used / heap total / external MiB, every 5 s': timeline.join(' '),
     };
   } finally {
     await bot?.stop();

@@ -280,7 +280,7 @@ async function stormAgainst(a: {
     'bot rss MiB (peak)': mib(rssPeak),
     [`bot rss MiB (${SETTLE_MS / 1000} s after the last final)`]: mib(rssAfter),
     ...partsAfter,
-    'bot heap used / total MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)}`,
+    'bot heap used / total / external MiB (then)': `${mib(heapAfter.used)} / ${mib(heapAfter.total)} / ${mib(heapAfter.external)}`,
     'bot heap new / old space MiB (then)': `${mib(heapAfter.spaces['new'] ?? NaN)} / ${mib(heapAfter.spaces['old'] ?? NaN)}`,
     'spec violations': fake.violations.length,
   };
