@@ -127,4 +127,29 @@ describe('gateway session: saved behind the events', () => {
     gateway = undefined;
     expect(other.writes.length).toBe(writesThen);
   });
+
+  it('a connect while a leave still saves waits for it: the leave does not clear the new connection’s session', async () => {
+    const store = heldStore();
+    const g = connect(store, []);
+    await g.connect();
+    await fake.waitFor(() => store.values.size > 0, { description: 'the READY session saved' });
+    store.hold();
+    fake.sendCommand({ name: 'tasks' });
+    await fake.waitFor(() => store.writes.length >= 2, { description: 'a save in flight' });
+    // A lease lost and taken again at once (GatewayLease can): leave and connect overlap.
+    const leaving = g.disconnect({ keepSession: true });
+    const again = g.connect();
+    const releasing = setInterval(() => store.release(), 5);
+    await Promise.all([leaving, again]).finally(() => clearInterval(releasing));
+    // The new connection still keeps and saves its session: a later event's sequence is stored.
+    fake.sendCommand({ name: 'tasks' });
+    const stored = () => store.values.get('gateway-session:0');
+    await fake.waitFor(
+      () => {
+        const session = fake.gateway.sessions.get(sessionIdOf(stored()));
+        return session !== undefined && !session.ended && sequenceOf(stored()) === session.seq;
+      },
+      { description: 'the new connection’s latest sequence saved' },
+    );
+  });
 });

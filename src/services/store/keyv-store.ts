@@ -207,7 +207,12 @@ class StoreCore {
       const fail = (error: unknown): void => {
         if (settled) return; // a late failure after the timeout: already reported as the timeout
         settled = true;
-        reject(this.unavailable(op, error, secrets));
+        try {
+          reject(this.unavailable(op, error, secrets));
+        } catch (reporting) {
+          // Describing or reporting the error failed: the call still fails, never hangs.
+          reject(reporting);
+        }
       };
       const timer = setTimeout(
         () => fail(new OpTimeoutError(this.config.opTimeoutMs)),

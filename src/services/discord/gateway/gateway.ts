@@ -55,6 +55,8 @@ export class Gateway {
   readonly #unsaved = new Set<number>();
   /** The save under way (one at a time). */
   #saving: Promise<void> | undefined;
+  /** A disconnect under way: a connect waits for it, so the leave cannot clear the new connection's session. */
+  #leaving: Promise<void> | undefined;
   #ready = false;
 
   constructor(private readonly deps: GatewayDeps) {}
@@ -65,6 +67,7 @@ export class Gateway {
 
   /** Connects (resuming the stored session when there is one) and resolves once READY or RESUMED. */
   async connect(): Promise<void> {
+    await this.#leaving;
     if (this.#manager) return;
     this.#frozen = false;
     const stored = await this.deps.kv.get<unknown>(sessionKey(0)).catch(() => undefined);
@@ -123,6 +126,16 @@ export class Gateway {
     this.#ready = false;
     if (!manager) return;
     this.#frozen = true;
+    const leaving = this.#leave(manager, opts);
+    this.#leaving = leaving;
+    try {
+      await leaving;
+    } finally {
+      if (this.#leaving === leaving) this.#leaving = undefined;
+    }
+  }
+
+  async #leave(manager: WebSocketManager, opts: { keepSession: boolean }): Promise<void> {
     try {
       await manager.destroy(
         opts.keepSession
@@ -133,9 +146,14 @@ export class Gateway {
       this.deps.logger.warn({ err }, 'gateway close failed');
     }
     await this.#saving;
-    // Handing over: the next holder resumes from the last event seen here. A lost lease
-    // writes nothing more: the session may be the new holder's already.
-    if (opts.keepSession) await this.#saveUnsaved({ leaving: true });
+    // Handing over: the next holder resumes from the last event seen here (every session again:
+    // a save that failed earlier is not retried otherwise). A lost lease writes nothing more:
+    // the session may be the new holder's already.
+    if (opts.keepSession) {
+      for (const shardId of this.#sessions.keys()) this.#unsaved.add(shardId);
+      for (let shardId = this.#takeUnsaved(); shardId !== undefined; shardId = this.#takeUnsaved())
+        await this.#save(shardId);
+    }
     this.#unsaved.clear();
     this.#sessions.clear();
   }
@@ -146,28 +164,39 @@ export class Gateway {
     if (info) this.#sessions.set(shardId, info);
     else this.#sessions.delete(shardId);
     this.#unsaved.add(shardId);
-    this.#saving ??= this.#saveUnsaved().finally(() => {
-      this.#saving = undefined;
-    });
+    this.#saving ??= this.#saveChanged();
   }
 
   /**
-   * Saves every changed session, the latest of each, until none is left. Stops once the
-   * connection is frozen (leaving), but for the leave's own last save (`leaving`).
+   * Saves the changed sessions, the latest of each, one at a time, until none is left or the
+   * connection is leaving. It lets go of `#saving` in the same step as it finds nothing left,
+   * so a change made after that starts the next run instead of waiting for a later event.
    */
-  async #saveUnsaved(opts: { leaving?: boolean } = {}): Promise<void> {
-    while (this.#unsaved.size > 0 && (opts.leaving === true || !this.#frozen)) {
-      const [shardId] = this.#unsaved;
-      if (shardId === undefined) return;
-      this.#unsaved.delete(shardId);
-      const info = this.#sessions.get(shardId);
-      try {
-        if (info) await this.deps.kv.set(sessionKey(shardId), info, SESSION_TTL_MS);
-        else await this.deps.kv.delete(sessionKey(shardId));
-      } catch (err) {
-        // The store is down: the session lives on here; a takeover meanwhile identifies afresh.
-        this.deps.logger.debug({ err }, 'gateway session not saved');
+  async #saveChanged(): Promise<void> {
+    for (;;) {
+      const shardId = this.#frozen ? undefined : this.#takeUnsaved();
+      if (shardId === undefined) {
+        this.#saving = undefined;
+        return;
       }
+      await this.#save(shardId);
+    }
+  }
+
+  #takeUnsaved(): number | undefined {
+    const [shardId] = this.#unsaved;
+    if (shardId !== undefined) this.#unsaved.delete(shardId);
+    return shardId;
+  }
+
+  async #save(shardId: number): Promise<void> {
+    const info = this.#sessions.get(shardId);
+    try {
+      if (info) await this.deps.kv.set(sessionKey(shardId), info, SESSION_TTL_MS);
+      else await this.deps.kv.delete(sessionKey(shardId));
+    } catch (err) {
+      // The store is down: the session lives on here; a takeover meanwhile identifies afresh.
+      this.deps.logger.debug({ err }, 'gateway session not saved');
     }
   }
 }
