@@ -218,17 +218,19 @@ class StoreCore {
         () => fail(new OpTimeoutError(this.config.opTimeoutMs)),
         this.config.opTimeoutMs,
       );
+      const done = (): void => {
+        this.#inflight.delete(work);
+        clearTimeout(timer);
+      };
       work.then(
         (value) => {
-          this.#inflight.delete(work);
-          clearTimeout(timer);
+          done();
           if (settled) return;
           settled = true;
           resolve(value);
         },
         (error: unknown) => {
-          this.#inflight.delete(work);
-          clearTimeout(timer);
+          done();
           fail(error);
         },
       );

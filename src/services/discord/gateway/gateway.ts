@@ -149,11 +149,8 @@ export class Gateway {
     // Handing over: the next holder resumes from the last event seen here (every session again:
     // a save that failed earlier is not retried otherwise). A lost lease writes nothing more:
     // the session may be the new holder's already.
-    if (opts.keepSession) {
-      for (const shardId of this.#sessions.keys()) this.#unsaved.add(shardId);
-      for (let shardId = this.#takeUnsaved(); shardId !== undefined; shardId = this.#takeUnsaved())
-        await this.#save(shardId);
-    }
+    if (opts.keepSession)
+      for (const shardId of new Set([...this.#unsaved, ...this.#sessions.keys()])) await this.#save(shardId);
     this.#unsaved.clear();
     this.#sessions.clear();
   }
