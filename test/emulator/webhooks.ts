@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Agent, request } from 'undici';
 import type { ResultBody, TaskRecord, WebhookDelivery } from './types.js';
 
@@ -11,7 +12,7 @@ type Kind = WebhookDelivery['kind'];
 export class WebhookSender {
   // A private agent so close() can tear down keep-alive sockets (vitest must exit).
   private readonly agent = new Agent({ keepAliveTimeout: 1000 });
-  private controller = new AbortController();
+  private controller = sharedController();
   /** Bumped by abortAll(): outcomes of deliveries started before are not logged. */
   private generation = 0;
 
@@ -68,7 +69,7 @@ export class WebhookSender {
   abortAll(): void {
     this.generation++;
     this.controller.abort();
-    this.controller = new AbortController();
+    this.controller = sharedController();
   }
 
   async close(): Promise<void> {
@@ -79,6 +80,17 @@ export class WebhookSender {
   private base(task: TaskRecord, kind: Kind, body: ResultBody, copy: 1 | 2) {
     return { taskId: task.id, url: task.webhookUrl ?? '', kind, body, copy };
   }
+}
+
+/**
+ * One controller for every delivery in flight, so abortAll() reaches them all. Each delivery
+ * listens on its signal until it ends (undici removes the listener then): a storm has many
+ * more than Node's default 10 at once, which is no leak, so the limit is lifted for it.
+ */
+function sharedController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 function describe(error: unknown): string {
