@@ -356,7 +356,8 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
     // Opening a post: its title and tag on top, then the bot's card with the four images attached.
     await upscaleCard.click();
     await poll(() => read(page.locator('#channel-title'))).toBe('gallery › upscale · a cat');
-    expect(await page.locator('.channel-welcome .forum-tag').allInnerTexts()).toEqual(['upscale']);
+    // The title comes first; the post's welcome (its tags) with its messages, a moment later.
+    await poll(() => page.locator('.channel-welcome .forum-tag').allInnerTexts()).toEqual(['upscale']);
     await poll(() => lastMessage(page).locator('img:not(.emoji)').count(), { timeout: 10_000 }).toBe(4);
     expect(await lastMessage(page).getAttribute('data-id')).toBe(upscalePost?.id);
     // The post is the result card: the four attached images in its media gallery, one 2×2 mosaic.
@@ -368,6 +369,10 @@ describe('playground in Chromium', { timeout: 120_000, ...needs('chromium') }, (
   });
 
   it('a Components V2 card (fixture): container, gallery, files with players, section with a button', async () => {
+    // In #general whatever the test before left open (a failure there left a forum post open
+    // and failed this test too).
+    await page.click(`[data-channel="${general}"]`);
+    await poll(() => page.locator(`.channel-welcome[data-welcome="${general}"]`).count()).toBe(1);
     const { id } = (await post('/api/debug/v2-fixture', { channelId: general, userId: ada })) as {
       id: string;
     };
