@@ -12,6 +12,7 @@ import { botCommand, productionEnv } from '../test/helpers/production-node-flags
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import { pino } from 'pino';
 import { privateRedis } from '../test/helpers/private-redis.js';
+import { stopChild } from '../test/helpers/stop-child.js';
 import { createStores, type Stores } from '../src/services/store/index.js';
 import { jobOperations } from '../src/services/operations/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
@@ -270,21 +271,6 @@ export async function spawnBot(
     output: () => out,
     stop: () => stopChild(child),
   };
-}
-
-/**
- * Stops a child process: SIGTERM, then SIGKILL if it has not exited within `graceMs`. A child
- * that has exited already, by a signal too (its exitCode stays null, its signalCode is set, and
- * its 'exit' will not come again), returns at once.
- */
-export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-  clearTimeout(timer);
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
 
 /**

@@ -24,6 +24,7 @@ import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
 import { productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
+import { stopChild } from '../test/helpers/stop-child.js';
 import { registrationPlan } from '../src/commands/index.js';
 import type { Stores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
@@ -335,11 +336,7 @@ async function bareHandlerAcks(
       const { harnessBusy } = await sent.acked;
       return { ackMs: sent.ackMs(), writtenInMs: sent.writtenInMs, harnessBusy };
     } finally {
-      if (bare.exitCode === null) {
-        const exited = new Promise((r) => bare.once('exit', r));
-        bare.kill('SIGTERM');
-        await exited;
-      }
+      await stopChild(bare);
     }
   } finally {
     await fake.close();

@@ -20,6 +20,7 @@ import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID, startEmulator } from '../test/e
 import { startFakeDiscord } from '../test/fake-discord/index.js';
 import { eventually } from '../test/helpers/harness.js';
 import { redisServerInstalled } from '../test/helpers/detect.js';
+import { stopChild } from '../test/helpers/stop-child.js';
 import {
   botOnPrivateRedis,
   cpuMsOf,
@@ -224,11 +225,7 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       'discord edits during the run': fake.requests.filter((r) => r.method === 'PATCH').length,
     };
   } finally {
-    if (bare && bare.exitCode === null) {
-      const exited = new Promise((r) => bare?.once('exit', r));
-      bare.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-    }
+    if (bare) await stopChild(bare, { graceMs: 5000 });
     await close();
     await emulator.close();
     await fake.close();

@@ -32,6 +32,7 @@ import { invitePermissions } from '../src/services/discord/registration/invite.j
 import { freePort } from '../test/helpers/harness.js';
 import { botCommand, productionEnv } from '../test/helpers/production-node-flags.js';
 import { privateRedis as makePrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
+import { stopChild } from '../test/helpers/stop-child.js';
 import { postV2Fixture, V2_FIXTURE_NAMES } from './fixtures.js';
 import { Timeline } from './timeline.js';
 
@@ -399,12 +400,7 @@ export async function startPlayground(opts: PlaygroundOptions = {}): Promise<Pla
       timeline.note(`bot process started (pid ${child.pid})`);
     };
     const stopBot = async (signal: NodeJS.Signals) => {
-      const child = bot;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill(signal);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (bot) await stopChild(bot, { signal, graceMs: 5000 });
     };
     // The bot stops before the fake Discord and the store it talks to (undo runs newest first).
     undo.push(() => stopBot('SIGTERM'));

@@ -1,12 +1,12 @@
 /**
- * stopChild (bench/common.ts), which the process suites and benches use to stop the bots they
- * started. Regression: a bot SIGKILLed by the test (exitCode null, signalCode set) made its stop
+ * stopChild (test/helpers/stop-child.ts), which the process suites, benches and the playground
+ * use to stop the processes they started. Regression: a bot SIGKILLed by the test (exitCode null, signalCode set) made its stop
  * wait the whole grace period for an 'exit' that had already come, 15 s per killed bot.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { stopChild } from '../bench/common.js';
+import { stopChild } from './helpers/stop-child.js';
 
 /** A node child that says "ready" once running (and, with `ignoreTerm`, once it ignores SIGTERM). */
 async function child(ignoreTerm = false): Promise<ChildProcess> {
@@ -23,20 +23,26 @@ describe('stopChild', () => {
     await once(c, 'exit');
     expect(c.exitCode).toBeNull();
     // A grace longer than the test's timeout: waiting for it would fail the test.
-    await stopChild(c, 120_000);
+    await stopChild(c, { graceMs: 120_000 });
   });
 
   it('stops a running child with SIGTERM', async () => {
     const c = await child();
-    await stopChild(c, 120_000);
+    await stopChild(c, { graceMs: 120_000 });
     expect(c.signalCode).toBe('SIGTERM');
   });
 
   it('kills a child that ignores SIGTERM once the grace is over', async () => {
     const c = await child(true);
     const exited = once(c, 'exit');
-    await stopChild(c, 200);
+    await stopChild(c, { graceMs: 200 });
     await exited;
+    expect(c.signalCode).toBe('SIGKILL');
+  });
+
+  it('sends the signal it is given first (the playground kills its bot with SIGKILL)', async () => {
+    const c = await child(true);
+    await stopChild(c, { signal: 'SIGKILL', graceMs: 120_000 });
     expect(c.signalCode).toBe('SIGKILL');
   });
 });
