@@ -529,7 +529,10 @@ describe('TaskReader', () => {
   afterEach(() => {
     for (const r of readers.splice(0)) r.close();
   });
-  function makeReader(client: MediaClient, opts: { requestsPerSecond?: number; maxInFlight?: number } = {}) {
+  function makeReader(
+    client: ConstructorParameters<typeof TaskReader>[0]['media'],
+    opts: { requestsPerSecond?: number; maxInFlight?: number } = {},
+  ) {
     const reader = new TaskReader({ media: client, requestsPerSecond: 1_000, ...opts });
     readers.push(reader);
     return reader;
@@ -606,8 +609,7 @@ describe('TaskReader', () => {
         return client.fetchMany(refs);
       },
     };
-    const reader = new TaskReader({ media, requestsPerSecond: 20 });
-    readers.push(reader);
+    const reader = makeReader(media, { requestsPerSecond: 20 });
     await Promise.all(ids.map((id) => reader.read('song', id)));
     expect(requestsTo('/fetch-many')).toHaveLength(8);
     expect(left).toHaveLength(8);
