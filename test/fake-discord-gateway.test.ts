@@ -46,7 +46,7 @@ describe('fake gateway: a session resumed by another process (@discordjs/ws 2.x)
   const managers: WebSocketManager[] = [];
 
   beforeAll(async () => {
-    fake = await startFakeDiscord({ heartbeatIntervalMs: 1_000 });
+    fake = await startFakeDiscord();
   });
 
   afterEach(async () => {

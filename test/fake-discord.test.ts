@@ -67,7 +67,6 @@ describe('fake Discord driven by a real discord.js client', () => {
 
   beforeAll(async () => {
     fake = await startFakeDiscord({
-      heartbeatIntervalMs: 1_000,
       selfCheckResponses: true,
       guild: { name: 'Test Guild', channels: [{ name: 'general' }, { name: 'jobs' }] },
     });
@@ -117,8 +116,26 @@ describe('fake Discord driven by a real discord.js client', () => {
       shard: [0, 1],
     });
 
-    await fake.waitFor(() => (conn?.heartbeats ?? 0) >= 1, { description: 'first heartbeat' });
+    const beats = conn?.heartbeats ?? 0;
+    fake.requestGatewayHeartbeat(); // op 1: answered at once, not after the 41.25 s interval
+    await fake.waitFor(() => (conn?.heartbeats ?? 0) > beats, { description: 'requested heartbeat' });
     await fake.waitFor(() => client.ws.ping >= 0, { description: 'heartbeat ACK' });
+  });
+
+  it('a long event-loop stall right after a heartbeat costs no reconnect (the interval outlasts it)', async () => {
+    const conn = fake.gateway.connections.at(-1);
+    const connections = fake.gateway.connections.length;
+    const beats = conn?.heartbeats ?? 0;
+    fake.requestGatewayHeartbeat();
+    // Resolves in the turn the fake read the heartbeat and wrote its ACK, before the client reads it.
+    await fake.waitFor(() => (conn?.heartbeats ?? 0) > beats, { description: 'requested heartbeat' });
+    const until = Date.now() + 1_500;
+    while (Date.now() < until); // a stall as a loaded CI host gives; with a 1 s interval: a zombie reconnect
+    const acked = client.ws.ping;
+    await fake.waitFor(() => client.ws.ping !== acked, { description: 'the ACK read after the stall' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fake.gateway.connections).toHaveLength(connections);
+    expect(fake.gateway.resumes).toBe(0);
   });
 
   it('delivers a slash command with an attachment; deferReply + editReply(embed, link button) is stored with history', async () => {

@@ -52,7 +52,7 @@ describe('gateway session: saved behind the events', () => {
   let gateway: Gateway | undefined;
 
   beforeAll(async () => {
-    fake = await startFakeDiscord({ heartbeatIntervalMs: 1_000 });
+    fake = await startFakeDiscord();
   });
   afterEach(async () => {
     await gateway?.disconnect({ keepSession: false });

@@ -322,6 +322,11 @@ export class FakeDiscord {
     this.gateway.disconnect(code, reason);
   }
 
+  /** Sends op 1 HEARTBEAT; the client answers with a heartbeat at once, whatever its interval. */
+  requestGatewayHeartbeat(): void {
+    this.gateway.requestHeartbeat();
+  }
+
   /** Sends op 7 RECONNECT. */
   requestGatewayReconnect(): void {
     this.gateway.requestReconnect();

@@ -394,6 +394,14 @@ export class FakeGateway {
     this.#close(live, code, reason);
   }
 
+  /** Sends op 1 HEARTBEAT: Discord may ask for one at any time, and the client must answer at once. */
+  requestHeartbeat(): void {
+    const conn = this.currentSession?.connection;
+    const live = conn ? this.#live.get(conn.id) : undefined;
+    if (!live) throw new Error('fake-discord: no open gateway connection');
+    this.#send(live, { op: Op.Heartbeat, d: null, s: null, t: null });
+  }
+
   /** Sends op 7 RECONNECT (client should reconnect and resume). */
   requestReconnect(): void {
     const conn = this.currentSession?.connection;

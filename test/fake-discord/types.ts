@@ -88,7 +88,11 @@ export interface FakeDiscordOptions {
   startTime?: number;
   /** How long (fake clock) after its socket closed a gateway session can be resumed. Default 90 s. */
   gatewayResumeWindowMs?: number;
-  /** Gateway HELLO heartbeat interval. Discord: 41250 ms. */
+  /**
+   * Gateway HELLO heartbeat interval. Default Discord's 41250 ms. Keep it longer than any event-loop stall a
+   * test can meet: a client whose ACK is still unread when its next beat is due calls the connection a zombie
+   * and reconnects, which a 1 s interval under load did. To see a heartbeat, `requestGatewayHeartbeat()`.
+   */
   heartbeatIntervalMs?: number;
   /**
    * Gateway transport compression. 'honor' (default): zlib-stream when the URL asks for it (@discordjs/ws does

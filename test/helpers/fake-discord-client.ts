@@ -19,7 +19,6 @@ export async function fakeWithClient(
   intents: GatewayIntentBits[] = [GatewayIntentBits.Guilds],
 ): Promise<FakeWithClient> {
   const fake = await startFakeDiscord({
-    heartbeatIntervalMs: 1_000,
     selfCheckResponses: true,
     warmUpValidators: true, // compile the usual validators here, not inside the first test's wait
     ...options,
