@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
 import { createClient } from '@redis/client';
+import { deleteRedisKeys } from './helpers/redis-namespace.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openBackend, type Backend } from '../src/services/store/backend.js';
 import { DataDirInUseError, lockDataDir } from '../src/services/store/data-dir-lock.js';
@@ -178,8 +179,10 @@ for (const url of [undefined, redisUrl])
       });
 
       afterAll(async () => {
+        // On Redis one SCAN for every store of this block (a SCAN per store walked the whole keyspace each time).
+        if (url !== undefined) await deleteRedisKeys(url, [`${RUN_ID}_red_*`]);
         for (const pair of opened) {
-          await pair.raw.clearNamespace();
+          if (url === undefined) await pair.raw.clearNamespace();
           await pair.stores.close();
           await pair.raw.close();
         }

@@ -13,6 +13,7 @@ import { startFakeDiscord, type FakeDiscord } from '../fake-discord/index.js';
 import type { FakeDiscordOptions } from '../fake-discord/types.js';
 
 import { REDIS_URL } from './detect.js';
+import { clearRedisNamespace } from './redis-namespace.js';
 
 export { REDIS_URL };
 
@@ -133,6 +134,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       if (!opts.reuse?.emulator) await timed('emulator', () => emulator.close());
       if (!opts.reuse?.fake) await timed('fake Discord', () => fake.close());
       if (!opts.reuse?.dataDir) await rm(dataDir, { recursive: true, force: true });
+      if (opts.redis && !opts.reuse?.namespace)
+        await timed('Redis namespace', async () => void (await clearRedisNamespace(REDIS_URL, namespace)));
     },
   };
 }
