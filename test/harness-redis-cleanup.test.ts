@@ -2,12 +2,13 @@ import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, startHarness } from './helpers/harness.js';
 import { needs } from './helpers/requirements.js';
+import { redisNamespacePatterns } from './helpers/redis-namespace.js';
 
 describe('the test harness on Redis leaves no keys behind', needs('redis'), () => {
   const client = createClient({ url: REDIS_URL });
   const keysOf = async (namespace: string): Promise<string[]> => {
     const out: string[] = [];
-    for (const match of [`${namespace}::*`, `${namespace}-bull:*`])
+    for (const match of redisNamespacePatterns(namespace))
       for await (const keys of client.scanIterator({ MATCH: match, COUNT: 1000 })) out.push(...keys);
     return out;
   };

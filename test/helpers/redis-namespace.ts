@@ -27,5 +27,10 @@ export async function deleteRedisKeys(url: string, patterns: string[]): Promise<
  * suite's cleanup on a Redis holding a million keys timed out its hook.
  */
 export function clearRedisNamespace(url: string, namespace: string): Promise<number> {
-  return deleteRedisKeys(url, [`${namespace}::*`, `${namespace}-bull:*`]);
+  return deleteRedisKeys(url, redisNamespacePatterns(namespace));
+}
+
+/** The SCAN patterns of a bot's keys under `namespace`: its store's and its BullMQ queues'. */
+export function redisNamespacePatterns(namespace: string): string[] {
+  return [`${namespace}::*`, `${namespace}-bull:*`];
 }
