@@ -247,8 +247,10 @@ for (const kind of kinds) {
     });
 
     /** Starts an instance; with `ownStores`, on a store handle of its own (another process). */
-    async function instance(opts: { ownStores?: boolean; budget?: ChannelBudget } = {}): Promise<Instance> {
-      let w = world;
+    async function instance(
+      opts: { ownStores?: boolean; budget?: ChannelBudget; transport?: DiscordTransport } = {},
+    ): Promise<Instance> {
+      let w = opts.transport ? { ...world, transport: opts.transport } : world;
       if (opts.ownStores) {
         const own = await kind.otherStores(world.stores);
         const to: { target?: Instance } = {};
@@ -258,7 +260,7 @@ for (const kind of kinds) {
           onChanged: (job) => to.target?.jobChanged(job),
         });
         extra.push({ core, dispose: own.dispose });
-        w = { stores: own.stores, core, transport: world.transport };
+        w = { stores: own.stores, core, transport: w.transport };
         const target = await kind.start(w, opts.budget ? { budget: opts.budget } : {});
         to.target = target;
         running.push(target);
@@ -494,7 +496,7 @@ for (const kind of kinds) {
       expect(progress.length).toBeGreaterThanOrEqual(2);
       for (let i = 1; i < progress.length; i++)
         expect((progress[i]?.at ?? 0) - (progress[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(
-          DEFAULT_EDIT_POLICY.progressIntervalMs - 50,
+          DEFAULT_EDIT_POLICY.progressIntervalMs,
         );
       const cap = DEFAULT_EDIT_POLICY.interactionLimit - DEFAULT_EDIT_POLICY.finalReserve;
       for (const e of progress)
@@ -502,6 +504,29 @@ for (const kind of kinds) {
       expect(sent.every((r) => r.status === 200)).toBe(true);
       expect(text(sent.at(-1)?.body)).toContain('one.png');
     }, 30_000);
+
+    it('progress spacing counts from the answer: an edit that reaches Discord late does not bring the next one closer', async () => {
+      // The first progress edit is held 400 ms between the driver and the wire (a stall,
+      // the REST queue): spaced from when it set off, the next one would arrive 600 ms after it.
+      let held = 0;
+      const late: DiscordTransport = {
+        ...world.transport,
+        async editInteractionOriginal(...args) {
+          if (held++ === 0) await new Promise((r) => setTimeout(r, 400));
+          return world.transport.editInteractionOriginal(...args);
+        },
+      };
+      const a = await instance({ transport: late });
+      const { record, token } = await job();
+      await change(a, record.id, { percentage: 10 });
+      await eventually(() => tokenRequests(token).length >= 1, 5000, 'the first progress edit');
+      await change(a, record.id, { percentage: 20 });
+      await eventually(() => tokenRequests(token).length >= 2, 5000, 'the second progress edit');
+      const [first, second] = tokenRequests(token);
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(
+        DEFAULT_EDIT_POLICY.progressIntervalMs,
+      );
+    }, 20_000);
 
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {
       const a = await instance();

@@ -79,9 +79,12 @@ describe('edit policy: spacing and finals first', () => {
   it('progress leaves finalReserve slots of the window and is spaced; a final takes any free slot', () => {
     const done = [T - 3000, T - 2000, T - 1000];
     // Three in the window: progress waits for the oldest to leave it; the final goes now.
-    expect(interactionReadyAt(done, T - 1000, false, T, P)).toBe(T - 3000 + P.interactionWindowMs);
-    expect(interactionReadyAt(done, T - 1000, true, T, P)).toBe(T);
-    expect(interactionReadyAt([T - 200], T - 200, false, T, P)).toBe(T - 200 + P.progressIntervalMs);
+    expect(interactionReadyAt(done, false, T, P)).toBe(T - 3000 + P.interactionWindowMs);
+    expect(interactionReadyAt(done, true, T, P)).toBe(T);
+    // Spaced from the last answer; nothing answered yet: now.
+    expect(interactionReadyAt([T - 200], false, T, P)).toBe(T - 200 + P.progressIntervalMs);
+    expect(interactionReadyAt([T - 200], true, T, P)).toBe(T);
+    expect(interactionReadyAt([], false, T, P)).toBe(T);
   });
 });
 

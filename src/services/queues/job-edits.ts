@@ -294,7 +294,7 @@ export class BullJobEdits implements MessageUpdates {
       if (route.route === 'interaction' && !final) {
         done = parseMarks(await this.deps.marks.get(markKey));
         const t = this.now();
-        const readyAt = interactionReadyAt(done, done.at(-1) ?? -Infinity, false, t, this.opts);
+        const readyAt = interactionReadyAt(done, false, t, this.opts);
         if (readyAt > t) throw await this.delay(job, token, readyAt - t);
       }
       if (route.route === 'channel') {
@@ -336,7 +336,7 @@ export class BullJobEdits implements MessageUpdates {
               .catch(() => undefined);
             // Until the message's next progress edit may go, its changes wait for one edit then.
             if (target === 'message')
-              this.progress.space(jobId, interactionReadyAt(kept, sentAt, false, sentAt, this.opts));
+              this.progress.space(jobId, interactionReadyAt(kept, false, sentAt, this.opts));
           }
           if (final && target === 'message') await this.record(jobId, { finalShown: true });
           if (outcome.kind === 'ok' && outcome.posted)

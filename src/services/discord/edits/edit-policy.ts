@@ -37,7 +37,7 @@ export interface EditPolicyOptions {
   channelWindowMs: number;
   /** Slots per window that progress edits leave for finals, on each route. */
   finalReserve: number;
-  /** Interaction route: minimum gap between two progress edits of a message (a bar moves steadily, not in bursts). */
+  /** Interaction route: minimum gap between two progress edits of a message, from the last answer (a bar moves steadily, not in bursts). */
   progressIntervalMs: number;
   /** Channel route: messages older than this only get their final state (Discord error 30046). */
   oldMessageMs: number;
@@ -121,12 +121,13 @@ export const budgetKind = (final: boolean): EditKind => (final ? 'final' : 'prog
 
 /**
  * Interaction route: when a state of a message may go, given the answer times of its
- * edits in the current window (oldest first) and when its last edit went. A final may
- * take any free slot; progress leaves `finalReserve` free and is spaced.
+ * edits in the current window (oldest first). A final may take any free slot; progress
+ * leaves `finalReserve` free and is spaced from the last answer, not from when the last
+ * edit set off: however late a request reaches Discord, two progress edits arrive at
+ * least `progressIntervalMs` apart.
  */
 export function interactionReadyAt(
   done: readonly number[],
-  lastSentAt: number,
   final: boolean,
   now: number,
   opts: EditPolicyOptions,
@@ -135,7 +136,8 @@ export function interactionReadyAt(
   const cap = final ? opts.interactionLimit : Math.max(1, opts.interactionLimit - opts.finalReserve);
   let readyAt = now;
   if (inWindow.length >= cap) readyAt = (inWindow[inWindow.length - cap] ?? now) + opts.interactionWindowMs;
-  if (!final) readyAt = Math.max(readyAt, lastSentAt + opts.progressIntervalMs);
+  const last = done.at(-1);
+  if (!final && last !== undefined) readyAt = Math.max(readyAt, last + opts.progressIntervalMs);
   return readyAt;
 }
 

@@ -146,7 +146,6 @@ interface Slot {
   inFlight: boolean;
   /** A final was pushed: later pushes are ignored. */
   finalSeen: boolean;
-  lastSentAt: number;
   /** Interaction route: answer times of this message's edits within the window (oldest first). */
   interactionDone: number[];
   /** Backoff / retry_after for this message. */
@@ -214,7 +213,6 @@ export class EditQueue {
         waitingSince: t,
         inFlight: false,
         finalSeen: false,
-        lastSentAt: Number.NEGATIVE_INFINITY,
         interactionDone: [],
         notBefore: 0,
         failures: 0,
@@ -385,7 +383,7 @@ export class EditQueue {
         continue;
       }
       if (target.route !== 'channel') {
-        this.send(slot, state, target, t);
+        this.send(slot, state, target);
       } else {
         const list = waitingByChannel.get(target.channelId) ?? [];
         list.push({ slot, state, target });
@@ -414,7 +412,7 @@ export class EditQueue {
   private interactionReadyAt(slot: Slot, state: QueuedState, t: number): number {
     const done = slot.interactionDone;
     while (done[0] !== undefined && done[0] <= t - this.opts.interactionWindowMs) done.shift();
-    return interactionReadyAt(done, slot.lastSentAt, state.final, t, this.opts);
+    return interactionReadyAt(done, state.final, t, this.opts);
   }
 
   /**
@@ -447,7 +445,7 @@ export class EditQueue {
           this.laneDirty.add(channelId);
           continue;
         }
-        this.send(w.slot, w.state, w.target, t);
+        this.send(w.slot, w.state, w.target);
       }
     } finally {
       this.lanes.delete(channelId);
@@ -508,10 +506,9 @@ export class EditQueue {
 
   // ---- sending ----
 
-  private send(slot: Slot, state: QueuedState, target: Target, t: number): void {
+  private send(slot: Slot, state: QueuedState, target: Target): void {
     slot.pending = undefined;
     slot.inFlight = true;
-    slot.lastSentAt = t;
     void this.deliver(slot, state, target);
   }
 
