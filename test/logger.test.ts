@@ -369,15 +369,31 @@ describe('createLogger: errors are logged by one serializer, never with a body',
       secret_result: 'https://files.example/out.mp4?sig=zzz',
       huge: 'q'.repeat(50_000),
     });
-    const dispatcher = new Agent().compose(interceptors.responseError());
+    const dispatcher = new Agent();
     try {
-      const caught = await request(`${service.origin}/fetch?task=1`, { dispatcher }).catch((e: unknown) => e);
+      // undici's error holding the answer's body (parsed) and headers.
+      const caught = await request(`${service.origin}/fetch?task=1`, {
+        dispatcher,
+        throwOnError: true,
+      }).catch((e: unknown) => e);
+      expect(caught).toHaveProperty('body.secret_result');
       const c = capture();
       c.logger.warn({ err: caught }, 'service call failed');
       expectClean(c);
       expect(c.text()).not.toContain('secret_result');
       expect(c.text()).not.toContain('qqqq');
-      expect(c.records()[0]?.['err']).toMatchObject({ code: 'UND_ERR_RESPONSE', status: 500 });
+      expect(c.records()[0]?.['err']).toMatchObject({ code: 'UND_ERR_RESPONSE_STATUS_CODE', status: 500 });
+      // What the media client's reads end with when their retries give up: status and headers.
+      const retried = await request(`${service.origin}/fetch?task=2`, {
+        method: 'POST',
+        dispatcher: dispatcher.compose(
+          interceptors.retry({ maxRetries: 1, minTimeout: 1, methods: ['POST'], statusCodes: [500] }),
+        ),
+      }).catch((e: unknown) => e);
+      expect(retried).toHaveProperty('headers');
+      c.logger.warn({ err: retried }, 'service read failed');
+      expect(c.records()[1]?.['err']).toMatchObject({ code: 'UND_ERR_REQ_RETRY', status: 500 });
+      expect(c.records()[1]?.['err']).not.toHaveProperty('headers');
     } finally {
       await dispatcher.close();
       await service.close();

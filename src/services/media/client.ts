@@ -1,4 +1,4 @@
-import { Pool, interceptors, type Dispatcher } from 'undici';
+import { Pool, errors as undiciErrors, interceptors, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -130,6 +130,21 @@ interface Answer {
   text: string;
 }
 
+/** Statuses a read is asked again for (with Retry-After when the service sends one). */
+const READ_RETRY_STATUSES = [429, 500, 502, 503, 504];
+
+/**
+ * The last answer of a read its retries gave up on. undici's retry interceptor ends with a
+ * RequestRetryError holding that answer's status and headers (its body was never read):
+ * classified below like any answer, with an empty body (`{}` errors are the service's too).
+ */
+function lastRetriedAnswer(err: unknown): Answer | undefined {
+  if (!(err instanceof undiciErrors.RequestRetryError)) return undefined;
+  const status = err.statusCode;
+  if (!READ_RETRY_STATUSES.includes(status)) return undefined;
+  return { status, headers: err.headers as IncomingHttpHeaders, text: '' };
+}
+
 type Attempt = { kind: 'taken'; json: unknown } | { kind: 'busy'; retryAfterMs: number | undefined };
 
 const MIB = 1024 * 1024;
@@ -175,9 +190,7 @@ export class MediaClient {
         maxTimeout: 5_000,
         timeoutFactor: 3,
         methods: ['POST'],
-        statusCodes: [429, 500, 502, 503, 504],
-        // Return the last answer instead of an opaque retry error, so it is classified below.
-        throwOnError: false,
+        statusCodes: READ_RETRY_STATUSES,
       }),
     );
   }
@@ -577,6 +590,8 @@ export class MediaClient {
         bodyTimeout: timeout,
       });
     } catch (err) {
+      const last = lastRetriedAnswer(err);
+      if (last) return last;
       throw transportError(err, fullPath, o.kind);
     }
     let text: string;
