@@ -33,6 +33,10 @@ export default defineConfig({
           name: 'fast',
           include: ['test/**/*.test.ts'],
           exclude: PROCESS_SUITES,
+          // Files share their worker's module graph: each imports the app once per worker, not once
+          // per file (a third of the lane's CPU). What a file may leave behind is reset after it.
+          isolate: false,
+          setupFiles: ['test/helpers/between-files.ts'],
           // Compile-time tests (*.test-d.ts): tsc checks them as part of `npm test`; a type error fails the run.
           typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
         },

@@ -21,20 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { commandData, commandList, commands } from '../src/commands/index.js';
-import { ConfigError, parseConfig } from '../src/config.js';
 import type * as Catalogs from '../src/i18n/catalogs.js';
-import { MediaClient } from '../src/services/media/client.js';
 import type { Operation, ParamsOf } from '../src/services/media/types.js';
-import {
-  jobOperations,
-  jobOperationsOf,
-  mediaOperationsOf,
-  operationModules,
-} from '../src/services/operations/index.js';
-import { str, webhookFields } from '../src/services/operations/input.js';
 import type { OperationModuleOf, SomeOperationModule } from '../src/services/operations/types.js';
-import { createStores } from '../src/services/store/index.js';
 import type { JobRecord } from '../src/services/store/types.js';
 
 /** The toy's catalog keys (in every catalog: English stands in for the other five here). */
@@ -58,6 +47,18 @@ vi.mock('../src/i18n/catalogs.js', async (importOriginal) => {
     isMessageKey: (key: string) => real.isMessageKey(key) || Object.hasOwn(REMIX_TEXTS, key),
   };
 });
+
+// The bot's modules are imported here, after a reset, not above: with the module graph shared
+// with the files a worker ran before (the fast lane runs without isolation), modules those
+// files loaded are bound to the real catalogs, and the mock above would not reach them.
+vi.resetModules();
+const { commandData, commandList, commands } = await import('../src/commands/index.js');
+const { ConfigError, parseConfig } = await import('../src/config.js');
+const { MediaClient } = await import('../src/services/media/client.js');
+const { jobOperations, jobOperationsOf, mediaOperationsOf, operationModules } =
+  await import('../src/services/operations/index.js');
+const { str, webhookFields } = await import('../src/services/operations/input.js');
+const { createStores } = await import('../src/services/store/index.js');
 
 interface RemixParams {
   imageUrl: string;
