@@ -217,6 +217,22 @@ describe('EditQueue (fake clock)', () => {
     }
   });
 
+  it('interaction route: progress is spaced from the last answer even when the interval outlasts the window', async () => {
+    const { transport, queue } = setup({ options: { interactionWindowMs: 1000, progressIntervalMs: 3000 } });
+    const ref: MessageRef = { channelId: '2', interaction: freshInteraction() };
+    queue.push(req('job', 'p1', ref));
+    await tick(1);
+    // Each push comes after the window has let go of the last answer, before the interval is over.
+    for (let i = 2; i <= 5; i++) {
+      await tick(1500);
+      queue.push(req('job', `p${i}`, ref));
+    }
+    await tick(10_000);
+    const times = transport.calls.map((c) => c.at);
+    expect(times.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(3000);
+  });
+
   it('a final is never replaced by a later progress and is delivered last', async () => {
     const { transport, queue } = setup();
     const ref = channelRef();

@@ -132,13 +132,16 @@ describe('fake Discord driven by a real discord.js client', () => {
       if (line.includes('Heartbeat acknowledged')) acks++;
     };
     client.on('debug', onDebug);
-    fake.requestGatewayHeartbeat();
-    // Resolves in the turn the fake read the heartbeat and wrote its ACK, before the client reads it.
-    await fake.waitFor(() => (conn?.heartbeats ?? 0) > beats, { description: 'requested heartbeat' });
-    const until = Date.now() + 1_500;
-    while (Date.now() < until); // a stall as a loaded CI host gives; with a 1 s interval: a zombie reconnect
-    await fake.waitFor(() => acks > 0, { description: 'the ACK read after the stall' });
-    client.off('debug', onDebug);
+    try {
+      fake.requestGatewayHeartbeat();
+      // Resolves in the turn the fake read the heartbeat and wrote its ACK, before the client reads it.
+      await fake.waitFor(() => (conn?.heartbeats ?? 0) > beats, { description: 'requested heartbeat' });
+      const until = Date.now() + 1_500;
+      while (Date.now() < until); // a stall as a loaded CI host gives; with a 1 s interval: a zombie reconnect
+      await fake.waitFor(() => acks > 0, { description: 'the ACK read after the stall' });
+    } finally {
+      client.off('debug', onDebug);
+    }
     await new Promise((resolve) => setImmediate(resolve));
     expect(fake.gateway.connections).toHaveLength(connections);
     expect(fake.gateway.resumes).toBe(0);

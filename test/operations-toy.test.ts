@@ -59,6 +59,11 @@ const { jobOperations, jobOperationsOf, mediaOperationsOf, operationModules } =
   await import('../src/services/operations/index.js');
 const { str, webhookFields } = await import('../src/services/operations/input.js');
 const { createStores } = await import('../src/services/store/index.js');
+// And the files after this one in the worker import them afresh, without the mock.
+afterAll(() => {
+  vi.doUnmock('../src/i18n/catalogs.js');
+  vi.resetModules();
+});
 
 interface RemixParams {
   imageUrl: string;

@@ -1,5 +1,7 @@
-/** Setup file of the fast lane: after every file, what it may have left for the next (see shared-state.ts). */
-import { afterAll } from 'vitest';
-import { resetSharedState } from './shared-state.js';
+/** Setup file of the fast lane, run before every file (see shared-state.ts). */
+import { afterAll, vi } from 'vitest';
+import { startUndiciClock } from './shared-state.js';
 
-afterAll(resetSharedState);
+startUndiciClock();
+// A file that left fake timers on would stop every timer of the next.
+afterAll(() => vi.useRealTimers());

@@ -411,7 +411,8 @@ export class EditQueue {
   /** Interaction route: the policy's window and spacing, from this message's answer times. */
   private interactionReadyAt(slot: Slot, state: QueuedState, t: number): number {
     const done = slot.interactionDone;
-    while (done[0] !== undefined && done[0] <= t - this.opts.interactionWindowMs) done.shift();
+    // The last answer stays, whatever its age: progress is spaced from it.
+    while (done.length > 1 && (done[0] ?? t) <= t - this.opts.interactionWindowMs) done.shift();
     return interactionReadyAt(done, state.final, t, this.opts);
   }
 
