@@ -37,7 +37,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: PROCESS_SUITES,
           // Files share their worker's module graph: each imports the app once per worker, not once
-          // per file (a third of the lane's CPU). What a file may leave behind is reset after it.
+          // per file (a third of the lane's CPU). What a file could spoil for the next is set up before it.
           isolate: false,
           setupFiles: ['test/helpers/between-files.ts'],
           // Compile-time tests (*.test-d.ts): tsc checks them as part of `npm test`; a type error fails the run.

@@ -5,11 +5,11 @@
  * with a file) failed inside undici ("action is not a function"): its FormData body went
  * to a dispatcher of the other major. Whether it worked hung on import order.
  */
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runNode } from './helpers/run-node.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const require = createRequire(`${ROOT}/package.json`);
@@ -40,16 +40,6 @@ try {
 }
 `;
 
-function run(script: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
-}
-
 describe('one undici', () => {
   it('@discordjs/rest resolves the same undici as the bot', () => {
     const fromRest = createRequire(require.resolve('@discordjs/rest')).resolve('undici');
@@ -57,7 +47,12 @@ describe('one undici', () => {
   });
 
   it('an upload through REST works with undici loaded first', async () => {
-    const { code, out } = await run(UPLOAD_AFTER_UNDICI);
+    const { code, stdout, stderr } = await runNode(['--input-type=module', '-e', UPLOAD_AFTER_UNDICI], {
+      cwd: ROOT,
+      env: process.env,
+      timeoutMs: 15_000,
+    });
+    const out = stdout + stderr;
     expect(out).not.toContain('action is not a function');
     expect(code).toBe(0);
     const answer = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { type?: string; bytes?: number };

@@ -4,13 +4,13 @@
  * (media-client's timeout tests failed so, after safe-download's). The lane's setup starts it on
  * real timers before any file runs.
  */
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runNode } from './helpers/run-node.js';
 import { startUndiciClock, undiciTimers } from './helpers/shared-state.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -57,14 +57,15 @@ describe('shared state between files', () => {
   it("a module mock stays in its file: the catalogs file after the toy operation's, in one worker, meets the real catalogs", async () => {
     const vitest = join(ROOT, 'node_modules/vitest/vitest.mjs');
     const config = join(ROOT, 'test/fixtures/toy-then-i18n.config.ts');
-    const child = spawn(process.execPath, [vitest, 'run', '--config', config, '--reporter=verbose'], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    const { code, stdout, stderr } = await runNode(
+      [vitest, 'run', '--config', config, '--reporter=verbose'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+        timeoutMs: 110_000,
+      },
+    );
+    const out = stdout + stderr;
     // Both files ran, the toy's first.
     expect(out.indexOf('operations-toy.test.ts >')).toBeGreaterThanOrEqual(0);
     expect(out.indexOf('operations-toy.test.ts >')).toBeLessThan(out.indexOf('i18n.test.ts >'));

@@ -17,35 +17,16 @@ import { holdNewSqliteFile } from './helpers/held-sqlite.js';
 import { privateRedis } from './helpers/private-redis.js';
 import { needs } from './helpers/requirements.js';
 import { botCommand, productionEnv } from './helpers/production-node-flags.js';
+import { runNode, type NodeRun } from './helpers/run-node.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], env: Record<string, string>, timeoutMs = 45_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      // Only what the test gives: no .env, no inherited configuration.
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`process did not exit in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+function run(args: string[], env: Record<string, string>, timeoutMs = 45_000): Promise<NodeRun> {
+  return runNode(args, {
+    cwd: ROOT,
+    // Only what the test gives: no .env, no inherited configuration.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    timeoutMs,
   });
 }
 
@@ -109,7 +90,7 @@ function warningsIn(stdout: string): string[] {
 }
 
 /** The one human line, and no stack anywhere. */
-function expectOneLine(r: Run, ...patterns: RegExp[]): string {
+function expectOneLine(r: NodeRun, ...patterns: RegExp[]): string {
   expect(r.code, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(1);
   const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
   expect(lines, r.stderr).toHaveLength(1);
@@ -129,7 +110,7 @@ describe('start failures: one line, the variable to check, exit 1, no stack', { 
   let busy: Server;
   let busyPort: number;
   // One bot process per DATA_DIR: each start here gets its own (unless the test names one).
-  const startBot = async (env: Record<string, string>, timeoutMs?: number): Promise<Run> =>
+  const startBot = async (env: Record<string, string>, timeoutMs?: number): Promise<NodeRun> =>
     startBotProcess({ DATA_DIR: await mkdtemp(join(dataDir, 'run-')), ...env }, timeoutMs);
 
   beforeAll(async () => {
