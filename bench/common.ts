@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
 import { FIXTURE_SONG_IDS, FIXTURE_SONG_TASK_ID } from '../test/emulator/server.js';
-import { botCommand, productionEnv } from '../test/helpers/production-node-flags.js';
+import { botCommand, productionEnv, productionNodeFlags } from '../test/helpers/production-node-flags.js';
 import { REDIS_URL, eventually, freePort, type Harness } from '../test/helpers/harness.js';
 import { pino } from 'pino';
 import { privateRedis } from '../test/helpers/private-redis.js';
@@ -456,4 +456,53 @@ async function tail(path: string, bytes: number): Promise<string> {
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * Time the process spent in minor (scavenge) and major GC so far, and the major GCs'
+ * count: prom-client's `nodejs_gc_duration_seconds` on the bot's /metrics.
+ */
+export interface GcTotals {
+  minorMs: number;
+  majors: number;
+  majorMs: number;
+}
+
+export async function gcOf(botUrl: string): Promise<GcTotals> {
+  const text = await (await fetch(`${botUrl}/metrics`)).text();
+  const read = (series: 'sum' | 'count', kind: string) => {
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith(`nodejs_gc_duration_seconds_${series}{`) && l.includes(`kind="${kind}"`));
+    return Number(line?.split(' ').at(-1) ?? 0);
+  };
+  return {
+    minorMs: read('sum', 'minor') * 1000,
+    majors: read('count', 'major'),
+    majorMs: read('sum', 'major') * 1000,
+  };
+}
+
+/** The GC between two readings of gcOf. */
+export function gcSince(before: GcTotals, after: GcTotals): GcTotals {
+  return {
+    minorMs: after.minorMs - before.minorMs,
+    majors: after.majors - before.majors,
+    majorMs: after.majorMs - before.majorMs,
+  };
+}
+export const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
+
+/**
+ * The V8 heap limit the bot gets on this machine with its production flags (`node` sizes it from
+ * the memory it may use: the machine's, or its container's limit). Above 2 GiB of old generation
+ * V8 lets the heap grow to four times what was live after a full GC before the next one.
+ */
+export function heapLimitMib(): number {
+  const out = execFileSync(process.execPath, [
+    ...productionNodeFlags(),
+    '-p',
+    'require("node:v8").getHeapStatistics().heap_size_limit',
+  ]);
+  return mib(Number(out.toString().trim()));
 }

@@ -24,6 +24,10 @@ import { stopChild } from '../test/helpers/stop-child.js';
 import {
   botOnPrivateRedis,
   cpuMsOf,
+  gcOf,
+  gcSince,
+  NO_GC,
+  type GcTotals,
   median,
   loadFromChild,
   r1,
@@ -40,41 +44,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
  * same drift. On a shared 2-core machine single pairs ranged 0.5-1.6, so many short pairs.
  */
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 9);
-
-/**
- * Time the process spent in minor (scavenge) and major GC so far, and the major GCs'
- * count: prom-client's `nodejs_gc_duration_seconds` on the bot's /metrics.
- */
-interface GcTotals {
-  minorMs: number;
-  majors: number;
-  majorMs: number;
-}
-
-async function gcOf(botUrl: string): Promise<GcTotals> {
-  const text = await (await fetch(`${botUrl}/metrics`)).text();
-  const read = (series: 'sum' | 'count', kind: string) => {
-    const line = text
-      .split('\n')
-      .find((l) => l.startsWith(`nodejs_gc_duration_seconds_${series}{`) && l.includes(`kind="${kind}"`));
-    return Number(line?.split(' ').at(-1) ?? 0);
-  };
-  return {
-    minorMs: read('sum', 'minor') * 1000,
-    majors: read('count', 'major'),
-    majorMs: read('sum', 'major') * 1000,
-  };
-}
-
-/** The GC between two readings of gcOf. */
-function gcSince(before: GcTotals, after: GcTotals): GcTotals {
-  return {
-    minorMs: after.minorMs - before.minorMs,
-    majors: after.majors - before.majors,
-    majorMs: after.majorMs - before.majorMs,
-  };
-}
-const NO_GC: GcTotals = { minorMs: 0, majors: 0, majorMs: 0 };
 
 export async function runThroughputBench(): Promise<Record<string, unknown>> {
   if (!redisServerInstalled())
