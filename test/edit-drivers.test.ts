@@ -528,6 +528,28 @@ for (const kind of kinds) {
       );
     }, 20_000);
 
+    it('progress spacing counts a refused answer too: the retry of a progress edit Discord answered 5xx waits the interval', async () => {
+      const a = await instance();
+      const { record, token } = await job();
+      const fault = fake.injectFault({
+        route: new RegExp(`/webhooks/\\d+/${token}/`),
+        ...DiscordErrors.internalServerError,
+        count: 1,
+      });
+      await change(a, record.id, { percentage: 10 });
+      await eventually(() => fault.hits >= 1, 5000, 'the progress edit refused');
+      await eventually(
+        () => tokenRequests(token).some((r) => r.status === 200),
+        10_000,
+        'the progress edit sent again',
+      );
+      const [refused, next] = tokenRequests(token);
+      expect(refused?.status).toBe(500);
+      expect((next?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(
+        DEFAULT_EDIT_POLICY.progressIntervalMs,
+      );
+    }, 20_000);
+
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {
       const a = await instance();
       const { record, token } = await job();

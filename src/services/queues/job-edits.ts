@@ -312,6 +312,18 @@ export class BullJobEdits implements MessageUpdates {
       }
       const outcome = await this.send(route, record, payload);
       this.deps.metrics?.editsSent.inc({ route: route.route, outcome: editOutcome(outcome) });
+      // Every answer but a 429 counts, refusals too (as in the in-process driver): the
+      // next progress edit of this message, a retry included, is spaced from it.
+      if (route.route === 'interaction' && !final && outcome.kind !== 'rate_limited') {
+        const answeredAt = this.now();
+        const kept = [...done, answeredAt].slice(-this.opts.interactionLimit);
+        await this.deps.marks
+          .set(markKey, JSON.stringify(kept), { expiration: { type: 'PX', value: MARK_TTL_MS } })
+          .catch(() => undefined);
+        if (outcome.kind === 'ok' && target === 'message')
+          // Until the message's next progress edit may go, its changes wait for one edit then.
+          this.progress.space(jobId, interactionReadyAt(kept, false, answeredAt, this.opts));
+      }
       const decision = decide(
         outcome,
         {
@@ -328,16 +340,6 @@ export class BullJobEdits implements MessageUpdates {
       );
       switch (decision.do) {
         case 'done':
-          if (route.route === 'interaction' && !final) {
-            const sentAt = this.now();
-            const kept = [...done, sentAt].slice(-this.opts.interactionLimit);
-            await this.deps.marks
-              .set(markKey, JSON.stringify(kept), { expiration: { type: 'PX', value: MARK_TTL_MS } })
-              .catch(() => undefined);
-            // Until the message's next progress edit may go, its changes wait for one edit then.
-            if (target === 'message')
-              this.progress.space(jobId, interactionReadyAt(kept, false, sentAt, this.opts));
-          }
           if (final && target === 'message') await this.record(jobId, { finalShown: true });
           if (outcome.kind === 'ok' && outcome.posted)
             await this.deps.onDirectMessage?.(jobId, outcome.posted).catch((err: unknown) => {
