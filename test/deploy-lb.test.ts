@@ -64,6 +64,8 @@ describe('deploy: compose file and load balancer config agree', () => {
     expect(bot).toContain('- bot-data:/data');
     // Redis asks for a password (deploy/redis-start.sh): the replicas' URL carries it.
     expect(bot).toContain('REDIS_URL: redis://:${REDIS_PASSWORD:?set REDIS_PASSWORD in .env}@redis:6379');
+    // A memory limit per replica (Node sizes V8's heap from it; docs/performance.md).
+    expect(bot).toMatch(/^ {4}mem_limit: 1g$/m);
   });
 });
 
