@@ -32,7 +32,7 @@ import { BullJobEdits } from '../src/services/queues/job-edits.js';
 import { createStores, type Stores } from '../src/services/store/keyv-store.js';
 import type { JobRecord, JobUpdate } from '../src/services/store/types.js';
 import { DiscordErrors, startFakeDiscord, type FakeDiscord } from './fake-discord/index.js';
-import type { RequestRecord } from './fake-discord/types.js';
+import type { FaultSpec, RequestRecord } from './fake-discord/types.js';
 import { REDIS_URL, eventually } from './helpers/harness.js';
 import { inProcessJobs, type JobCore } from './helpers/jobs.js';
 import { needs } from './helpers/requirements.js';
@@ -352,15 +352,14 @@ for (const kind of kinds) {
     const tokenRequests = (token: string) =>
       fake.requests.filter(onToken(token)).filter((r) => r.method === 'PATCH');
     const text = (o: unknown) => JSON.stringify(o ?? {});
+    /** Discord answers the next `count` requests on this interaction token with `answer`. */
+    const faultOnToken = (token: string, answer: Omit<FaultSpec, 'route' | 'count'>, count = 1) =>
+      fake.injectFault({ route: new RegExp(`/webhooks/\\d+/${token}/`), ...answer, count });
 
     it('a refused token is touched once, never again by this or a second instance; the final goes by bot token', async () => {
       const a = await instance();
       const { record, token, messageId } = await job();
-      fake.injectFault({
-        route: new RegExp(`/webhooks/\\d+/${token}/`),
-        ...DiscordErrors.invalidWebhookToken,
-        count: Infinity,
-      });
+      faultOnToken(token, DiscordErrors.invalidWebhookToken, Infinity);
       for (const p of [10, 20, 30]) await change(a, record.id, { percentage: p });
       await eventually(
         async () => (await stored(record.id)).tokenRefusedAt !== undefined,
@@ -461,11 +460,7 @@ for (const kind of kinds) {
     it('a 429 is waited out for its retry_after, then the final lands', async () => {
       const a = await instance();
       const { record, token } = await job();
-      fake.injectFault({
-        route: new RegExp(`/webhooks/\\d+/${token}/`),
-        ...DiscordErrors.rateLimited(1.2),
-        count: 1,
-      });
+      faultOnToken(token, DiscordErrors.rateLimited(1.2));
       await finish(a, record.id);
       await eventually(
         async () => (await stored(record.id)).finalShownAt !== undefined,
@@ -531,11 +526,7 @@ for (const kind of kinds) {
     it('progress spacing counts a refused answer too: the retry of a progress edit Discord answered 5xx waits the interval', async () => {
       const a = await instance();
       const { record, token } = await job();
-      const fault = fake.injectFault({
-        route: new RegExp(`/webhooks/\\d+/${token}/`),
-        ...DiscordErrors.internalServerError,
-        count: 1,
-      });
+      const fault = faultOnToken(token, DiscordErrors.internalServerError);
       await change(a, record.id, { percentage: 10 });
       await eventually(() => fault.hits >= 1, 5000, 'the progress edit refused');
       await eventually(
@@ -553,11 +544,7 @@ for (const kind of kinds) {
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {
       const a = await instance();
       const { record, token } = await job();
-      const fault = fake.injectFault({
-        route: new RegExp(`/webhooks/\\d+/${token}/`),
-        ...DiscordErrors.internalServerError,
-        count: Infinity,
-      });
+      const fault = faultOnToken(token, DiscordErrors.internalServerError, Infinity);
       await finish(a, record.id);
       await eventually(() => fault.hits >= 1, 10_000, 'the final refused');
       await a.close();
@@ -609,11 +596,7 @@ for (const kind of kinds) {
       const userId = fake.addUser({ username: `member${randomBytes(2).toString('hex')}` });
       const { record, token } = await job({ personal: true, userId });
       const from = fake.requests.length;
-      fake.injectFault({
-        route: new RegExp(`/webhooks/\\d+/${token}/`),
-        ...DiscordErrors.invalidWebhookToken,
-        count: Infinity,
-      });
+      faultOnToken(token, DiscordErrors.invalidWebhookToken, Infinity);
       await change(a, record.id, { percentage: 30 });
       await eventually(
         async () => (await stored(record.id)).tokenRefusedAt !== undefined,
