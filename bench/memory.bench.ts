@@ -9,7 +9,7 @@
  * BENCH_HEAP_SNAPSHOTS=<dir>: a heap snapshot of the bot at the end of each watch.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -46,6 +46,11 @@ const WATCH_S = Number(process.env.BENCH_WATCH_SECONDS ?? 30);
  * (docs/performance.md, "What still holds memory").
  */
 const SETTLE_S = Number(process.env.BENCH_SETTLE_SECONDS ?? 90);
+/**
+ * BENCH_BOT_OUTPUT=<prefix>: the bot's output of each scenario is written to
+ * `<prefix>-<store>-<jobs>.log` (with BENCH_NODE_FLAGS=--trace-gc, V8's own account of its GCs).
+ */
+const BOT_OUTPUT = process.env.BENCH_BOT_OUTPUT;
 /** Issue 10: RSS with 10 000 tracked jobs (either store) under 150 MB (decimal, the stricter reading). */
 const RSS_TARGET_MB = 150;
 
@@ -174,6 +179,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       await new Promise((r) => setTimeout(r, 1000));
       peak = Math.max(peak, (await vmOf(pid)).rss);
     }
+    if (BOT_OUTPUT) await writeFile(`${BOT_OUTPUT}-${store}-${jobs}.log`, out());
     await heapSnapshot(bot, `memory-${store}-${jobs}-jobs`);
     return {
       store,

@@ -40,7 +40,8 @@ const usage = (): string =>
     'Each takes minutes and most of the machine; see docs/performance.md.',
     'Environment: BENCH_STORES=redis,sqlite (storm, memory), BENCH_STORMS=one,ten,expired,',
     '  BENCH_SETTLE_MS (storm: when RSS is read after the last final, 5000), BENCH_JOBS,',
-    '  BENCH_WATCH_SECONDS, BENCH_SETTLE_SECONDS (memory), BENCH_HEAP_SNAPSHOTS=<dir> (heap snapshots of the bot),',
+    '  BENCH_WATCH_SECONDS, BENCH_SETTLE_SECONDS, BENCH_BOT_OUTPUT=<prefix> (memory),',
+    '  BENCH_HEAP_SNAPSHOTS=<dir> (heap snapshots of the bot),',
     '  BENCH_ALLOC_PROFILE=<file> (its allocations sampled, garbage included; _MODE=promoted, _FROM_MS),',
     '  BENCH_NODE_FLAGS.',
   ].join('\n');
