@@ -352,6 +352,11 @@ for (const kind of kinds) {
     const tokenRequests = (token: string) =>
       fake.requests.filter(onToken(token)).filter((r) => r.method === 'PATCH');
     const text = (o: unknown) => JSON.stringify(o ?? {});
+    /** Two requests of a message's progress reached Discord at least the policy's interval apart. */
+    const expectSpaced = (earlier: RequestRecord | undefined, later: RequestRecord | undefined) =>
+      expect((later?.at ?? 0) - (earlier?.at ?? 0)).toBeGreaterThanOrEqual(
+        DEFAULT_EDIT_POLICY.progressIntervalMs,
+      );
     /** Discord answers the next `count` requests on this interaction token with `answer`. */
     const faultOnToken = (token: string, answer: Omit<FaultSpec, 'route' | 'count'>, count = 1) =>
       fake.injectFault({ route: new RegExp(`/webhooks/\\d+/${token}/`), ...answer, count });
@@ -489,10 +494,7 @@ for (const kind of kinds) {
       const sent = tokenRequests(token);
       const progress = sent.filter((r) => !text(r.body).includes('one.png'));
       expect(progress.length).toBeGreaterThanOrEqual(2);
-      for (let i = 1; i < progress.length; i++)
-        expect((progress[i]?.at ?? 0) - (progress[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(
-          DEFAULT_EDIT_POLICY.progressIntervalMs,
-        );
+      for (let i = 1; i < progress.length; i++) expectSpaced(progress[i - 1], progress[i]);
       const cap = DEFAULT_EDIT_POLICY.interactionLimit - DEFAULT_EDIT_POLICY.finalReserve;
       for (const e of progress)
         expect(progress.filter((o) => o.at >= e.at && o.at < e.at + 5000).length).toBeLessThanOrEqual(cap);
@@ -518,9 +520,7 @@ for (const kind of kinds) {
       await change(a, record.id, { percentage: 20 });
       await eventually(() => tokenRequests(token).length >= 2, 5000, 'the second progress edit');
       const [first, second] = tokenRequests(token);
-      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(
-        DEFAULT_EDIT_POLICY.progressIntervalMs,
-      );
+      expectSpaced(first, second);
     }, 20_000);
 
     it('progress spacing counts a refused answer too: the retry of a progress edit Discord answered 5xx waits the interval', async () => {
@@ -536,9 +536,7 @@ for (const kind of kinds) {
       );
       const [refused, next] = tokenRequests(token);
       expect(refused?.status).toBe(500);
-      expect((next?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(
-        DEFAULT_EDIT_POLICY.progressIntervalMs,
-      );
+      expectSpaced(refused, next);
     }, 20_000);
 
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {
