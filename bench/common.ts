@@ -30,6 +30,8 @@ export const median = (xs: number[]): number => {
 };
 export const r1 = (n: number) => Math.round(n * 10) / 10;
 export const mib = (bytes: number) => r1(bytes / 1048576);
+/** Decimal megabytes, as the memory target counts them. */
+export const mb = (bytes: number) => r1(bytes / 1e6);
 
 export async function redisAnswers(): Promise<boolean> {
   const kv = new Keyv({

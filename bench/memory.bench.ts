@@ -26,6 +26,7 @@ import {
   heapLimitMib,
   heapOf,
   heapSnapshot,
+  mb,
   mib,
   rssPartsRow,
   spawnBot,
@@ -133,9 +134,9 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
     const out = () => bot?.output() ?? '';
     const t0 = Date.now();
     await eventually(() => out().includes('recovered open jobs'), 120_000, 'bot recovery');
-    const recoveredMs = Date.now() - t0;
-    const pid = bot.child.pid ?? 0;
     const recoveredAt = Date.now();
+    const recoveredMs = recoveredAt - t0;
+    const pid = bot.child.pid ?? 0;
     const secondsSinceRecovery = () => (Date.now() - recoveredAt) / 1000;
     // Full GCs since the recovery (prom-client's count of V8's major GCs on /metrics), and when
     // the first and the second came.
@@ -162,7 +163,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       if (i % 25 === 0) timeline.push(await heapRow(last.rss));
     }
     const resumed = /"open":(\d+)/.exec(out())?.[1];
-    const heap = await heapOf(bot.url);
+    const heap = await heapOf(botUrl);
     const parts = await rssPartsRow(pid);
     const fullGcsByTarget = (await gcOf(botUrl)).majors - majorsAtRecovery;
     // Then on, for at most SETTLE_S: the RSS 5 s after the second full GC since the recovery.
@@ -173,7 +174,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       if (second !== undefined && secondsSinceRecovery() >= second + 5) {
         const now = await vmOf(pid);
         peak = Math.max(peak, now.rss);
-        settled = `${mib(now.rss)} MiB (${Math.round(now.rss / 100_000) / 10} MB) at ${Math.round(secondsSinceRecovery())} s; rss/used/total/external ${await heapRow(now.rss)}`;
+        settled = `${mib(now.rss)} MiB (${mb(now.rss)} MB) at ${Math.round(secondsSinceRecovery())} s; rss/used/total/external ${await heapRow(now.rss)}`;
         break;
       }
       await new Promise((r) => setTimeout(r, 1000));
@@ -187,7 +188,7 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
       'resumed by the bot': Number(resumed ?? NaN),
       'start → recovered s': Math.round(recoveredMs / 100) / 10,
       [`bot rss MiB (after ${WATCH_S} s)`]: mib(last.rss),
-      [`bot rss MB (after ${WATCH_S} s)`]: Math.round(last.rss / 100_000) / 10,
+      [`bot rss MB (after ${WATCH_S} s)`]: mb(last.rss),
       ...(jobs > 0
         ? {
             target: `< ${RSS_TARGET_MB} MB with ${jobs} jobs: ${last.rss < RSS_TARGET_MB * 1e6 ? 'met' : 'NOT met'}`,
@@ -199,7 +200,6 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
         ? fullGcAtS.map((s) => Math.round(s)).join(', ')
         : `none within ${WATCH_S + SETTLE_S} s`,
       'bot rss 5 s after the second': settled ?? '–',
-      'V8 heap limit on this machine MiB': heapLimitMib(),
       'bot VmHWM MiB (lifetime peak)': mib(last.hwm),
       ...parts,
       'bot heap used / total / external MiB': `${mib(heap.used)} / ${mib(heap.total)} / ${mib(heap.external)}`,
@@ -216,16 +216,19 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
 
 export async function runMemoryBench(): Promise<Record<string, unknown>[]> {
   const how = 'node dist/bot/main.js';
+  // A property of the machine (or its container), not of a scenario: read once.
+  const heapLimit = { 'V8 heap limit on this machine MiB': heapLimitMib() };
   const rows: Record<string, unknown>[] = [];
   for (const store of benchStores()) {
     if (store === 'redis' && !redisServerInstalled()) {
       rows.push({ scenario: 'bot RSS on Redis', skipped: 'redis-server not installed' });
       continue;
     }
-    rows.push({ scenario: `bot RSS, no jobs, ${store} (${how})`, ...(await runBot(0, store)) });
+    rows.push({ scenario: `bot RSS, no jobs, ${store} (${how})`, ...(await runBot(0, store)), ...heapLimit });
     rows.push({
       scenario: `bot RSS, ${JOBS} tracked jobs, ${store} (${how})`,
       ...(await runBot(JOBS, store)),
+      ...heapLimit,
     });
   }
   return rows;
