@@ -539,6 +539,32 @@ for (const kind of kinds) {
       expectSpaced(refused, next);
     }, 20_000);
 
+    it('finals keep to the message’s interaction window too: retries after three progress edits, never a sixth edit within 5 s', async () => {
+      const a = await instance();
+      const { record, token } = await job();
+      for (const [i, percentage] of [10, 20, 30].entries()) {
+        await change(a, record.id, { percentage });
+        await eventually(() => tokenRequests(token).length > i, 5000, `progress edit ${i + 1}`);
+      }
+      // Refused twice: its backoff (0.5–1 s, then 1–2 s) alone would put five finals' and
+      // progress' requests 3.5–5 s after the first progress edit, the sixth within its window.
+      const fault = faultOnToken(token, DiscordErrors.internalServerError, 2);
+      await finish(a, record.id);
+      await eventually(
+        async () => (await stored(record.id)).finalShownAt !== undefined,
+        20_000,
+        'the final shown',
+      );
+      expect(fault.hits).toBe(2);
+      const sent = tokenRequests(token);
+      expect(sent.map((r) => r.status)).toEqual([200, 200, 200, 500, 500, 200]);
+      const { interactionLimit, interactionWindowMs } = DEFAULT_EDIT_POLICY;
+      for (const e of sent)
+        expect(
+          sent.filter((o) => o.at >= e.at && o.at < e.at + interactionWindowMs).length,
+        ).toBeLessThanOrEqual(interactionLimit);
+    }, 30_000);
+
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {
       const a = await instance();
       const { record, token } = await job();

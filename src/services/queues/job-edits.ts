@@ -50,8 +50,8 @@ import type { PostedMessage } from '../shared/message-ref.js';
  *
  * Redis round trips of a final (measured in test/edit-drivers.test.ts): one `add`;
  * when it folded into a waiting progress edit, its priority and promotion go
- * together in one more; then the worker's fetch, the record read beside the lock
- * check, and the PATCH.
+ * together in one more; then the worker's fetch, the record and the message's
+ * interaction answer times read beside the lock check, and the PATCH.
  */
 
 interface EditData {
@@ -257,9 +257,12 @@ export class BullJobEdits implements MessageUpdates {
     // past its lock must not repeat what the job's new worker sends. A lock just extended
     // holds for lockMs: within a quarter of it no second check is needed before sending.
     let fencedAt = Date.now();
-    const [record, ours] = await Promise.all([
+    const markKey = `${this.ctx.prefix}:edit-at:${dedupKey(job.data)}`;
+    // The message's interaction answer times, read beside them: no round trip of their own.
+    const [record, ours, marks] = await Promise.all([
       this.deps.store.get(jobId),
       stillOurs(job, token, this.ctx.lockMs),
+      target === 'notice' ? undefined : this.deps.marks.get(markKey),
     ]);
     if (!ours) {
       this.log.warn({ jobId, target }, 'edit job no longer ours (paused past its lock): not sent');
@@ -280,7 +283,7 @@ export class BullJobEdits implements MessageUpdates {
       target === 'reply' ? this.deps.renderers.renderReply(r) : this.deps.renderers.render(r, now);
     let payload = renderAs(record);
     let text: 'member' | 'withheld' | 'bare' = record.textWithheld === true ? 'withheld' : 'member';
-    const markKey = `${this.ctx.prefix}:edit-at:${dedupKey(job.data)}`;
+    let done = parseMarks(marks);
     for (;;) {
       const route = routeFor(facts, this.now(), final, this.opts);
       if (route.route === 'none' || route.route === 'skip') {
@@ -290,11 +293,10 @@ export class BullJobEdits implements MessageUpdates {
       }
       // Only the job's own message becomes a DM (a personal job has no channel line).
       if (route.route === 'dm' && target !== 'message') return;
-      let done: number[] = [];
-      if (route.route === 'interaction' && !final) {
-        done = parseMarks(await this.deps.marks.get(markKey));
+      if (route.route === 'interaction') {
+        // Finals too: they may take the reserve, not a sixth request of the window.
         const t = this.now();
-        const readyAt = interactionReadyAt(done, false, t, this.opts);
+        const readyAt = interactionReadyAt(done, final, t, this.opts);
         if (readyAt > t) throw await this.delay(job, token, readyAt - t);
       }
       if (route.route === 'channel') {
@@ -312,17 +314,17 @@ export class BullJobEdits implements MessageUpdates {
       }
       const outcome = await this.send(route, record, payload);
       this.deps.metrics?.editsSent.inc({ route: route.route, outcome: editOutcome(outcome) });
-      // Every answer but a 429 counts, refusals too (as in the in-process driver): the
-      // next progress edit of this message, a retry included, is spaced from it.
-      if (route.route === 'interaction' && !final && outcome.kind !== 'rate_limited') {
+      // Every answer but a 429 counts, finals and refusals too (as in the in-process
+      // driver): the message's window and its next progress edit's spacing, a retry's included.
+      if (route.route === 'interaction' && outcome.kind !== 'rate_limited') {
         const answeredAt = this.now();
-        const kept = [...done, answeredAt].slice(-this.opts.interactionLimit);
+        done = [...done, answeredAt].slice(-this.opts.interactionLimit);
         await this.deps.marks
-          .set(markKey, JSON.stringify(kept), { expiration: { type: 'PX', value: MARK_TTL_MS } })
+          .set(markKey, JSON.stringify(done), { expiration: { type: 'PX', value: MARK_TTL_MS } })
           .catch(() => undefined);
-        if (outcome.kind === 'ok' && target === 'message')
+        if (outcome.kind === 'ok' && target === 'message' && !final)
           // Until the message's next progress edit may go, its changes wait for one edit then.
-          this.progress.space(jobId, interactionReadyAt(kept, false, answeredAt, this.opts));
+          this.progress.space(jobId, interactionReadyAt(done, false, answeredAt, this.opts));
       }
       const decision = decide(
         outcome,
