@@ -23,7 +23,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -70,6 +70,88 @@ export const nodeRedisPrototypes = {
       const dictionary =
         "{ const d = Object.getOwnPropertyDescriptor(Class.prototype, 'constructor'); delete Class.prototype.constructor; Object.defineProperty(Class.prototype, 'constructor', d); }";
       return { contents: source.replace(COMMANDER_CLASS, `${COMMANDER_CLASS} ${dictionary}`), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * BullMQ declares no `exports`, so a Node bundle takes its CommonJS build, whose index
+ * requires every backend at start: PostgreSQL (its SQL, 0.25 MiB of strings kept alive),
+ * the Valkey GLIDE and Bun clients, none of which the bot opens (what of the Bun client
+ * BullMQ's connection refers to stays). Its ES module build (`module`) with
+ * those backends' modules marked free of side effects (they only declare; BullMQ marks
+ * none) lets the bundle leave out what the bot does not use. What V8 keeps alive at start
+ * it lets grow four times over until its second full GC (docs/performance.md, "What still
+ * holds memory"). A BullMQ that stops naming its ES module build fails the build.
+ */
+const BULLMQ_UNUSED_BACKENDS = /[\\/]postgres([\\/]|$)|bun-redis-client|valkey-glide-client/;
+export const bullmqModules = {
+  name: 'bullmq-es-modules',
+  setup(build) {
+    build.onResolve({ filter: /^bullmq$/ }, () => {
+      const pkg = JSON.parse(readFileSync(join(root, 'node_modules', 'bullmq', 'package.json'), 'utf8'));
+      if (typeof pkg.module !== 'string')
+        throw new Error(
+          'bullmq no longer names its ES module build (`module`): review bullmqModules in scripts/bundle.mjs',
+        );
+      return { path: join(root, 'node_modules', 'bullmq', pkg.module) };
+    });
+    build.onResolve({ filter: /^\./ }, async (args) => {
+      if (args.pluginData?.bullmq || !/[\\/]bullmq[\\/]dist[\\/]esm[\\/]/.test(args.importer))
+        return undefined;
+      const r = await build.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { bullmq: true },
+      });
+      if (r.errors.length > 0 || !BULLMQ_UNUSED_BACKENDS.test(r.path))
+        return r.errors.length > 0 ? { errors: r.errors } : r;
+      return { ...r, sideEffects: false };
+    });
+  },
+};
+
+/**
+ * Zod's namespace object (`z`, what the bot imports) carries `z.locales` and `z.core.locales`:
+ * error messages in 50 languages, 0.3 MiB of source kept alive from start, of which Zod itself
+ * uses only English (its default, imported on its own) and the bot none (members read its own
+ * catalogs, src/i18n). In the bundle both namespaces hold English only. A Zod whose locales
+ * move fails the build.
+ */
+export const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => {
+      if (!/[\\/]zod[\\/]v4[\\/](classic|core|mini)[\\/]/.test(args.importer)) return undefined;
+      const en = join(args.resolveDir, '..', 'locales', 'en.js');
+      if (!existsSync(en)) throw new Error(`${en} is missing: review zodEnglishOnly in scripts/bundle.mjs`);
+      return { path: en, namespace: 'zod-locales' };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from './en.js';`,
+      resolveDir: dirname(args.path),
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * The six message catalogs (src/i18n/locales/*.json) are read at start from dist/bot/i18n/
+ * instead of written into the bundle as object literals: the objects are the same, but V8
+ * keeps every loaded script's source text, and 0.3 MiB of catalogs in it stays alive for the
+ * process's life (four times that in heap growth before V8's second full GC; see bullmqModules).
+ */
+const CATALOG_JSON = /[\\/]src[\\/]i18n[\\/]locales[\\/]([^\\/]+\.json)$/;
+export const catalogsReadAtStart = {
+  name: 'catalogs-read-at-start',
+  setup(build) {
+    build.onLoad({ filter: CATALOG_JSON }, (args) => {
+      const file = CATALOG_JSON.exec(args.path)?.[1] ?? '';
+      return {
+        contents: `import { readFileSync } from 'node:fs'; export default JSON.parse(readFileSync(new URL(${JSON.stringify(`./i18n/${file}`)}, import.meta.url), 'utf8'));`,
+        loader: 'js',
+      };
     });
   },
 };
@@ -149,7 +231,7 @@ async function build() {
     sourcemap: 'linked',
     metafile: true,
     logLevel: 'warning',
-    plugins: [nodeRedisPrototypes],
+    plugins: [nodeRedisPrototypes, bullmqModules, zodEnglishOnly, catalogsReadAtStart],
   });
   const names = new Set();
   mkdirSync(join(tmp, 'lua'), { recursive: true });
@@ -160,6 +242,9 @@ async function build() {
     names.add(name);
     cpSync(file, join(tmp, 'lua', name));
   }
+  mkdirSync(join(tmp, 'i18n'));
+  for (const file of readdirSync(join(root, 'src', 'i18n', 'locales')).filter((f) => f.endsWith('.json')))
+    cpSync(join(root, 'src', 'i18n', 'locales', file), join(tmp, 'i18n', file));
   // Written last: its time is the build's (bundleIsStale compares against it).
   writeFileSync(join(tmp, 'meta.json'), JSON.stringify(result.metafile));
   rmSync(outdir, { recursive: true, force: true });
