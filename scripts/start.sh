@@ -4,7 +4,7 @@
 # - MALLOC_ARENA_MAX=1: glibc malloc keeps one arena instead of eight per core's worth. The
 #   main thread allocates most; V8's background threads (compilers, GC) and libuv's pool free
 #   what they allocate, and in an arena of their own that memory stayed resident, unusable by
-#   the main thread (Node 24, RSS after a 100-job storm: 138-142 MiB with one, 141-162 with two);
+#   the main thread (Node 24, RSS after a 100-job storm: 138-142 MiB with one, 141-164 with two);
 # - --max-semi-space-size=4: V8's young generation stays at 4 MiB semi-spaces (its default
 #   lets them grow to 16 MiB, resident for the process's life).
 # Without arguments (`npm start`) it runs the bundled bot, dist/bot/main.js, bundled first when
