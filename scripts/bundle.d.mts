@@ -8,3 +8,9 @@ export declare function luaFiles(): string[];
 export declare function bundleBot(opts?: { ifStale?: boolean }): Promise<void>;
 /** The esbuild plugin that builds node-redis's command classes on dictionary-mode prototypes. */
 export declare const nodeRedisPrototypes: Plugin;
+/** BullMQ's ES module build, its PostgreSQL and GLIDE backends left out. */
+export declare const bullmqModules: Plugin;
+/** Zod's locale namespaces with English only. */
+export declare const zodEnglishOnly: Plugin;
+/** The message catalogs read at start from dist/bot/i18n/ instead of bundled as source. */
+export declare const catalogsReadAtStart: Plugin;
