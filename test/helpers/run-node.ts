@@ -29,7 +29,10 @@ export function runNode(
       child.kill('SIGKILL');
       reject(new Error(`process did not exit in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': a process may exit before its parent has read all it wrote to the
+    // pipes ('exit' then comes first, and the last lines, a start failure's one line among them,
+    // were missing from the run under load).
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
