@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig as parseWith, secretsOf, type Config } from '../src/config.js';
 import { operationModules } from '../src/services/operations/index.js';
 import { botCommand, productionEnv } from './helpers/production-node-flags.js';
+import { runNode, type NodeRun } from './helpers/run-node.js';
 
 const REQUIRED = {
   DISCORD_TOKEN: 'bot-token-abc.def',
@@ -490,32 +490,14 @@ describe('parseConfig', () => {
 /** What `npm start` runs (the bundled src/main.ts and its flags), set before the runs below. */
 let command: string[] = [];
 
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+interface RunResult extends NodeRun {
   ms: number;
 }
 
-function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const started = Date.now();
-    const child = spawn(process.execPath, command, {
-      cwd,
-      env: { ...productionEnv(), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(killer);
-      resolvePromise({ code, stdout, stderr, ms: Date.now() - started });
-    });
-  });
+async function runMain(cwd: string, env: Record<string, string>): Promise<RunResult> {
+  const started = Date.now();
+  const r = await runNode(command, { cwd, env: { ...productionEnv(), ...env }, timeoutMs: 60_000 });
+  return { ...r, ms: Date.now() - started };
 }
 
 describe('src/main.ts with a bad environment', { timeout: 90_000 }, () => {

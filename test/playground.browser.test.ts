@@ -1131,11 +1131,14 @@ function runPlayground(env: Record<string, string>) {
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  // Its pipes' end: all it printed has been read (the exit can come first).
+  const closed = new Promise<void>((r) => child.once('close', () => r()));
   const pgid = child.pid ?? 0;
   return {
     child,
     output: () => out,
     exited,
+    closed,
     /** A signal to every process of the group, as the terminal sends Ctrl-C. */
     signalGroup: (signal: NodeJS.Signals) => process.kill(-pgid, signal),
     /** The group's processes still running: pid and command line. */
@@ -1171,6 +1174,7 @@ describe('npm run playground as a command', { timeout: 90_000 }, () => {
     try {
       const run = runPlayground({ PLAYGROUND_PORT: String(port), TMPDIR: tmp });
       expect(await run.exited).toBe(1);
+      await run.closed;
       const lines = run.output().trim().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain(`PLAYGROUND_PORT=${port}`);
