@@ -107,7 +107,25 @@ export const bullmqModules = {
       });
       if (r.errors.length > 0 || !BULLMQ_UNUSED_BACKENDS.test(r.path))
         return r.errors.length > 0 ? { errors: r.errors } : r;
+      marked = true;
       return { ...r, sideEffects: false };
+    });
+    // BullMQ bundled without any backend left out: its modules moved, the build says so.
+    let marked = false;
+    let bundled = false;
+    build.onStart(() => {
+      marked = false;
+      bundled = false;
+    });
+    build.onLoad({ filter: /[\\/]bullmq[\\/]dist[\\/]esm[\\/]index\.js$/ }, () => {
+      bundled = true;
+      return undefined;
+    });
+    build.onEnd(() => {
+      if (bundled && !marked)
+        throw new Error(
+          "none of BullMQ's unused backends was found: review bullmqModules in scripts/bundle.mjs",
+        );
     });
   },
 };
@@ -117,7 +135,7 @@ export const bullmqModules = {
  * error messages in 50 languages, 0.3 MiB of source kept alive from start, of which Zod itself
  * uses only English (its default, imported on its own) and the bot none (members read its own
  * catalogs, src/i18n). In the bundle both namespaces hold English only. A Zod whose locales
- * move fails the build.
+ * index moves or changes fails the build.
  */
 const ZOD_LOCALES_INDEX = /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/;
 const ZOD_ENGLISH = 'export { default as en } from "./en.js";';
@@ -125,12 +143,30 @@ export const zodEnglishOnly = {
   name: 'zod-english-only',
   setup(build) {
     // The index itself is rewritten (a file, so the bundle's staleness check still sees it).
+    let rewritten = false;
+    let bundled = false;
+    build.onStart(() => {
+      rewritten = false;
+      bundled = false;
+    });
     build.onLoad({ filter: ZOD_LOCALES_INDEX }, (args) => {
       if (!readFileSync(args.path, 'utf8').includes(ZOD_ENGLISH))
         throw new Error(
           `${args.path} no longer exports English as this build expects: review zodEnglishOnly in scripts/bundle.mjs`,
         );
+      rewritten = true;
       return { contents: ZOD_ENGLISH, loader: 'js' };
+    });
+    build.onLoad({ filter: /[\\/]zod[\\/]v4[\\/](core|classic)[\\/]/ }, () => {
+      bundled = true;
+      return undefined;
+    });
+    // Zod bundled and its locale index never seen: the index moved, the build says so.
+    build.onEnd(() => {
+      if (bundled && !rewritten)
+        throw new Error(
+          'Zod was bundled without its locales index: review zodEnglishOnly in scripts/bundle.mjs',
+        );
     });
   },
 };

@@ -112,6 +112,23 @@ describe('the bundle (scripts/bundle.mjs)', () => {
     );
   });
 
+  it('fails the build when Zod is bundled and its locales index is not where the build expects it', async () => {
+    const core = join(dir, 'node_modules', 'zod', 'v4', 'core');
+    mkdirSync(core, { recursive: true });
+    writeFileSync(join(core, 'index.js'), 'export const locales = {};\n');
+    writeFileSync(join(dir, 'zod-moved.mjs'), "import './node_modules/zod/v4/core/index.js';\n");
+    await expect(
+      build({
+        entryPoints: [join(dir, 'zod-moved.mjs')],
+        write: false,
+        bundle: true,
+        platform: 'node',
+        plugins: [zodEnglishOnly],
+        logLevel: 'silent',
+      }),
+    ).rejects.toThrow(/review zodEnglishOnly/);
+  });
+
   it('reads the message catalogs at start instead of carrying them in its source', async () => {
     const source = `import { CATALOGS } from ${JSON.stringify(join(root, 'src', 'i18n', 'catalogs.ts'))}; console.log(JSON.stringify(CATALOGS));`;
     const withIt = await bundled('catalogs', source, [catalogsReadAtStart], (out) =>

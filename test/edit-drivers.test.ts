@@ -24,6 +24,7 @@ import { DEFAULT_EDIT_POLICY } from '../src/services/discord/edits/edit-policy.j
 import { EditQueue } from '../src/services/discord/edits/edit-queue.js';
 import { jobMessageOf } from '../src/services/discord/edits/edit-key.js';
 import { QueuedJobMessages, type JobRenderers } from '../src/services/discord/edits/job-messages.js';
+import { jobError } from '../src/services/jobs/job-errors.js';
 import { createJobRenderer, renderThreadLine } from '../src/services/discord/render/job-render.js';
 import { RedisChannelBudget } from '../src/services/cluster/redis-channel-budget.js';
 import { jobOperations, renderOperations } from '../src/services/operations/index.js';
@@ -357,6 +358,14 @@ for (const kind of kinds) {
       expect((later?.at ?? 0) - (earlier?.at ?? 0)).toBeGreaterThanOrEqual(
         DEFAULT_EDIT_POLICY.progressIntervalMs,
       );
+    /** No 5 s of a message's requests on its interaction token hold more than the policy's 5. */
+    const expectWindowKept = (sent: RequestRecord[]) => {
+      const { interactionLimit, interactionWindowMs } = DEFAULT_EDIT_POLICY;
+      for (const e of sent)
+        expect(
+          sent.filter((o) => o.at >= e.at && o.at < e.at + interactionWindowMs).length,
+        ).toBeLessThanOrEqual(interactionLimit);
+    };
     /** Discord answers the next `count` requests on this interaction token with `answer`. */
     const faultOnToken = (token: string, answer: Omit<FaultSpec, 'route' | 'count'>, count = 1) =>
       fake.injectFault({ route: new RegExp(`/webhooks/\\d+/${token}/`), ...answer, count });
@@ -558,11 +567,36 @@ for (const kind of kinds) {
       expect(fault.hits).toBe(2);
       const sent = tokenRequests(token);
       expect(sent.map((r) => r.status)).toEqual([200, 200, 200, 500, 500, 200]);
-      const { interactionLimit, interactionWindowMs } = DEFAULT_EDIT_POLICY;
-      for (const e of sent)
-        expect(
-          sent.filter((o) => o.at >= e.at && o.at < e.at + interactionWindowMs).length,
-        ).toBeLessThanOrEqual(interactionLimit);
+      expectWindowKept(sent);
+    }, 30_000);
+
+    it('AutoMod refusing a final twice after three progress edits: the bare final waits for the window, sent once', async () => {
+      const a = await instance();
+      const { record, token, messageId } = await job();
+      for (const [i, percentage] of [10, 20, 30].entries()) {
+        await change(a, record.id, { percentage });
+        await eventually(() => tokenRequests(token).length > i, 5000, `progress edit ${i + 1}`);
+      }
+      // The error's text is free text too: refused with the member's text and without it.
+      fake.setAutoModKeywords(fake.guildId, ['forbiddenword']);
+      try {
+        await change(a, record.id, {
+          state: 'failed',
+          error: jobError('service_failed', 'the forbiddenword filter tripped'),
+        });
+        await eventually(
+          async () => (await stored(record.id)).finalShownAt !== undefined,
+          20_000,
+          'the final shown',
+        );
+        const sent = tokenRequests(token);
+        expect(sent.map((r) => r.status)).toEqual([200, 200, 200, 400, 400, 200]);
+        expectWindowKept(sent);
+        const msg = fake.channelMessages(record.message.channelId).find((m) => m.id === messageId);
+        expect(text(msg?.data)).not.toContain('forbiddenword');
+      } finally {
+        fake.setAutoModKeywords(fake.guildId, []);
+      }
     }, 30_000);
 
     it('restart mid-edit: a final refused by 5xx before the restart lands once after it', async () => {

@@ -59,6 +59,11 @@ interface EditData {
   target: JobEditTarget;
   /** Interaction route 429: not sent before this (a promotion of the edit must not cut it short). */
   notBefore?: number;
+  /**
+   * AutoMod refused this edit even without the member's text: it goes without any free text,
+   * also after a delay or a retry (else each run would send the refused body once more).
+   */
+  bare?: true;
 }
 
 /** Every edit job's BullMQ attempts (capped backoff: well over a day), then the keeper asks again. */
@@ -281,8 +286,9 @@ export class BullJobEdits implements MessageUpdates {
     const facts = messageFacts(record, target);
     const renderAs = (r: JobRecord) =>
       target === 'reply' ? this.deps.renderers.renderReply(r) : this.deps.renderers.render(r, now);
-    let payload = renderAs(record);
-    let text: 'member' | 'withheld' | 'bare' = record.textWithheld === true ? 'withheld' : 'member';
+    let text: 'member' | 'withheld' | 'bare' =
+      job.data.bare === true ? 'bare' : record.textWithheld === true ? 'withheld' : 'member';
+    let payload = renderAs(text === 'bare' ? this.deps.renderers.withoutFreeText(record) : record);
     let done = parseMarks(marks);
     for (;;) {
       const route = routeFor(facts, this.now(), final, this.opts);
@@ -385,6 +391,8 @@ export class BullJobEdits implements MessageUpdates {
           // Refused even without the member's text: once more without any free text.
           text = 'bare';
           payload = renderAs(this.deps.renderers.withoutFreeText(record));
+          // Kept with the edit: a wait for the window (or a retry) must not send the refused body again.
+          if (job.data.bare !== true) await job.updateData({ ...job.data, bare: true });
           continue;
         case 'drop':
           if (decision.level === 'error')

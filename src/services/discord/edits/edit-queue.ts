@@ -659,10 +659,15 @@ export class EditQueue {
       }
       case 'withhold':
       case 'bare': {
-        // The same body would be refused again: the slot goes (not ended), the caller pushes
-        // the message anew (without the member's text, or without any free text).
+        // The same body would be refused again: what waits is dropped and the caller pushes the
+        // message anew (without the member's text, or without any free text), its final too. The
+        // slot stays with its answer times: the re-push keeps to the message's interaction window.
         log.warn({ jobId: slot.jobId, route, step: decision.do }, 'AutoMod refused the edit; text withheld');
-        if (this.slots.get(slot.jobId) === slot) this.slots.delete(slot.jobId);
+        if (this.slots.get(slot.jobId) === slot) {
+          slot.pending = undefined;
+          slot.finalSeen = false;
+          slot.failures = 0;
+        }
         const again = slot.onAutoMod;
         if (again) this.safeCall(again);
         return;
