@@ -75,6 +75,30 @@ export const nodeRedisPrototypes = {
 };
 
 /**
+ * For a plugin that changes a package: fails the build when a module matching `bundled` was
+ * bundled but the plugin never called the returned `seen` (what it changes has moved), instead
+ * of bundling the package unchanged without a word.
+ */
+function failUnlessSeen(build, bundled, message) {
+  let seen = false;
+  let present = false;
+  build.onStart(() => {
+    seen = false;
+    present = false;
+  });
+  build.onLoad({ filter: bundled }, () => {
+    present = true;
+    return undefined;
+  });
+  build.onEnd(() => {
+    if (present && !seen) throw new Error(message);
+  });
+  return () => {
+    seen = true;
+  };
+}
+
+/**
  * BullMQ declares no `exports`, so a Node bundle takes its CommonJS build, whose index
  * requires every backend at start: PostgreSQL (its SQL, 0.25 MiB of strings kept alive),
  * the Valkey GLIDE and Bun clients, none of which the bot opens (what of the Bun client
@@ -107,26 +131,15 @@ export const bullmqModules = {
       });
       if (r.errors.length > 0 || !BULLMQ_UNUSED_BACKENDS.test(r.path))
         return r.errors.length > 0 ? { errors: r.errors } : r;
-      marked = true;
+      markedOne();
       return { ...r, sideEffects: false };
     });
     // BullMQ bundled without any backend left out: its modules moved, the build says so.
-    let marked = false;
-    let bundled = false;
-    build.onStart(() => {
-      marked = false;
-      bundled = false;
-    });
-    build.onLoad({ filter: /[\\/]bullmq[\\/]dist[\\/]esm[\\/]index\.js$/ }, () => {
-      bundled = true;
-      return undefined;
-    });
-    build.onEnd(() => {
-      if (bundled && !marked)
-        throw new Error(
-          "none of BullMQ's unused backends was found: review bullmqModules in scripts/bundle.mjs",
-        );
-    });
+    const markedOne = failUnlessSeen(
+      build,
+      /[\\/]bullmq[\\/]dist[\\/]esm[\\/]index\.js$/,
+      "none of BullMQ's unused backends was found: review bullmqModules in scripts/bundle.mjs",
+    );
   },
 };
 
@@ -143,31 +156,20 @@ export const zodEnglishOnly = {
   name: 'zod-english-only',
   setup(build) {
     // The index itself is rewritten (a file, so the bundle's staleness check still sees it).
-    let rewritten = false;
-    let bundled = false;
-    build.onStart(() => {
-      rewritten = false;
-      bundled = false;
-    });
     build.onLoad({ filter: ZOD_LOCALES_INDEX }, (args) => {
       if (!readFileSync(args.path, 'utf8').includes(ZOD_ENGLISH))
         throw new Error(
           `${args.path} no longer exports English as this build expects: review zodEnglishOnly in scripts/bundle.mjs`,
         );
-      rewritten = true;
+      rewritten();
       return { contents: ZOD_ENGLISH, loader: 'js' };
     });
-    build.onLoad({ filter: /[\\/]zod[\\/]v4[\\/](core|classic)[\\/]/ }, () => {
-      bundled = true;
-      return undefined;
-    });
     // Zod bundled and its locale index never seen: the index moved, the build says so.
-    build.onEnd(() => {
-      if (bundled && !rewritten)
-        throw new Error(
-          'Zod was bundled without its locales index: review zodEnglishOnly in scripts/bundle.mjs',
-        );
-    });
+    const rewritten = failUnlessSeen(
+      build,
+      /[\\/]zod[\\/]v4[\\/](core|classic)[\\/]/,
+      'Zod was bundled without its locales index: review zodEnglishOnly in scripts/bundle.mjs',
+    );
   },
 };
 

@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -70,20 +70,12 @@ describe('the bundle (scripts/bundle.mjs)', () => {
   });
 
   it('fails the build when node-redis no longer declares its command class as expected', async () => {
-    const lib = join(dir, 'node_modules', '@redis', 'client', 'dist', 'lib');
-    mkdirSync(lib, { recursive: true });
-    writeFileSync(join(lib, 'commander.js'), 'exports.attachConfig = () => class {};\n');
-    writeFileSync(join(dir, 'changed.mjs'), "import './node_modules/@redis/client/dist/lib/commander.js';\n");
-    await expect(
-      build({
-        entryPoints: [join(dir, 'changed.mjs')],
-        write: false,
-        bundle: true,
-        platform: 'node',
-        plugins: [nodeRedisPrototypes],
-        logLevel: 'silent',
-      }),
-    ).rejects.toThrow(/no longer declares its command class/);
+    await expectBuildToFail(
+      '@redis/client/dist/lib/commander.js',
+      'exports.attachConfig = () => class {};\n',
+      nodeRedisPrototypes,
+      /no longer declares its command class/,
+    );
   });
 
   it("leaves out BullMQ's PostgreSQL and GLIDE backends; its Queue and Worker are there", async () => {
@@ -113,20 +105,12 @@ describe('the bundle (scripts/bundle.mjs)', () => {
   });
 
   it('fails the build when Zod is bundled and its locales index is not where the build expects it', async () => {
-    const core = join(dir, 'node_modules', 'zod', 'v4', 'core');
-    mkdirSync(core, { recursive: true });
-    writeFileSync(join(core, 'index.js'), 'export const locales = {};\n');
-    writeFileSync(join(dir, 'zod-moved.mjs'), "import './node_modules/zod/v4/core/index.js';\n");
-    await expect(
-      build({
-        entryPoints: [join(dir, 'zod-moved.mjs')],
-        write: false,
-        bundle: true,
-        platform: 'node',
-        plugins: [zodEnglishOnly],
-        logLevel: 'silent',
-      }),
-    ).rejects.toThrow(/review zodEnglishOnly/);
+    await expectBuildToFail(
+      'zod/v4/core/index.js',
+      'export const locales = {};\n',
+      zodEnglishOnly,
+      /review zodEnglishOnly/,
+    );
   });
 
   it('reads the message catalogs at start instead of carrying them in its source', async () => {
@@ -139,6 +123,30 @@ describe('the bundle (scripts/bundle.mjs)', () => {
     expect(withIt.text).not.toContain(CATALOGS.de['commands.upscale.description']);
   });
 });
+
+/** A package file written as `contents` under a scratch node_modules: bundling it with `plugin` fails with `message`. */
+async function expectBuildToFail(
+  file: string,
+  contents: string,
+  plugin: Plugin,
+  message: RegExp,
+): Promise<void> {
+  const path = join(dir, 'node_modules', file);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, contents);
+  const entry = join(dir, `changed-${plugin.name}.mjs`);
+  writeFileSync(entry, `import './node_modules/${file}';\n`);
+  await expect(
+    build({
+      entryPoints: [entry],
+      write: false,
+      bundle: true,
+      platform: 'node',
+      plugins: [plugin],
+      logLevel: 'silent',
+    }),
+  ).rejects.toThrow(message);
+}
 
 /** Bundles `source` as the bot's bundle does (with `plugins`), into a folder of its own. */
 async function bundled(
