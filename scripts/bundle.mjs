@@ -129,8 +129,8 @@ export const bullmqModules = {
         resolveDir: args.resolveDir,
         pluginData: { bullmq: true },
       });
-      if (r.errors.length > 0 || !BULLMQ_UNUSED_BACKENDS.test(r.path))
-        return r.errors.length > 0 ? { errors: r.errors } : r;
+      if (r.errors.length > 0) return { errors: r.errors };
+      if (!BULLMQ_UNUSED_BACKENDS.test(r.path)) return r;
       markedOne();
       return { ...r, sideEffects: false };
     });

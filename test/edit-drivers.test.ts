@@ -358,13 +358,20 @@ for (const kind of kinds) {
       expect((later?.at ?? 0) - (earlier?.at ?? 0)).toBeGreaterThanOrEqual(
         DEFAULT_EDIT_POLICY.progressIntervalMs,
       );
-    /** No 5 s of a message's requests on its interaction token hold more than the policy's 5. */
-    const expectWindowKept = (sent: RequestRecord[]) => {
-      const { interactionLimit, interactionWindowMs } = DEFAULT_EDIT_POLICY;
+    /** No 5 s of these requests of a message hold more than `limit` (the policy's 5 by default). */
+    const expectWindowKept = (sent: RequestRecord[], limit = DEFAULT_EDIT_POLICY.interactionLimit) => {
+      const { interactionWindowMs } = DEFAULT_EDIT_POLICY;
       for (const e of sent)
         expect(
           sent.filter((o) => o.at >= e.at && o.at < e.at + interactionWindowMs).length,
-        ).toBeLessThanOrEqual(interactionLimit);
+        ).toBeLessThanOrEqual(limit);
+    };
+    /** Three progress edits of the job's message, each seen by Discord before the next change. */
+    const threeProgressEdits = async (to: Instance, jobId: string, token: string) => {
+      for (const [i, percentage] of [10, 20, 30].entries()) {
+        await change(to, jobId, { percentage });
+        await eventually(() => tokenRequests(token).length > i, 5000, `progress edit ${i + 1}`);
+      }
     };
     /** Discord answers the next `count` requests on this interaction token with `answer`. */
     const faultOnToken = (token: string, answer: Omit<FaultSpec, 'route' | 'count'>, count = 1) =>
@@ -504,9 +511,7 @@ for (const kind of kinds) {
       const progress = sent.filter((r) => !text(r.body).includes('one.png'));
       expect(progress.length).toBeGreaterThanOrEqual(2);
       for (let i = 1; i < progress.length; i++) expectSpaced(progress[i - 1], progress[i]);
-      const cap = DEFAULT_EDIT_POLICY.interactionLimit - DEFAULT_EDIT_POLICY.finalReserve;
-      for (const e of progress)
-        expect(progress.filter((o) => o.at >= e.at && o.at < e.at + 5000).length).toBeLessThanOrEqual(cap);
+      expectWindowKept(progress, DEFAULT_EDIT_POLICY.interactionLimit - DEFAULT_EDIT_POLICY.finalReserve);
       expect(sent.every((r) => r.status === 200)).toBe(true);
       expect(text(sent.at(-1)?.body)).toContain('one.png');
     }, 30_000);
@@ -551,10 +556,7 @@ for (const kind of kinds) {
     it('finals keep to the message’s interaction window too: retries after three progress edits, never a sixth edit within 5 s', async () => {
       const a = await instance();
       const { record, token } = await job();
-      for (const [i, percentage] of [10, 20, 30].entries()) {
-        await change(a, record.id, { percentage });
-        await eventually(() => tokenRequests(token).length > i, 5000, `progress edit ${i + 1}`);
-      }
+      await threeProgressEdits(a, record.id, token);
       // Refused twice: its backoff (0.5–1 s, then 1–2 s) alone would put five finals' and
       // progress' requests 3.5–5 s after the first progress edit, the sixth within its window.
       const fault = faultOnToken(token, DiscordErrors.internalServerError, 2);
@@ -573,10 +575,7 @@ for (const kind of kinds) {
     it('AutoMod refusing a final twice after three progress edits: the bare final waits for the window, sent once', async () => {
       const a = await instance();
       const { record, token, messageId } = await job();
-      for (const [i, percentage] of [10, 20, 30].entries()) {
-        await change(a, record.id, { percentage });
-        await eventually(() => tokenRequests(token).length > i, 5000, `progress edit ${i + 1}`);
-      }
+      await threeProgressEdits(a, record.id, token);
       // The error's text is free text too: refused with the member's text and without it.
       fake.setAutoModKeywords(fake.guildId, ['forbiddenword']);
       try {

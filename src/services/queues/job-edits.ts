@@ -284,11 +284,13 @@ export class BullJobEdits implements MessageUpdates {
     if (job.data.notBefore !== undefined && job.data.notBefore > now)
       throw await this.delay(job, token, job.data.notBefore - now, job.data.notBefore);
     const facts = messageFacts(record, target);
-    const renderAs = (r: JobRecord) =>
-      target === 'reply' ? this.deps.renderers.renderReply(r) : this.deps.renderers.render(r, now);
     let text: 'member' | 'withheld' | 'bare' =
       job.data.bare === true ? 'bare' : record.textWithheld === true ? 'withheld' : 'member';
-    let payload = renderAs(text === 'bare' ? this.deps.renderers.withoutFreeText(record) : record);
+    // The body follows the text step (a withheld record renders without the member's text).
+    const body = () => {
+      const r = text === 'bare' ? this.deps.renderers.withoutFreeText(record) : record;
+      return target === 'reply' ? this.deps.renderers.renderReply(r) : this.deps.renderers.render(r, now);
+    };
     let done = parseMarks(marks);
     for (;;) {
       const route = routeFor(facts, this.now(), final, this.opts);
@@ -318,7 +320,7 @@ export class BullJobEdits implements MessageUpdates {
         }
         fencedAt = checkedAt;
       }
-      const outcome = await this.send(route, record, payload);
+      const outcome = await this.send(route, record, body());
       this.deps.metrics?.editsSent.inc({ route: route.route, outcome: editOutcome(outcome) });
       // Every answer but a 429 counts, finals and refusals too (as in the in-process
       // driver): the message's window and its next progress edit's spacing, a retry's included.
@@ -390,7 +392,6 @@ export class BullJobEdits implements MessageUpdates {
         case 'bare':
           // Refused even without the member's text: once more without any free text.
           text = 'bare';
-          payload = renderAs(this.deps.renderers.withoutFreeText(record));
           // Kept with the edit: a wait for the window (or a retry) must not send the refused body again.
           if (job.data.bare !== true) await job.updateData({ ...job.data, bare: true });
           continue;
