@@ -92,6 +92,30 @@ describe('createLogger: secrets by key', () => {
     c.logger.info({ body: { webhook_secret: JOB_SECRET } }, 'submit');
     expectClean(c, JOB_SECRET);
   });
+
+  it('at any depth, in arrays, in any letter case, and in child bindings', () => {
+    // Not configured secrets: only the key can remove them.
+    const c = capture([]);
+    c.logger.info({ a: { b: { c: { d: { token: INTERACTION_TOKEN } } } } }, 'deep');
+    c.logger.info({ calls: [{ headers: { Authorization: JOB_SECRET } }] }, 'array');
+    c.logger.info({ WebhookSecret: JOB_SECRET, 'X-Webhook-Secret': JOB_SECRET }, 'case');
+    c.logger
+      .child({ job: { secret: JOB_SECRET } })
+      .child({ token: INTERACTION_TOKEN })
+      .info('bound');
+    expectClean(c, JOB_SECRET, INTERACTION_TOKEN);
+    expect(c.lines).toHaveLength(4);
+    const [deep, array, cased, bound] = c.records();
+    expect(deep?.['a']).toEqual({ b: { c: { d: { token: '[REDACTED]' } } } });
+    expect(array?.['calls']).toEqual([{ headers: { Authorization: '[REDACTED]' } }]);
+    expect(cased?.['WebhookSecret']).toBe('[REDACTED]');
+    expect(bound?.['job']).toEqual({ secret: '[REDACTED]' });
+    expect(bound?.['token']).toBe('[REDACTED]');
+    // A key that only contains a secret's name is an ordinary field.
+    const d = capture([]);
+    d.logger.info({ tokenRefusedAt: 5, secretLength: 48 }, 'fields');
+    expect(d.records()[0]).toMatchObject({ tokenRefusedAt: 5, secretLength: 48 });
+  });
 });
 
 describe('createLogger: configured secrets by value', () => {

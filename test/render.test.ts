@@ -427,6 +427,14 @@ describe('helpers', () => {
     expect(weird).not.toContain('pw@');
   });
 
+  it('decides what the URL parser would: no colon no link, any letter case or surrounding space a link', () => {
+    for (const v of ['song-123', 'a b c', '550e8400-e29b-41d4-a716-446655440000', 'https//a.example'])
+      expect(safeHttpUrl(v)).toBeUndefined();
+    expect(safeHttpUrl('HTTPS://a.example/x')).toBe('HTTPS://a.example/x');
+    expect(safeHttpUrl('  https://a.example/x ')).toBe('https://a.example/x');
+    expect(safeHttpUrl('mailto:a@b.example')).toBeUndefined();
+  });
+
   it('truncates with an ellipsis, never splitting a surrogate pair', () => {
     expect(truncate('abcdef', 4)).toBe('abc…');
     expect(truncate('abc', 3)).toBe('abc');

@@ -104,8 +104,8 @@ export async function buildServer(deps: ServerDeps) {
     loggerInstance: deps.logger.child({ component: 'http' }),
     // Per-request access logs would drown the job logs under a webhook storm.
     logController: new LogController({ disableRequestLogging: true }),
-    // No per-request child logger (pino children with redaction are costly under a
-    // webhook storm); routes log the job id themselves.
+    // No per-request child logger (a child per delivery is not free under a webhook
+    // storm); routes log the job id themselves.
     childLoggerFactory: (logger) => logger,
     bodyLimit: 1024 * 1024,
     trustProxy: fastifyTrustProxy(deps.trustProxy ?? false),

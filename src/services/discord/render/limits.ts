@@ -156,6 +156,8 @@ function encodeUnsafe(part: string): string {
  */
 export function safeHttpUrl(s: unknown): string | undefined {
   if (typeof s !== 'string' || s.length === 0 || s.length > 16_384) return undefined;
+  // No scheme without a colon: most values (ids, names) are decided without the parser's throw.
+  if (!s.includes(':')) return undefined;
   let u: URL;
   try {
     u = new URL(s);
