@@ -206,6 +206,25 @@ for (const redis of [false, true])
       expect((await s.view(g)).own.size).toBe(0);
     });
 
+    it('settings: a burst of commands in one server reads them once; a change is seen by the next read', async () => {
+      let reads = 0;
+      const kv = Object.create(stores.kv) as typeof stores.kv;
+      kv.get = (k) => {
+        if (k.startsWith('guild-settings:')) reads++;
+        return stores.kv.get(k);
+      };
+      const s = new GuildSettingsStore({ kv, defaults: DEFAULTS });
+      const g = '111111111111111113';
+      const burst = await Promise.all(Array.from({ length: 20 }, () => s.get(g)));
+      expect(burst.every((v) => v.maxActiveJobs === DEFAULTS.maxActiveJobs)).toBe(true);
+      expect(reads).toBe(1);
+      await s.set(g, { maxActiveJobs: 7 });
+      expect((await s.get(g)).maxActiveJobs).toBe(7);
+      // Reads of different servers are their own.
+      await Promise.all([s.get(g), s.get('111111111111111114')]);
+      expect(reads).toBeGreaterThanOrEqual(4);
+    });
+
     it('fair use: 4 simultaneous submissions with max 2 → exactly 2 accepted; release frees a slot', async () => {
       const ledger = new FairUseLedger({ kv: stores.kv, slotTtlMs: 3_600_000, now });
       const settings = { maxActiveJobs: 2, cooldownSeconds: 0, dailyCredits: 0 };
@@ -294,6 +313,39 @@ for (const redis of [false, true])
         ok: false,
         refusal: { kind: 'credits', left: 2, cost: 3, budget: 8, resetAt: nextUtcMidnight(clock) },
       });
+    });
+
+    it('a burst of commands in one server writes its credit counters a few times, every credit counted', async () => {
+      const writes = new Map<string, number>();
+      const kv = Object.create(stores.kv) as typeof stores.kv;
+      kv.update = (keys, decide) => {
+        for (const k of keys) writes.set(k, (writes.get(k) ?? 0) + 1);
+        return stores.kv.update(keys, decide);
+      };
+      const ledger = new FairUseLedger({ kv, slotTtlMs: 3_600_000, now });
+      const free = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 0 };
+      // The operator's counter is every server's (the other cases' too).
+      const operatorBefore = await ledger.operatorCreditsUsed();
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          ledger.reserve({ scope: 'g12', userId: `u${i}`, jobId: `j${i}`, cost: 2, limits: free }),
+        ),
+      );
+      expect(burst.every((r) => r.ok)).toBe(true);
+      await ledger.settled();
+      expect(await ledger.creditsUsed('g12')).toBe(60);
+      expect(await ledger.operatorCreditsUsed()).toBe(operatorBefore + 60);
+      // The first add is written at once, the rest summed while it is under way.
+      const day = new Date(clock).toISOString().slice(0, 10);
+      for (const key of [`credits:g12:${day}`, `operator-credits:${day}`]) {
+        expect(writes.get(key)).toBeGreaterThanOrEqual(1);
+        expect(writes.get(key)).toBeLessThanOrEqual(5);
+      }
+      // A refund right after a reservation waits for the count it gives back.
+      const r = await ledger.reserve({ scope: 'g12', userId: 'late', jobId: 'late', cost: 3, limits: free });
+      expect(r.ok).toBe(true);
+      await ledger.release({ scope: 'g12', userId: 'late', jobId: 'late', refund: true });
+      expect(await ledger.creditsUsed('g12')).toBe(60);
     });
 
     it('a slot whose job never ended expires with the job’s maximum duration', async () => {

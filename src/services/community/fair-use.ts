@@ -198,8 +198,45 @@ export class FairUseLedger {
     return result;
   }
 
-  /** Adds `delta` to a credits counter (never below 0); a failure is reported, never thrown. */
-  private async add(key: string, delta: number): Promise<void> {
+  /** Counts made while a write of their key was under way, summed for its next write. */
+  readonly #adding = new Map<string, { delta: number; written: Promise<void>; done: () => void }>();
+  /** Keys with a write under way (one at a time per key). */
+  readonly #writing = new Set<string>();
+
+  /**
+   * Adds `delta` (a cost, > 0) to a credits counter; a failure is reported, never thrown.
+   * Resolves once a write holding it is done. The adds made while a write of the same key
+   * is under way are summed into the next one: a burst of commands in one server writes
+   * its counter and the operator's a few times, not once each (every write is a read and
+   * a compare-and-set, and the writes of one key go one after the other).
+   */
+  private add(key: string, delta: number): Promise<void> {
+    let next = this.#adding.get(key);
+    if (!next) {
+      let done = (): void => undefined;
+      const written = new Promise<void>((resolve) => (done = resolve));
+      next = { delta: 0, written, done };
+      this.#adding.set(key, next);
+    }
+    next.delta += delta;
+    if (!this.#writing.has(key)) void this.#writeAdds(key);
+    return next.written;
+  }
+
+  async #writeAdds(key: string): Promise<void> {
+    this.#writing.add(key);
+    for (let next = this.#adding.get(key); next; next = this.#adding.get(key)) {
+      this.#adding.delete(key);
+      try {
+        await this.#addNow(key, next.delta);
+      } finally {
+        next.done();
+      }
+    }
+    this.#writing.delete(key);
+  }
+
+  async #addNow(key: string, delta: number): Promise<void> {
     try {
       await this.deps.kv.update([key], ([raw]) => ({
         result: undefined,

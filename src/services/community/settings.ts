@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import type { AtomicKeyValueStore, KeyValueStore } from '../store/types.js';
+import type { AtomicKeyValueStore } from '../store/types.js';
 
 /**
  * Per-guild settings (/settings): a server's own values in the store, the
@@ -69,8 +69,19 @@ export class GuildSettingsStore {
     },
   ) {}
 
-  private async read(guildId: string, kv: KeyValueStore = this.deps.kv): Promise<Stored> {
-    return this.parse(await kv.get(key(guildId)));
+  /** Reads under way, by server: a burst of commands in one server reads its settings once. */
+  readonly #reading = new Map<string, Promise<Stored>>();
+
+  private read(guildId: string): Promise<Stored> {
+    let reading = this.#reading.get(guildId);
+    if (!reading) {
+      reading = this.deps.kv
+        .get(key(guildId))
+        .then((stored) => this.parse(stored))
+        .finally(() => this.#reading.delete(guildId));
+      this.#reading.set(guildId, reading);
+    }
+    return reading;
   }
 
   private parse(stored: unknown): Stored {
