@@ -68,6 +68,9 @@ export function toReplyOptions(p: MessageBody | MessagePayload): MessageBody {
   return { ...p, allowed_mentions: { parse: [] } };
 }
 
+/** At most this long a job's follow-up work (message id, thread, submission) waits for other commands' answers. */
+const FOLLOW_UP_WAIT_MS = 1000;
+
 /**
  * The common path of every job command: store the job, reply publicly (that
  * reply becomes the live message), record its id, then call the service once.
@@ -162,6 +165,9 @@ export async function runJob(interaction: BotInteraction, ctx: BotContext, req: 
       .catch((e: unknown) => ctx.logger.warn({ err: e, jobId: job.id }, 'could not end the unanswered job'));
     throw err;
   }
+  // The member has their answer: the rest waits for the other commands' (a burst's answers
+  // first, then its submissions), a second at most.
+  await ctx.firstAnswers.settled(FOLLOW_UP_WAIT_MS);
   if (messageId) {
     try {
       job =

@@ -1,6 +1,7 @@
 import type { RESTPostAPIApplicationCommandsJSONBody } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { BotInteraction } from '../services/discord/interactions/interaction.js';
+import type { FirstAnswers } from '../services/discord/interactions/first-answers.js';
 import { UserError, type MemberText } from '../services/operations/input.js';
 import type { Config } from '../config.js';
 import type { EditQueue } from '../services/discord/edits/edit-queue.js';
@@ -37,6 +38,8 @@ export type JobReader = Pick<JobStore, 'get' | 'getByTaskId' | 'getByMessageId' 
  */
 export interface BotContext {
   logger: Logger;
+  /** Interactions still owed their first answer: a job's follow-up work waits for them (bounded). */
+  firstAnswers: FirstAnswers;
   /** The one writer of jobs. */
   jobs: Pick<
     JobLifecycle,

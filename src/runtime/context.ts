@@ -10,6 +10,7 @@ import { createThreadApi } from '../services/community/threads.js';
 import type { ChannelBudget } from '../services/discord/edits/channel-budget.js';
 import { DEFAULT_EDIT_QUEUE_OPTIONS, type EditQueue } from '../services/discord/edits/edit-queue.js';
 import { encodeEditKey } from '../services/discord/edits/edit-key.js';
+import { FirstAnswers } from '../services/discord/interactions/first-answers.js';
 import {
   renderRemoved,
   renderRemovedAtRequest,
@@ -72,6 +73,7 @@ export function buildContext(deps: {
   };
   return {
     logger: logger.child({ component: 'commands' }),
+    firstAnswers: new FirstAnswers(),
     jobs: deps.lifecycle,
     records: stores.jobs,
     media: deps.media,

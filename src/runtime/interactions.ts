@@ -59,18 +59,24 @@ export function createInteractions(deps: {
   const callbackRetried = trackCallbackRetries(callbackRest);
   const run = (raw: APIInteraction, transport?: AckTransport, receivedAt?: number): void => {
     const name = 'data' in raw && raw.data && 'name' in raw.data ? raw.data.name : '';
+    // Owed an answer until Discord takes one or the handler is done: follow-up work waits for it.
+    const answered = deps.context.firstAnswers.owe();
     const i = new BotInteraction(raw, {
       api: api.interactions,
       callbackRetried,
       logger: interactionLog,
       ackAfterMs,
       ephemeralByDefault: route.ephemeralCommand(name),
+      onFirstAnswer: answered,
       ...(transport ? { transport } : {}),
       ...(receivedAt !== undefined ? { receivedAt } : {}),
     });
     void route(i)
       .catch((err: unknown) => logger.error({ err }, 'interaction router failed'))
-      .finally(() => i.dispose());
+      .finally(() => {
+        i.dispose();
+        answered();
+      });
   };
 
   const claimInteraction = createInteractionClaim(deps.kv, deps.now);

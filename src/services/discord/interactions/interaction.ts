@@ -85,6 +85,8 @@ export interface InteractionOptions {
    * Only then is a 40060 on a first callback our own lost answer; absent: never.
    */
   callbackRetried?: (interactionId: string) => boolean;
+  /** Called once, when Discord took the first answer (./first-answers.ts). */
+  onFirstAnswer?: () => void;
 }
 
 /** A handler answered something Discord cannot take any more (a form after the acknowledgement). */
@@ -173,6 +175,7 @@ export class BotInteraction {
   #ackTimer: NodeJS.Timeout | undefined;
   #options: OptionResolver | undefined;
   readonly #callbackRetried: (interactionId: string) => boolean;
+  readonly #onFirstAnswer: (() => void) | undefined;
   /** A first callback of ours went out and its outcome is unknown (it may have been taken). */
   #callbackMaybeTaken = false;
   /**
@@ -203,6 +206,7 @@ export class BotInteraction {
     this.#transport = opts.transport ?? {};
     this.#ephemeralByDefault = opts.ephemeralByDefault ?? false;
     this.#callbackRetried = opts.callbackRetried ?? (() => false);
+    this.#onFirstAnswer = opts.onFirstAnswer;
     if (opts.ackAfterMs > 0 && raw.type !== InteractionType.Ping) {
       const elapsed = Date.now() - (opts.receivedAt ?? Date.now());
       this.#ackTimer = setTimeout(() => void this.#autoAck(), Math.max(0, opts.ackAfterMs - elapsed));
@@ -603,6 +607,7 @@ export class BotInteraction {
     if (this.#firstReported) return;
     this.#firstReported = true;
     this.#transport.firstCallbackDone?.();
+    this.#onFirstAnswer?.();
   }
 
   #editOriginal(data: MessageBody): Promise<APIMessage> {
