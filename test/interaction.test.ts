@@ -35,6 +35,7 @@ import {
 } from '../src/services/discord/interactions/http-endpoint.js';
 import { STORE_DOWN_TEXT } from '../src/services/store/errors.js';
 import { trackCallbackRetries } from '../src/services/discord/interactions/callback-retries.js';
+import { FirstAnswers } from '../src/services/discord/interactions/first-answers.js';
 import { t } from '../src/i18n/index.js';
 
 /** The payloads below come from a German member (`locale: 'de'`) of an English server: apologies speak German. */
@@ -190,6 +191,8 @@ class Bench {
   >();
   runs = 0;
   readonly callbackRetried: (interactionId: string) => boolean;
+  /** As app.ts: owed from arrival until Discord takes a first answer or the handler is done. */
+  readonly answers = new FirstAnswers();
 
   constructor(discord: RecordingDiscord, mode: Mode) {
     this.discord = discord;
@@ -208,9 +211,11 @@ class Bench {
     const p = this.#pending.get(raw.id);
     if (!p) return;
     this.#pending.delete(raw.id);
+    const answered = this.answers.owe();
     const i = new BotInteraction(raw, {
       api: this.api.interactions,
       callbackRetried: this.callbackRetried,
+      onFirstAnswer: answered,
       logger,
       ackAfterMs: p.opts.ackAfterMs ?? ACK_AFTER,
       ...(p.opts.ephemeralByDefault ? { ephemeralByDefault: true } : {}),
@@ -224,7 +229,10 @@ class Bench {
         (value) => p.done({ ok: true, value }),
         (error: unknown) => p.done({ ok: false, error }),
       )
-      .finally(() => i.dispose());
+      .finally(() => {
+        i.dispose();
+        answered();
+      });
   }
 
   start(raw: APIInteraction, handler: Handler, opts: StartOptions = {}): Started {
@@ -789,6 +797,28 @@ describe.each<Mode>(['gateway', 'http'])('the automatic acknowledgement (%s)', (
     g.go();
     await result(s);
     expect(discord.requests).toHaveLength(mode === 'gateway' ? 1 : 0);
+  });
+
+  it('what an interaction owes is paid by its first answer, the automatic one too, while its handler still works', async () => {
+    const raw = command();
+    let finish = () => undefined as void;
+    const s = bench.start(raw, async (i) => {
+      await new Promise<void>((r) => (finish = r));
+      return i.reply({ content: 'late' });
+    });
+    await s.interaction;
+    expect(bench.answers.owed).toBe(1);
+    await drive(() => bench.answers.owed === 0, 'the acknowledgement');
+    // Acknowledged on the handler's behalf: a job's follow-up work (waiting on the owed
+    // answers) does not wait for its own handler.
+    expect(await settled(bench.answers.settled(60_000))).toBe(true);
+    finish();
+    await result(s);
+    const quick = command();
+    const q = bench.start(quick, (i) => i.reply({ content: 'quick' }));
+    await result(q);
+    expect(bench.answers.owed).toBe(0);
+    if (mode === 'http') await s.http;
   });
 
   it('a form after the acknowledgement raises TooLateError', async () => {

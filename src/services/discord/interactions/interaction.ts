@@ -651,6 +651,8 @@ export class BotInteraction {
         this.#deferral = { kind: 'message', ephemeral: this.#ephemeralByDefault };
       }
       this.#firstReported = true;
+      // Answered on the handler's behalf: the work waiting for owed answers need not wait for it.
+      this.#onFirstAnswer?.();
       if (this.#transport.ackInResponse) {
         this.#cold = true;
         await this.#transport.ackInResponse(body);
