@@ -30,6 +30,29 @@ describe('FirstAnswers', () => {
     expect(answers.owed).toBe(0);
   });
 
+  it('waits only for the interactions that arrived before it began: a steady stream holds no one', async () => {
+    const answers = new FirstAnswers();
+    const first = answers.owe();
+    let settled = false;
+    void answers.settled(60_000).then(() => (settled = true));
+    // Commands keep arriving (and some stay unanswered) after the wait began.
+    const later = [answers.owe(), answers.owe()];
+    later[0]?.();
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    first();
+    await vi.waitFor(() => expect(settled).toBe(true));
+    expect(answers.owed).toBe(1);
+    // A wait that began after them waits for the one still owed.
+    let second = false;
+    void answers.settled(60_000).then(() => (second = true));
+    answers.owe();
+    await Promise.resolve();
+    expect(second).toBe(false);
+    later[1]?.();
+    await vi.waitFor(() => expect(second).toBe(true));
+  });
+
   it('waits no longer than asked for an answer that does not come', async () => {
     vi.useFakeTimers();
     const answers = new FirstAnswers();

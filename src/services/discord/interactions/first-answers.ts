@@ -5,41 +5,53 @@
  * message id recorded, the thread, the submission and its first edits). In a burst of
  * commands every answer then goes out before the first jobs' follow-up work competes with
  * the rest for the event loop and the store; Discord's 3 s deadline is on the answer, and a
- * submission a few tens of milliseconds later changes nothing for the member. The wait is
- * bounded, so a command that is slow to answer (a slow store) holds no one for long.
+ * submission a few tens of milliseconds later changes nothing for the member. Only the
+ * interactions that arrived before the wait began count (a steady stream of new commands
+ * holds no one), and the wait is bounded (a command slow to answer holds no one for long).
  */
 export class FirstAnswers {
-  #owed = 0;
-  readonly #waiters = new Set<() => void>();
+  #next = 0;
+  /** Owed answers by arrival number; a Set iterates in insertion order, so its first is the oldest. */
+  readonly #owed = new Set<number>();
+  /** Waits by the last arrival each waits for, in the order they began (so in that order too). */
+  readonly #waits: { upTo: number; wake: () => void }[] = [];
 
   /** An interaction arrived. The function returned marks it answered or dropped (once; later calls do nothing). */
   owe(): () => void {
-    this.#owed++;
-    let paid = false;
+    const n = this.#next++;
+    this.#owed.add(n);
     return () => {
-      if (paid) return;
-      paid = true;
-      this.#owed--;
-      if (this.#owed === 0) for (const wake of [...this.#waiters]) wake();
+      if (!this.#owed.delete(n)) return;
+      const [oldest] = this.#owed;
+      // Every wait whose arrivals are all answered now ends, oldest first.
+      while (this.#waits.length > 0 && (oldest === undefined || (this.#waits[0]?.upTo ?? 0) < oldest)) {
+        this.#waits.shift()?.wake();
+      }
     };
   }
 
   /** How many are owed now. */
   get owed(): number {
-    return this.#owed;
+    return this.#owed.size;
   }
 
-  /** Resolves once no interaction is owed its first answer, or after `maxWaitMs`. */
+  /** Resolves once every interaction that arrived before this call has its first answer, or after `maxWaitMs`. */
   settled(maxWaitMs: number): Promise<void> {
-    if (this.#owed === 0) return Promise.resolve();
+    if (this.#owed.size === 0) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(wake);
-        resolve();
+      const wait = {
+        upTo: this.#next - 1,
+        wake: (): void => {
+          clearTimeout(timer);
+          resolve();
+        },
       };
-      const timer = setTimeout(wake, maxWaitMs);
-      this.#waiters.add(wake);
+      const timer = setTimeout(() => {
+        const at = this.#waits.indexOf(wait);
+        if (at >= 0) this.#waits.splice(at, 1);
+        resolve();
+      }, maxWaitMs);
+      this.#waits.push(wait);
     });
   }
 }
