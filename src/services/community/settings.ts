@@ -69,16 +69,23 @@ export class GuildSettingsStore {
     },
   ) {}
 
-  /** Reads under way, by server: a burst of commands in one server reads its settings once. */
+  /**
+   * Reads under way, by server: a burst of commands in one server reads its settings once.
+   * A change made here drops the one under way (it may have read before the write), so a
+   * read begun after `set` or `reset` resolved sees the change.
+   */
   readonly #reading = new Map<string, Promise<Stored>>();
 
   private read(guildId: string): Promise<Stored> {
     let reading = this.#reading.get(guildId);
     if (!reading) {
-      reading = this.deps.kv
+      const started = this.deps.kv
         .get(key(guildId))
         .then((stored) => this.parse(stored))
-        .finally(() => this.#reading.delete(guildId));
+        .finally(() => {
+          if (this.#reading.get(guildId) === started) this.#reading.delete(guildId);
+        });
+      reading = started;
       this.#reading.set(guildId, reading);
     }
     return reading;
@@ -116,10 +123,14 @@ export class GuildSettingsStore {
    * on any instances, never lose each other: the later one decides again on the first.
    */
   private async modify(guildId: string, change: (s: Stored) => Stored): Promise<void> {
-    await this.deps.kv.update([key(guildId)], ([stored]) => {
-      const next = storedSchema.parse(change(this.parse(stored)));
-      return { result: undefined, writes: [{ key: key(guildId), value: next, ttlMs: KEEP_MS }] };
-    });
+    try {
+      await this.deps.kv.update([key(guildId)], ([stored]) => {
+        const next = storedSchema.parse(change(this.parse(stored)));
+        return { result: undefined, writes: [{ key: key(guildId), value: next, ttlMs: KEEP_MS }] };
+      });
+    } finally {
+      this.#reading.delete(guildId);
+    }
   }
 
   async set(guildId: string, patch: SettingsPatch): Promise<void> {
