@@ -44,7 +44,8 @@ export function createCommunity(deps: {
     slotTtlMs: config.jobs.maxDurationMs + 3_600_000,
     operatorDailyCredits: config.operator.dailyCredits,
     now,
-    onCountError: (err, key) => logger.warn({ err, key }, 'could not count today’s credits'),
+    onCountError: (err, key, credits) =>
+      logger.warn({ err, key, credits }, 'could not count today’s credits (lost)'),
   });
   metrics.operatorDailyCredits.set(config.operator.dailyCredits);
   // Where each job was posted in public, kept past the job records' retention.

@@ -92,8 +92,8 @@ export class FairUseLedger {
       /** OPERATOR_DAILY_CREDITS: 0 (default) = no ceiling; spending is counted either way. */
       operatorDailyCredits?: number;
       now?: () => number;
-      /** A count made beside the reservation failed (it is lost; the job goes on). */
-      onCountError?: (err: unknown, key: string) => void;
+      /** A count made beside the reservation failed (`credits` are lost; the jobs go on). */
+      onCountError?: (err: unknown, key: string, credits: number) => void;
     },
   ) {}
 
@@ -225,15 +225,20 @@ export class FairUseLedger {
 
   async #writeAdds(key: string): Promise<void> {
     this.#writing.add(key);
-    for (let next = this.#adding.get(key); next; next = this.#adding.get(key)) {
-      this.#adding.delete(key);
-      try {
-        await this.#addNow(key, next.delta);
-      } finally {
-        next.done();
+    try {
+      for (let next = this.#adding.get(key); next; next = this.#adding.get(key)) {
+        this.#adding.delete(key);
+        try {
+          await this.#addNow(key, next.delta);
+        } finally {
+          next.done();
+        }
       }
+    } finally {
+      // Whatever happened, the key takes writes again (else its later counts, and the
+      // refunds waiting for them, would wait forever).
+      this.#writing.delete(key);
     }
-    this.#writing.delete(key);
   }
 
   async #addNow(key: string, delta: number): Promise<void> {
@@ -243,7 +248,11 @@ export class FairUseLedger {
         writes: [{ key, value: { used: Math.max(0, usedOf(raw) + delta) }, ttlMs: CREDITS_TTL_MS }],
       }));
     } catch (err) {
-      this.deps.onCountError?.(err, key);
+      try {
+        this.deps.onCountError?.(err, key, delta);
+      } catch {
+        // Reporting failed too: the count is lost either way, the ledger goes on.
+      }
     }
   }
 
