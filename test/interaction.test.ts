@@ -21,6 +21,7 @@ import {
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createInteractionRouter } from '../src/commands/router.js';
+import { isPersonalPlace } from '../src/commands/preconditions.js';
 import type { BotContext, ComponentHandler } from '../src/commands/types.js';
 import {
   BotInteraction,
@@ -366,6 +367,20 @@ describe.each<Mode>(['gateway', 'http'])('answers in time (%s)', (mode) => {
     });
     expect(await result(s)).toBe(40094);
     expect(discord.lines().filter((l) => l === `POST ${hook(raw)}`)).toHaveLength(5);
+  });
+
+  it('a payload whose install map is null is answered as a server install (it threw before anything ran)', async () => {
+    const raw = base(
+      2,
+      { id: nextId(), name: 'tasks', type: 1, options: [] },
+      { authorizing_integration_owners: null },
+    );
+    const s = bench.start(raw, async (i) => {
+      await i.reply({ content: 'ok' });
+      return isPersonalPlace(i);
+    });
+    expect(await result(s)).toBe(false);
+    expect(bench.answers.owed).toBe(0);
   });
 
   it('the server’s own install: follow-ups are not capped by the bot', async () => {

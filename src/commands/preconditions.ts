@@ -65,7 +65,7 @@ export function isPersonalPlace(i: Pick<BotInteraction, 'raw' | 'guildId'>): boo
     return true;
   const owners = i.raw.authorizing_integration_owners;
   // A payload without the map (older API versions) can only come from the server's own install.
-  if (owners === undefined) return false;
+  if (owners === undefined || owners === null) return false;
   return owners[ApplicationIntegrationType.GuildInstall] !== i.guildId;
 }
 

@@ -61,16 +61,23 @@ export function createInteractions(deps: {
     const name = 'data' in raw && raw.data && 'name' in raw.data ? raw.data.name : '';
     // Owed an answer until Discord takes one or the handler is done: follow-up work waits for it.
     const answered = deps.context.firstAnswers.owe();
-    const i = new BotInteraction(raw, {
-      api: api.interactions,
-      callbackRetried,
-      logger: interactionLog,
-      ackAfterMs,
-      ephemeralByDefault: route.ephemeralCommand(name),
-      onFirstAnswer: answered,
-      ...(transport ? { transport } : {}),
-      ...(receivedAt !== undefined ? { receivedAt } : {}),
-    });
+    let i: BotInteraction;
+    try {
+      i = new BotInteraction(raw, {
+        api: api.interactions,
+        callbackRetried,
+        logger: interactionLog,
+        ackAfterMs,
+        ephemeralByDefault: route.ephemeralCommand(name),
+        onFirstAnswer: answered,
+        ...(transport ? { transport } : {}),
+        ...(receivedAt !== undefined ? { receivedAt } : {}),
+      });
+    } catch (err) {
+      // Never run: owed nothing (else every later wait would take its full bound).
+      answered();
+      throw err;
+    }
     void route(i)
       .catch((err: unknown) => logger.error({ err }, 'interaction router failed'))
       .finally(() => {

@@ -199,7 +199,8 @@ export class BotInteraction {
     this.memberPermissions = parsePermissions(member?.permissions);
     this.createdTimestamp = snowflakeTime(raw.id);
     this.#userInstallOnly =
-      raw.authorizing_integration_owners !== undefined &&
+      // `!= null`: a payload's null is no map either (it must not throw before anything is owed).
+      raw.authorizing_integration_owners != null &&
       raw.authorizing_integration_owners[ApplicationIntegrationType.GuildInstall] === undefined;
     this.#api = opts.api;
     this.#logger = opts.logger;
