@@ -297,6 +297,23 @@ export function createLogger(opts: {
     level: opts.level,
     base: { service: 'media-bot', ...(opts.instance !== undefined ? { instance: opts.instance } : {}) },
     serializers: { err, error: err },
+    hooks: {
+      // What formatters.log does not see, bounded and its secret keys removed the same way:
+      // `%j`/`%o` arguments and a second object (`formatters.log` has only the first).
+      logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void): void {
+        if (args.length < 2) {
+          method.apply(this, args);
+          return;
+        }
+        const budget = { chars: COPY_LIMITS.chars, nodes: COPY_LIMITS.nodes };
+        method.apply(
+          this,
+          args.map((a, k) =>
+            k === 0 || typeof a !== 'object' || a === null ? a : boundedCopy(a, err, scrub, budget),
+          ),
+        );
+      },
+    },
     formatters: {
       // "level":"info" and ISO times read better than 30 and epoch ms, for people and collectors alike.
       level: (label: string) => ({ level: label }),
@@ -336,6 +353,10 @@ export function createLogger(opts: {
   logger.child = function (this: Logger, bindings: Record<string, unknown>, childOptions?: object) {
     return pinoChild.call(this, boundedRecord(bindings, err, scrub), childOptions);
   } as Logger['child'];
+  const pinoSetBindings = logger.setBindings;
+  logger.setBindings = function (this: Logger, bindings: Record<string, unknown>) {
+    pinoSetBindings.call(this, boundedRecord(bindings, err, scrub));
+  } as Logger['setBindings'];
   return logger;
 }
 

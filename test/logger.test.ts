@@ -111,6 +111,16 @@ describe('createLogger: secrets by key', () => {
     expect(cased?.['WebhookSecret']).toBe('[REDACTED]');
     expect(bound?.['job']).toEqual({ secret: '[REDACTED]' });
     expect(bound?.['token']).toBe('[REDACTED]');
+    // What formatters.log does not see: format arguments, a second object, setBindings.
+    const e = capture([]);
+    e.logger.info('args %j %o', { token: INTERACTION_TOKEN }, { job: { secret: JOB_SECRET } });
+    e.logger.info({ a: 1 }, 'obj then %j', { headers: { authorization: JOB_SECRET } });
+    const rebound = e.logger.child({ a: 1 });
+    rebound.setBindings({ webhook_secret: JOB_SECRET });
+    rebound.info('after setBindings');
+    expectClean(e, JOB_SECRET, INTERACTION_TOKEN);
+    expect(e.lines).toHaveLength(3);
+    expect(e.text()).toContain('[REDACTED]');
     // A key that only contains a secret's name is an ordinary field.
     const d = capture([]);
     d.logger.info({ tokenRefusedAt: 5, secretLength: 48 }, 'fields');
