@@ -223,6 +223,20 @@ for (const redis of [false, true])
       // Reads of different servers are their own.
       await Promise.all([s.get(g), s.get('111111111111111114')]);
       expect(reads).toBeGreaterThanOrEqual(4);
+      // A read under way when a change lands (it may have read before the write) is not
+      // joined by a read begun after the change: here a slow one, still out after `set`.
+      let slow = false;
+      kv.get = (async (k: string) => {
+        const v = await stores.kv.get(k);
+        if (slow) await new Promise((r) => setTimeout(r, 200));
+        return v;
+      }) as typeof kv.get;
+      slow = true;
+      const during = s.get(g);
+      await s.set(g, { maxActiveJobs: 9 });
+      slow = false;
+      expect((await s.get(g)).maxActiveJobs).toBe(9);
+      expect((await during).maxActiveJobs).toBe(7);
     });
 
     it('fair use: 4 simultaneous submissions with max 2 → exactly 2 accepted; release frees a slot', async () => {
@@ -346,6 +360,43 @@ for (const redis of [false, true])
       expect(r.ok).toBe(true);
       await ledger.release({ scope: 'g12', userId: 'late', jobId: 'late', refund: true });
       expect(await ledger.creditsUsed('g12')).toBe(60);
+    });
+
+    it('a count that fails, its report failing too, loses its credits only: the key takes later counts and refunds', async () => {
+      let failNext = true;
+      const kv = Object.create(stores.kv) as typeof stores.kv;
+      kv.update = (keys, decide) => {
+        if (failNext && keys[0]?.startsWith('credits:g13:')) {
+          failNext = false;
+          return Promise.reject(new Error('store hiccup'));
+        }
+        return stores.kv.update(keys, decide);
+      };
+      const reported: number[] = [];
+      const ledger = new FairUseLedger({
+        kv,
+        slotTtlMs: 3_600_000,
+        now,
+        onCountError: (_err, _key, credits) => {
+          reported.push(credits);
+          throw new Error('logging failed too');
+        },
+      });
+      const free = { maxActiveJobs: 10, cooldownSeconds: 0, dailyCredits: 0 };
+      expect(
+        (await ledger.reserve({ scope: 'g13', userId: 'a', jobId: 'a1', cost: 2, limits: free })).ok,
+      ).toBe(true);
+      await ledger.settled();
+      expect(reported).toEqual([2]);
+      expect(await ledger.creditsUsed('g13')).toBe(0);
+      // The key was not left "being written": a later count lands, and its refund is not held.
+      expect(
+        (await ledger.reserve({ scope: 'g13', userId: 'b', jobId: 'b1', cost: 3, limits: free })).ok,
+      ).toBe(true);
+      await ledger.settled();
+      expect(await ledger.creditsUsed('g13')).toBe(3);
+      await ledger.release({ scope: 'g13', userId: 'b', jobId: 'b1', refund: true });
+      expect(await ledger.creditsUsed('g13')).toBe(0);
     });
 
     it('a slot whose job never ended expires with the job’s maximum duration', async () => {
