@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeTaskResult, ResultShapeError, type ResultOutputs } from '../services/media/schemas.js';
 import { StoreUnavailableError } from '../services/store/errors.js';
+import { SingleFlight } from '../services/shared/single-flight.js';
 import type { JobRecord, JobStore } from '../services/store/types.js';
 import type { TaskResult } from '../services/media/types.js';
 import type { Metrics } from '../metrics.js';
@@ -60,22 +61,14 @@ export const mediaWebhookRoutes: FastifyPluginAsync<WebhookDeps> = async (app, d
   const keys = deps.keys ?? new JobKeys();
   const guard = new AuthFailureGuard(deps.authFailures);
   // One store read per job however many of its deliveries arrive before it is answered.
-  const lookups = new Map<string, Promise<JobKeyInfo | undefined>>();
-  const lookup = (jobId: string): Promise<JobKeyInfo | undefined> => {
-    let p = lookups.get(jobId);
-    if (!p) {
-      p = deps.store
-        .get(jobId)
-        .then((record) => {
-          if (!record) return undefined;
-          keys.remember(record);
-          return keys.get(jobId);
-        })
-        .finally(() => lookups.delete(jobId));
-      lookups.set(jobId, p);
-    }
-    return p;
-  };
+  const lookups = new SingleFlight<JobKeyInfo | undefined>();
+  const lookup = (jobId: string): Promise<JobKeyInfo | undefined> =>
+    lookups.run(jobId, async () => {
+      const record = await deps.store.get(jobId);
+      if (!record) return undefined;
+      keys.remember(record);
+      return keys.get(jobId);
+    });
 
   // The spec does not say which content type the service sends: read any body as JSON
   // rather than lose a delivery to a 415. One parser for every type, Fastify's own JSON

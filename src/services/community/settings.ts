@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import type { AtomicKeyValueStore } from '../store/types.js';
+import { SingleFlight } from '../shared/single-flight.js';
 
 /**
  * Per-guild settings (/settings): a server's own values in the store, the
@@ -74,21 +75,10 @@ export class GuildSettingsStore {
    * A change made here drops the one under way (it may have read before the write), so a
    * read begun after `set` or `reset` resolved sees the change.
    */
-  readonly #reading = new Map<string, Promise<Stored>>();
+  readonly #reading = new SingleFlight<Stored>();
 
   private read(guildId: string): Promise<Stored> {
-    let reading = this.#reading.get(guildId);
-    if (!reading) {
-      const started = this.deps.kv
-        .get(key(guildId))
-        .then((stored) => this.parse(stored))
-        .finally(() => {
-          if (this.#reading.get(guildId) === started) this.#reading.delete(guildId);
-        });
-      reading = started;
-      this.#reading.set(guildId, reading);
-    }
-    return reading;
+    return this.#reading.run(guildId, async () => this.parse(await this.deps.kv.get(key(guildId))));
   }
 
   private parse(stored: unknown): Stored {
@@ -129,7 +119,7 @@ export class GuildSettingsStore {
         return { result: undefined, writes: [{ key: key(guildId), value: next, ttlMs: KEEP_MS }] };
       });
     } finally {
-      this.#reading.delete(guildId);
+      this.#reading.forget(guildId);
     }
   }
 
