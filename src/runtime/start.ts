@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { SyncResult } from '../services/discord/registration/command-sync.js';
 import type { CheckScheduler } from '../services/jobs/ports.js';
-import { recoverOpenJobs } from '../services/jobs/recovery.js';
+import { OpenJobRecovery, recoveryPerSecond } from '../services/jobs/recovery.js';
 import type { PeriodicSchedule } from '../services/shared/periodic.js';
 import type { Stores } from '../services/store/index.js';
 import type { TrainingServices } from '../services/training/index.js';
@@ -31,6 +31,7 @@ export async function startApp(deps: {
   checks: CheckScheduler;
   jobKeys: JobKeys;
   logger: Logger;
+  disposers: Disposers;
 }): Promise<{ url: string; commands: SyncResult[] | undefined }> {
   const { config, stores, server, metricsServer, interactions, logger } = deps;
   await inPhase('store', () => deps.training.start());
@@ -52,12 +53,17 @@ export async function startApp(deps: {
   }
   await interactions.connect(url);
   const commands = await interactions.syncCommands();
-  await recoverOpenJobs({
+  // Open jobs are resumed at their checks' pace (recovery.ts): the start waits for the first
+  // page only, and the shutdown stops the rest before the checks close.
+  const recovery = new OpenJobRecovery({
     store: stores.jobs,
     checks: deps.checks,
     jobKeys: deps.jobKeys,
     logger: logger.child({ component: 'jobs' }),
+    perSecond: recoveryPerSecond(config.media.readsPerSecond),
   });
+  deps.disposers.add({ name: 'restart recovery', close: () => recovery.stop() });
+  await recovery.start();
   return { url, commands };
 }
 

@@ -1,45 +1,152 @@
 import type { Logger } from 'pino';
+import { FETCH_MANY_MAX } from '../media/client.js';
 import type { JobStore } from '../store/types.js';
 import type { JobKeyMemo } from './lifecycle.js';
 import type { CheckScheduler } from './ports.js';
 
 /**
- * Open jobs' checks per second at start: the first checks of thousands of jobs are
- * spread at the pace batched reads can serve them (20 tasks a request, ten requests a
- * second), in steps of a tenth of a second: a check then waits for its read a tenth of a
- * second at most, instead of up to a second with a whole second's checks started at once
- * (what waits that long outlives V8's young generation: 10,000 jobs left megabytes of
- * garbage in the old one). Their timers share a few hundred durations.
+ * The share of the service's read budget restart recovery takes: the first checks of
+ * thousands of open jobs go at half the pace batched reads can serve them (20 tasks a
+ * request, MEDIA_READS_PER_SECOND requests a second), so new jobs' polls, Refresh and
+ * /tasks keep the other half, and a check seldom waits for its read: at the full pace the
+ * reads queued up to three tenths of a second, and what a check held that long outlived
+ * V8's young generation (the 10,000-job figure in docs/performance.md).
  */
-const RECOVERY_PER_SECOND = 200;
+const RECOVERY_SHARE = 0.5;
+/** The checks are started in steps of a tenth of a second: their timers share a few hundred durations. */
 const RECOVERY_STEP_MS = 100;
+/** How long before its first check is due a page of open jobs is read and scheduled. */
+const RECOVERY_LEAD_MS = 1_000;
+/** After a failure mid-way (the store down), when the recovery runs again. */
+const RECOVERY_RETRY_MS = 5_000;
 
-/**
- * Restart recovery: every open job (unfinished, or final with its final edit or
- * after-final work left) gets its keeper check soon, a page of records at a time.
- * In process this is the whole schedule after a restart; on BullMQ the checks
- * are in Redis already and this only brings waiting ones forward, so any number of
- * instances may run it at once.
- */
-export async function recoverOpenJobs(deps: {
+/** Open jobs' first checks per second at start, from the service reads allowed per second. */
+export function recoveryPerSecond(readsPerSecond: number): number {
+  return Math.max(1, Math.floor(readsPerSecond * FETCH_MANY_MAX * RECOVERY_SHARE));
+}
+
+export interface RecoveryDeps {
   store: Pick<JobStore, 'openPages'>;
   checks: CheckScheduler;
   jobKeys?: JobKeyMemo;
   logger: Logger;
+  /** Checks started per second (default: recoveryPerSecond of the default 10 reads a second). */
   perSecond?: number;
-}): Promise<number> {
-  const perSecond = deps.perSecond ?? RECOVERY_PER_SECOND;
-  const perStep = Math.max(1, Math.round((perSecond * RECOVERY_STEP_MS) / 1000));
-  let i = 0;
-  for await (const page of deps.store.openPages()) {
-    await Promise.all(
-      page.map((job) => {
-        deps.jobKeys?.remember(job);
-        const delay = Math.floor(i++ / perStep) * RECOVERY_STEP_MS;
-        return deps.checks.schedule(job.id, delay);
-      }),
-    );
+  retryMs?: number;
+  now?: () => number;
+  /** Waits `ms` or until `signal` aborts (tests pass virtual time). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/**
+ * Restart recovery: every open job (unfinished, or final with its final edit or
+ * after-final work left) gets its keeper check soon. In process this is the whole
+ * schedule after a restart; on BullMQ the checks are in Redis already and this only
+ * brings waiting ones forward, so any number of instances may run it at once.
+ *
+ * The checks are spread at `perSecond`, and the records are read and scheduled at that
+ * pace too, a page shortly before its checks are due, not all at start: read at once,
+ * 10,000 records and their 10,000 schedule calls were in flight together for two
+ * seconds, outlived V8's young generation and stayed in the old one as 23 MB of garbage
+ * until its first full GC (docs/performance.md). `start` resolves once the first page is
+ * scheduled (a restart with a few jobs is whole by then); `done` when every page is.
+ */
+export class OpenJobRecovery {
+  readonly #abort = new AbortController();
+  #done: Promise<number> | undefined;
+
+  constructor(private readonly deps: RecoveryDeps) {}
+
+  /**
+   * Starts the recovery; resolves once the first page of open jobs is scheduled, and
+   * rejects when that fails (the start fails, as it always did). A later failure (the store
+   * down mid-way) is logged and the recovery runs again from the start after `retryMs`: a
+   * job scheduled twice is only checked once more.
+   */
+  start(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let first = true;
+      const firstPage = (): void => {
+        if (!first) return;
+        first = false;
+        resolve();
+      };
+      this.#done = (async () => {
+        for (;;) {
+          try {
+            return await this.#run(firstPage);
+          } catch (err) {
+            if (first) throw err;
+            this.deps.logger.error(
+              { err },
+              'restart recovery failed mid-way; resuming the open jobs again shortly',
+            );
+            await (this.deps.sleep ?? sleepFor)(this.deps.retryMs ?? RECOVERY_RETRY_MS, this.#abort.signal);
+            if (this.#abort.signal.aborted) return 0;
+          }
+        }
+      })();
+      this.#done.then(firstPage, (err: unknown) => {
+        if (first) {
+          first = false;
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      });
+    });
   }
-  deps.logger.info({ open: i }, 'recovered open jobs');
-  return i;
+
+  /** Resolves with how many open jobs were scheduled, once all are (or the recovery stopped). */
+  get done(): Promise<number> {
+    return this.#done ?? Promise.resolve(0);
+  }
+
+  /** Stops scheduling (shutdown): the pages not reached keep their checks (BullMQ) or wait for the next start. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#done?.catch(() => undefined);
+  }
+
+  async #run(firstPage: () => void): Promise<number> {
+    const { deps } = this;
+    const signal = this.#abort.signal;
+    const now = deps.now ?? Date.now;
+    const sleep = deps.sleep ?? sleepFor;
+    const perSecond = deps.perSecond ?? recoveryPerSecond(10);
+    const perStep = Math.max(1, Math.round((perSecond * RECOVERY_STEP_MS) / 1000));
+    const dueAt = (i: number) => Math.floor(i / perStep) * RECOVERY_STEP_MS;
+    deps.logger.info('resuming open jobs');
+    const startedAt = now();
+    let i = 0;
+    for await (const page of deps.store.openPages()) {
+      if (signal.aborted) break;
+      const at = now();
+      await Promise.all(
+        page.map((job) => {
+          deps.jobKeys?.remember(job);
+          return deps.checks.schedule(job.id, Math.max(0, startedAt + dueAt(i++) - at));
+        }),
+      );
+      firstPage();
+      // The next page is read only shortly before its first check is due.
+      const wait = startedAt + dueAt(i) - RECOVERY_LEAD_MS - now();
+      if (wait > 0) await sleep(wait, signal);
+      if (signal.aborted) break;
+    }
+    deps.logger.info({ open: i, stopped: signal.aborted || undefined }, 'recovered open jobs');
+    return i;
+  }
+}
+
+function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
 }

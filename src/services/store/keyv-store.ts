@@ -300,7 +300,11 @@ class StoreCore {
 
   async readJob(jobId: string): Promise<JobRecord | undefined> {
     const key = jobKey(jobId);
-    return this.parseJob(key, jobId, await this.get('get', key));
+    const { cas } = this.backend;
+    // Redis: the plain GET and decode the compare-and-set path reads with, without Keyv's
+    // layers (each keeper check reads a record: restart recovery makes thousands a minute).
+    const value = cas ? (await this.call('get', () => cas.read(key)))?.value : await this.get('get', key);
+    return this.parseJob(key, jobId, value);
   }
 
   /**
