@@ -299,12 +299,11 @@ class StoreCore {
   }
 
   async readJob(jobId: string): Promise<JobRecord | undefined> {
+    // Redis: the compare-and-set path's plain GET and decode, without Keyv's layers (each
+    // keeper check reads a record: restart recovery makes thousands a minute).
+    if (this.backend.cas) return (await this.readStored(jobId))?.job;
     const key = jobKey(jobId);
-    const { cas } = this.backend;
-    // Redis: the plain GET and decode the compare-and-set path reads with, without Keyv's
-    // layers (each keeper check reads a record: restart recovery makes thousands a minute).
-    const value = cas ? (await this.call('get', () => cas.read(key)))?.value : await this.get('get', key);
-    return this.parseJob(key, jobId, value);
+    return this.parseJob(key, jobId, await this.get('get', key));
   }
 
   /**
@@ -312,12 +311,16 @@ class StoreCore {
    * write; on SQLite (one process, in-process lock) the text is not needed.
    */
   async readJobForUpdate(jobId: string): Promise<Remembered | undefined> {
-    const key = jobKey(jobId);
+    if (this.backend.cas) return this.readStored(jobId);
+    const job = await this.readJob(jobId);
+    return job && { job };
+  }
+
+  /** Redis: the record and the exact text it is stored as. */
+  private async readStored(jobId: string): Promise<Remembered | undefined> {
     const { cas } = this.backend;
-    if (!cas) {
-      const job = await this.readJob(jobId);
-      return job && { job };
-    }
+    if (!cas) throw new Error('the stored text needs the Redis backend');
+    const key = jobKey(jobId);
     const stored = await this.call('get', () => cas.read(key));
     const job = this.parseJob(key, jobId, stored?.value);
     return job && stored && { job, raw: stored.raw };
