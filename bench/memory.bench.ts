@@ -138,10 +138,10 @@ async function runBot(jobs: number, store: StoreKind): Promise<Record<string, un
     // The watch runs from the recovery's start: the bot reads and schedules its open jobs at
     // their checks' pace (recovery.ts), so its "recovered" line comes once the last page is due.
     await eventually(() => out().includes('resuming open jobs'), 120_000, 'bot recovery');
-    const recoveredAt = Date.now();
-    const resumingMs = recoveredAt - t0;
+    const resumingAt = Date.now();
+    const resumingMs = resumingAt - t0;
     const pid = bot.child.pid ?? 0;
-    const secondsSinceRecovery = () => (Date.now() - recoveredAt) / 1000;
+    const secondsSinceRecovery = () => (Date.now() - resumingAt) / 1000;
     // Full GCs since the recovery (prom-client's count of V8's major GCs on /metrics), and when
     // the first and the second came.
     const botUrl = bot.url;

@@ -33,9 +33,6 @@ export interface RecoveryDeps {
   /** Checks started per second (default: recoveryPerSecond of the default 10 reads a second). */
   perSecond?: number;
   retryMs?: number;
-  now?: () => number;
-  /** Waits `ms` or until `signal` aborts (tests pass virtual time). */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -64,34 +61,31 @@ export class OpenJobRecovery {
    * job scheduled twice is only checked once more.
    */
   start(): Promise<void> {
+    let paged = false;
     return new Promise<void>((resolve, reject) => {
-      let first = true;
-      const firstPage = (): void => {
-        if (!first) return;
-        first = false;
-        resolve();
-      };
       this.#done = (async () => {
         for (;;) {
           try {
-            return await this.#run(firstPage);
+            return await this.#run(() => {
+              paged = true;
+              resolve();
+            });
           } catch (err) {
-            if (first) throw err;
+            if (!paged) throw err;
             this.deps.logger.error(
               { err },
               'restart recovery failed mid-way; resuming the open jobs again shortly',
             );
-            await (this.deps.sleep ?? sleepFor)(this.deps.retryMs ?? RECOVERY_RETRY_MS, this.#abort.signal);
+            await sleepFor(this.deps.retryMs ?? RECOVERY_RETRY_MS, this.#abort.signal);
             if (this.#abort.signal.aborted) return 0;
           }
         }
       })();
-      this.#done.then(firstPage, (err: unknown) => {
-        if (first) {
-          first = false;
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
+      // No open job at all resolves it here; once the first page resolved it, a later outcome changes nothing.
+      this.#done.then(
+        () => resolve(),
+        (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))),
+      );
     });
   }
 
@@ -109,17 +103,15 @@ export class OpenJobRecovery {
   async #run(firstPage: () => void): Promise<number> {
     const { deps } = this;
     const signal = this.#abort.signal;
-    const now = deps.now ?? Date.now;
-    const sleep = deps.sleep ?? sleepFor;
     const perSecond = deps.perSecond ?? recoveryPerSecond(10);
     const perStep = Math.max(1, Math.round((perSecond * RECOVERY_STEP_MS) / 1000));
     const dueAt = (i: number) => Math.floor(i / perStep) * RECOVERY_STEP_MS;
     deps.logger.info('resuming open jobs');
-    const startedAt = now();
+    const startedAt = Date.now();
     let i = 0;
     for await (const page of deps.store.openPages()) {
       if (signal.aborted) break;
-      const at = now();
+      const at = Date.now();
       await Promise.all(
         page.map((job) => {
           deps.jobKeys?.remember(job);
@@ -128,8 +120,8 @@ export class OpenJobRecovery {
       );
       firstPage();
       // The next page is read only shortly before its first check is due.
-      const wait = startedAt + dueAt(i) - RECOVERY_LEAD_MS - now();
-      if (wait > 0) await sleep(wait, signal);
+      const wait = startedAt + dueAt(i) - RECOVERY_LEAD_MS - Date.now();
+      if (wait > 0) await sleepFor(wait, signal);
       if (signal.aborted) break;
     }
     deps.logger.info({ open: i, stopped: signal.aborted || undefined }, 'recovered open jobs');
