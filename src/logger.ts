@@ -66,6 +66,11 @@ export const MAX_LINE_BYTES = 8 * 1024;
 const MAX_ERROR_MESSAGE = 500;
 /** What a logged value may amount to, besides errors (see `boundedCopy`). */
 const COPY_LIMITS = { depth: 6, keys: 40, items: 20, string: 1000, chars: 4000, nodes: 400 };
+/** A fresh budget of characters and objects, shared by every value of one log line. */
+const lineBudget = (): { chars: number; nodes: number } => ({
+  chars: COPY_LIMITS.chars,
+  nodes: COPY_LIMITS.nodes,
+});
 
 /** Strings this short are never cut (ids, names, statuses). */
 const SHORT_STRING = 64;
@@ -223,7 +228,7 @@ function boundedRecord(
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   // One budget for the whole record: many fields cannot add up to a huge line either.
-  const budget = { chars: COPY_LIMITS.chars, nodes: COPY_LIMITS.nodes };
+  const budget = lineBudget();
   for (const key of Object.keys(obj)) {
     const v = obj[key];
     out[key] = ERROR_KEYS.has(key) ? v : isSecretKey(key) ? CENSOR : boundedCopy(v, err, scrub, budget);
@@ -305,7 +310,7 @@ export function createLogger(opts: {
           method.apply(this, args);
           return;
         }
-        const budget = { chars: COPY_LIMITS.chars, nodes: COPY_LIMITS.nodes };
+        const budget = lineBudget();
         method.apply(
           this,
           args.map((a, k) =>
