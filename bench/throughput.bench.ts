@@ -13,6 +13,7 @@
  * flags to the bot / the bare server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
@@ -138,6 +139,9 @@ export async function runThroughputBench(): Promise<Record<string, unknown>> {
       if (i % 2 === 0) bareRuns.push(await run(barePid, bareUrl, '/hook/'));
     }
     const botVm = await vmOf(bot.child.pid ?? 0);
+    // BENCH_BOT_OUTPUT=<prefix>: the bot's output (with BENCH_NODE_FLAGS=--trace-gc-nvp, each GC's account).
+    if (process.env.BENCH_BOT_OUTPUT)
+      await writeFile(`${process.env.BENCH_BOT_OUTPUT}-throughput.log`, bot.output());
 
     const mean = (rs: LoadResult[]) => rs.reduce((a, r) => a + r.rps, 0) / rs.length;
     // Total, then user + kernel (the response write's syscall is a large part of a request).
