@@ -4,6 +4,7 @@ import { createApp, type App } from './app.js';
 import { describeStartFailure, inPhase } from './start-errors.js';
 import { waitForRedis } from './services/store/wait-for-redis.js';
 import { operationModules } from './services/operations/index.js';
+import { warmHttpPath } from './runtime/http-warmup.js';
 
 /** Entry point: config → app → start; graceful shutdown on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -56,6 +57,12 @@ async function main(): Promise<void> {
       );
     }
     app = await inPhase('store', () => createApp(config, { logger }));
+    // After the app is built (its allocations have grown V8's young generation to its limit, where
+    // V8 takes its pretenuring decisions) and before the gateway's first burst: http-warmup.ts.
+    await warmHttpPath().then(
+      (w) => logger.info(w, 'HTTP path warmed'),
+      (err: unknown) => logger.debug({ err }, 'HTTP warm-up skipped'),
+    );
     await app.start();
   } catch (err) {
     // One human line for the operator; the stack only for those who ask (LOG_LEVEL=debug).

@@ -149,6 +149,10 @@ function killedMidJob(store: 'the embedded store' | 'Redis'): void {
     expect(second.child.exitCode).toBe(0);
     const logs = first.output() + second.output();
     expect(logs).toContain('recovered open jobs');
+    // The HTTP warm-up (http-warmup.ts) runs before the bot's own server and gateway start.
+    const warmedAt = first.output().indexOf('HTTP path warmed');
+    expect(warmedAt).toBeGreaterThanOrEqual(0);
+    expect(warmedAt).toBeLessThan(first.output().indexOf('HTTP server listening'));
     expect(logs).not.toContain(fake.token);
     expect(logs).not.toContain(emulator.apiKey === 'dev-key' ? 'Authorization: dev-key' : emulator.apiKey);
     expect(logs).not.toContain(cmd.token);
