@@ -60,6 +60,12 @@ export async function warmHttpPath(
           },
         );
         req.once('error', reject);
+        // No request outlives the limit either (the start never waits on the warm-up): past
+        // it, the request is dropped and the warm-up ends (its error then settles nothing).
+        req.setTimeout(Math.max(1, deadline - Date.now()), () => {
+          req.destroy();
+          resolve();
+        });
         req.end(BODY);
       });
     await Promise.all(
