@@ -299,28 +299,22 @@ class StoreCore {
   }
 
   async readJob(jobId: string): Promise<JobRecord | undefined> {
-    // Redis: the compare-and-set path's plain GET and decode, without Keyv's layers (each
-    // keeper check reads a record: restart recovery makes thousands a minute).
-    if (this.backend.cas) return (await this.readStored(jobId))?.job;
-    const key = jobKey(jobId);
-    return this.parseJob(key, jobId, await this.get('get', key));
+    return (await this.readJobForUpdate(jobId))?.job;
   }
 
   /**
    * The record with the exact text it is stored as (Redis), for a compare-and-set
-   * write; on SQLite (one process, in-process lock) the text is not needed.
+   * write; on SQLite (one process, in-process lock) the text is not needed. On Redis
+   * every read goes this way, a plain GET and decode without Keyv's layers (each keeper
+   * check reads a record: restart recovery makes thousands a minute).
    */
   async readJobForUpdate(jobId: string): Promise<Remembered | undefined> {
-    if (this.backend.cas) return this.readStored(jobId);
-    const job = await this.readJob(jobId);
-    return job && { job };
-  }
-
-  /** Redis: the record and the exact text it is stored as. */
-  private async readStored(jobId: string): Promise<Remembered | undefined> {
-    const { cas } = this.backend;
-    if (!cas) throw new Error('the stored text needs the Redis backend');
     const key = jobKey(jobId);
+    const { cas } = this.backend;
+    if (!cas) {
+      const job = this.parseJob(key, jobId, await this.get('get', key));
+      return job && { job };
+    }
     const stored = await this.call('get', () => cas.read(key));
     const job = this.parseJob(key, jobId, stored?.value);
     return job && stored && { job, raw: stored.raw };
