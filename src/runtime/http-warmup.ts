@@ -2,7 +2,7 @@ import { request, Agent } from 'node:http';
 import Fastify from 'fastify';
 
 /** How many short-lived requests the warm-up sends, four at a time (about 0.2-0.5 s on 2 cores). */
-export const HTTP_WARMUP_REQUESTS = 600;
+const HTTP_WARMUP_REQUESTS = 600;
 const CONCURRENCY = 4;
 /** The warm-up never holds the start longer than this. */
 const TIMEOUT_MS = 3000;
